@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"corral/policyengine"
+)
+
+var checkCommand = command{
+	name:  "check",
+	usage: "[--skill DIR]... [--work-dir D] read|write|net|url|exec|env ARG\n       corral check [--skill DIR]... --stdin",
+	summary: `Answer one permission question with a JSON decision on stdout.
+Exit 0 allow, 1 deny, 2 confirm, 125 bad input. With --stdin, read JSON
+lines {"kind":"net","arg":"api.a.com:443"} and answer one decision per line.`,
+	setup: func(fs *flag.FlagSet) func([]string) error {
+		var sf skillFlags
+		sf.register(fs)
+		stdin := fs.Bool("stdin", false, "answer JSON-line questions from stdin until EOF")
+		return func(args []string) error {
+			l, err := sf.load()
+			if err != nil {
+				return failed(err)
+			}
+			if *stdin {
+				if len(args) > 0 {
+					return failed(errors.New("--stdin takes no arguments"))
+				}
+				return checkStream(l.engine, os.Stdin, os.Stdout)
+			}
+			if len(args) != 2 {
+				return failed(errors.New("want KIND ARG, e.g. check net api.example.com:443 (kinds: " + strings.Join(checkKinds, ", ") + ")"))
+			}
+			d, err := ask(l.engine, args[0], args[1])
+			if err != nil {
+				return failed(err)
+			}
+			out, _ := json.Marshal(d)
+			fmt.Printf("%s\n", out)
+			switch d.Action {
+			case policyengine.Allow:
+				return nil
+			case policyengine.Confirm:
+				return &exitError{Code: exitConfirm}
+			}
+			return &exitError{Code: exitDeny}
+		}
+	},
+}
+
+var checkKinds = []string{"read", "write", "net", "url", "exec", "env"}
+
+// ask answers one question. An error means the question itself is malformed.
+func ask(e *policyengine.Engine, kind, arg string) (policyengine.Decision, error) {
+	switch kind {
+	case "read", "write":
+		if arg == "" || strings.ContainsRune(arg, 0) {
+			return policyengine.Decision{}, errors.New("empty or invalid path")
+		}
+		if kind == "read" {
+			return e.CheckRead(arg), nil
+		}
+		return e.CheckWrite(arg), nil
+	case "net":
+		return e.CheckHostPort(arg)
+	case "url":
+		if _, err := policyengine.ParseURL(arg); err != nil {
+			return policyengine.Decision{}, err
+		}
+		return e.CheckURL(arg), nil
+	case "exec":
+		if strings.TrimSpace(arg) == "" {
+			return policyengine.Decision{}, policyengine.ErrEmptyCommand
+		}
+		return e.CheckExec(arg), nil
+	case "env":
+		if arg == "" || strings.ContainsAny(arg, "=\x00") {
+			return policyengine.Decision{}, fmt.Errorf("%q is not an environment variable name", arg)
+		}
+		return e.CheckEnv(arg), nil
+	}
+	return policyengine.Decision{}, fmt.Errorf("unknown kind %q (kinds: %s)", kind, strings.Join(checkKinds, ", "))
+}
+
+// question is one line of check --stdin.
+type question struct {
+	Kind string `json:"kind"`
+	Arg  string `json:"arg"`
+}
+
+// answer is a decision, or the reason a question could not be answered.
+type answer struct {
+	policyengine.Decision
+	Error string `json:"error,omitempty"`
+}
+
+// maxQuestion bounds one line of check --stdin.
+const maxQuestion = 1 << 20
+
+// checkStream answers questions line by line. Output is buffered and
+// flushed whenever no further input is waiting, so a caller that asks one
+// question at a time gets its answer at once and a bulk caller gets
+// throughput.
+func checkStream(e *policyengine.Engine, in io.Reader, out io.Writer) error {
+	r := bufio.NewReaderSize(in, 64<<10)
+	w := bufio.NewWriterSize(out, 64<<10)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for {
+		line, err := readLine(r)
+		if len(line) > 0 {
+			var q question
+			var a answer
+			if jerr := json.Unmarshal(line, &q); jerr != nil {
+				a = answer{Decision: policyengine.Decision{Action: policyengine.Deny, Reason: "bad input: not a JSON question"}, Error: jerr.Error()}
+			} else if d, qerr := ask(e, q.Kind, q.Arg); qerr != nil {
+				a = answer{Decision: policyengine.Decision{Action: policyengine.Deny, Reason: "bad input: " + qerr.Error()}, Error: qerr.Error()}
+			} else {
+				a = answer{Decision: d}
+			}
+			if werr := enc.Encode(a); werr != nil {
+				return failed(werr)
+			}
+		}
+		if r.Buffered() == 0 || err != nil {
+			if ferr := w.Flush(); ferr != nil {
+				return failed(ferr)
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return failed(err)
+		}
+	}
+}
+
+// readLine reads one line without its newline. Blank lines come back
+// empty; a line over maxQuestion is an error.
+func readLine(r *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		line = append(line, chunk...)
+		if len(line) > maxQuestion {
+			return nil, fmt.Errorf("a question is longer than %d bytes", maxQuestion)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		return bytes.TrimSpace(line), err
+	}
+}

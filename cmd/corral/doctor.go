@@ -1,0 +1,65 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+
+	"corral/sandbox"
+)
+
+var doctorCommand = command{
+	name:    "doctor",
+	usage:   "[--skill DIR]... [--json]",
+	summary: "Show which kernel features this host has and what exec would enforce.",
+	setup: func(fs *flag.FlagSet) func([]string) error {
+		var sf skillFlags
+		sf.register(fs)
+		asJSON := fs.Bool("json", false, "print JSON")
+		return func([]string) error {
+			l, err := sf.load()
+			if err != nil {
+				return failed(err)
+			}
+			spec := sandbox.Spec{WorkDir: l.vars.WorkDir, BestEffort: true}
+			facts := sandbox.Probe(l.perms, spec)
+			plan, err := sandbox.BuildPlan(l.perms, spec, facts)
+			if err != nil {
+				return failed(err)
+			}
+			if *asJSON {
+				enc := json.NewEncoder(os.Stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(map[string]any{"facts": kernelFacts(facts), "protections": plan.Protections})
+			}
+			fmt.Printf("host: uid %d, Landlock ABI %d, seccomp %v, memfd_noexec sysctl %v\n", facts.Uid, facts.LandlockABI, facts.Seccomp, facts.MemfdNoexec)
+			if facts.UserNSErr != "" {
+				fmt.Printf("user namespaces: refused: %s\n", facts.UserNSErr)
+			} else {
+				fmt.Printf("user namespaces: allowed\n")
+			}
+			fmt.Printf("\nwhat exec would enforce:\n")
+			refuse := false
+			for _, p := range plan.Protections {
+				mark := "yes"
+				if !p.Enforced {
+					mark = "NO "
+					refuse = refuse || p.Name != "landlock-net" && p.Name != "landlock-scope"
+				}
+				fmt.Printf("  [%s] %-15s %s\n", mark, p.Name, p.Detail)
+			}
+			if refuse {
+				fmt.Printf("\nexec refuses to run here unless --best-effort is given.\n")
+			} else {
+				fmt.Printf("\nexec runs with every required protection.\n")
+			}
+			return nil
+		}
+	},
+}
+
+func kernelFacts(f *sandbox.Facts) map[string]any {
+	return map[string]any{"uid": f.Uid, "landlock_abi": f.LandlockABI, "landlock_error": f.LandlockErr,
+		"userns_error": f.UserNSErr, "seccomp": f.Seccomp, "memfd_noexec": f.MemfdNoexec}
+}

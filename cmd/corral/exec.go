@@ -1,0 +1,171 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"corral/policyengine"
+	"corral/sandbox"
+)
+
+var execCommand = command{
+	name:  "exec",
+	usage: "[--skill DIR]... [--work-dir D] [--data-dir D] [--report FILE] [--best-effort] -- CMD [ARG]...",
+	summary: `Run CMD in a sandbox built from the skills' merged permissions.
+Exit status: the command's own; 128+N if a signal N killed it; 125 corral
+failed; 126 the command is not permitted; 127 the command was not found.`,
+	setup: func(fs *flag.FlagSet) func([]string) error {
+		var sf skillFlags
+		sf.register(fs)
+		report := fs.String("report", "", "write a JSON report of the run to `file`")
+		bestEffort := fs.Bool("best-effort", false, "run even if a protection cannot be enforced, naming each one that is missing")
+		return func(args []string) error {
+			if len(args) == 0 {
+				return failed(errors.New("no command: corral exec [flags] -- CMD [ARG]..."))
+			}
+			r := &runReport{Argv: args}
+			err := runExec(&sf, args, *bestEffort, r)
+			if *report != "" {
+				if werr := r.write(*report, err); werr != nil && err == nil {
+					err = failed(werr)
+				}
+			}
+			return err
+		}
+	},
+}
+
+// runReport is the --report JSON.
+type runReport struct {
+	Argv        []string                `json:"argv"`
+	ExitCode    int                     `json:"exit_code"`
+	Signal      int                     `json:"signal,omitempty"`
+	WallMS      float64                 `json:"wall_ms"`
+	PeakMemory  int64                   `json:"peak_memory_bytes"`
+	OOMKilled   bool                    `json:"oom_killed"`
+	TimedOut    bool                    `json:"timed_out"`
+	Protections []sandbox.Protection    `json:"protections"`
+	Dropped     []string                `json:"dropped,omitempty"`
+	Denials     []policyengine.Decision `json:"denials"`
+	Warnings    []string                `json:"warnings,omitempty"`
+	Created     []string                `json:"created,omitempty"`
+	Error       string                  `json:"error,omitempty"`
+}
+
+func (r *runReport) write(file string, runErr error) error {
+	var ee *exitError
+	if errors.As(runErr, &ee) {
+		r.ExitCode = ee.Code
+		if ee.Err != nil {
+			r.Error = ee.Err.Error()
+		}
+	}
+	if r.Denials == nil {
+		r.Denials = []policyengine.Decision{}
+	}
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, append(data, '\n'), 0o644)
+}
+
+func runExec(sf *skillFlags, argv []string, bestEffort bool, r *runReport) error {
+	l, err := sf.load()
+	if err != nil {
+		return failed(err)
+	}
+	if st, err := os.Stat(l.vars.WorkDir); err != nil || !st.IsDir() {
+		return failed(fmt.Errorf("work dir %s is not a folder", l.vars.WorkDir))
+	}
+	// Preflight: the policy engine checks the command (and sh -c scripts)
+	// before anything starts.
+	if d := l.engine.CheckArgv(argv); d.Action != policyengine.Allow {
+		r.Denials = append(r.Denials, d)
+		return &exitError{Code: exitNotAllowed, Err: fmt.Errorf("not permitted: %s", d.Reason)}
+	}
+	created, err := createWriteRoots(l)
+	r.Created = created
+	if err != nil {
+		return failed(err)
+	}
+	spec := sandbox.Spec{Argv: argv, WorkDir: l.vars.WorkDir, Env: os.Environ(), BestEffort: bestEffort}
+	facts := sandbox.Probe(l.perms, spec)
+	plan, err := sandbox.BuildPlan(l.perms, spec, facts)
+	var nf *sandbox.NotFoundError
+	switch {
+	case errors.As(err, &nf):
+		return &exitError{Code: exitNotFound, Err: err}
+	case err != nil:
+		return failed(err)
+	}
+	r.Protections, r.Warnings = plan.Protections, plan.Warnings
+	for _, p := range plan.Protections {
+		if !p.Enforced {
+			r.Dropped = append(r.Dropped, p.Name)
+			fmt.Fprintf(os.Stderr, "corral exec: warning: running without %s: %s\n", p.Name, p.Detail)
+		}
+	}
+	res, err := sandbox.Run(plan, sandbox.Stdio{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
+	if res != nil {
+		r.ExitCode, r.Signal, r.WallMS, r.PeakMemory = res.ExitCode, res.Signal, float64(res.Wall.Microseconds())/1000, res.MaxRSS
+	}
+	if err != nil {
+		return failed(err)
+	}
+	if res.Stage != nil {
+		return execFailure(argv[0], res.Stage)
+	}
+	if res.ExitCode != 0 {
+		return &exitError{Code: res.ExitCode}
+	}
+	return nil
+}
+
+// execFailure maps a failed exec inside the sandbox to 126 or 127.
+func execFailure(prog string, e *sandbox.StageError) error {
+	switch unix.Errno(e.Errno) {
+	case unix.ENOENT:
+		return &exitError{Code: exitNotFound, Err: fmt.Errorf("%s: command not found in the sandbox", prog)}
+	case unix.EACCES, unix.EPERM:
+		return &exitError{Code: exitNotAllowed, Err: fmt.Errorf("%s: the sandbox refused to execute it (%s)", prog, e.Message)}
+	}
+	return failed(fmt.Errorf("starting %s: %w", prog, e))
+}
+
+// createWriteRoots creates missing folders that fs.write grants as a whole
+// (such as $WORK_DIR/out/**) inside the work dir or a $DATA_DIR, so the
+// kernel has something to attach the grant to.
+func createWriteRoots(l *loaded) ([]string, error) {
+	var created []string
+	for _, e := range l.perms.Write {
+		g, err := policyengine.CompileGlob(e.Value)
+		if err != nil || !g.Subtree() {
+			continue
+		}
+		dir := g.Base()
+		if !within(dir, l.vars.WorkDir) && !within(dir, l.vars.DataDir) {
+			continue
+		}
+		if _, err := os.Lstat(dir); err == nil {
+			continue
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return created, fmt.Errorf("creating %s for %s: %w", dir, e.Value, err)
+		}
+		created = append(created, dir)
+	}
+	return created, nil
+}
+
+func within(p, root string) bool {
+	rel, err := filepath.Rel(root, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}

@@ -1,0 +1,231 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"corral/policyengine"
+	"corral/sandbox"
+)
+
+var explainCommand = command{
+	name:  "explain",
+	usage: "[--skill DIR]... [--work-dir D] [--json]",
+	summary: `Show the skills, the merged permissions (and which skill each entry came
+from) and what the sandbox will allow.`,
+	setup: func(fs *flag.FlagSet) func([]string) error {
+		var sf skillFlags
+		sf.register(fs)
+		asJSON := fs.Bool("json", false, "print JSON instead of text")
+		return func(args []string) error {
+			if len(args) > 0 {
+				return failed(fmt.Errorf("unexpected arguments %q", args))
+			}
+			l, err := sf.load()
+			if err != nil {
+				return failed(err)
+			}
+			x := explain(l)
+			if *asJSON {
+				enc := json.NewEncoder(os.Stdout)
+				enc.SetIndent("", "  ")
+				enc.SetEscapeHTML(false)
+				return enc.Encode(x)
+			}
+			x.writeText(os.Stdout)
+			return nil
+		}
+	},
+}
+
+type skillView struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	File        string `json:"file"`
+	Declares    bool   `json:"declares_permissions"`
+}
+
+// explanation is what explain prints.
+type explanation struct {
+	Skills      []skillView              `json:"skills"`
+	WorkDir     string                   `json:"work_dir"`
+	Default     bool                     `json:"default_sandbox"`
+	Permissions policyengine.Permissions `json:"permissions"`
+	Summary     []string                 `json:"summary"`
+	Plan        *sandbox.Plan            `json:"plan,omitempty"`
+	PlanError   string                   `json:"plan_error,omitempty"`
+}
+
+func explain(l *loaded) *explanation {
+	x := &explanation{WorkDir: l.vars.WorkDir, Default: l.perms.IsDefault(), Permissions: l.perms}
+	for _, s := range l.skills {
+		x.Skills = append(x.Skills, skillView{s.Name, s.Description, s.File, s.Permissions != nil})
+	}
+	x.Summary = summarise(l.perms)
+	spec := sandbox.Spec{WorkDir: l.vars.WorkDir, BestEffort: true}
+	plan, err := sandbox.BuildPlan(l.perms, spec, sandbox.Probe(l.perms, spec))
+	if err != nil {
+		x.PlanError = err.Error()
+	}
+	x.Plan = plan
+	return x
+}
+
+// summarise says in sentences what the merged permissions allow.
+func summarise(p policyengine.Permissions) []string {
+	var out []string
+	if p.IsDefault() {
+		out = append(out, "No skill declares permissions, so the default sandbox applies: system files read-only, the work directory read-write, no network, any program, 512 MiB of memory.")
+	}
+	out = append(out, fmt.Sprintf("Files: read %s; write %s; the system baseline (%d paths such as /usr/** and /etc/ssl/**) is read-only.",
+		orNone(policyengine.Values(p.Read)), orNone(policyengine.Values(p.Write)), len(policyengine.SystemRead)))
+	if len(p.Network) == 0 {
+		out = append(out, "Network: none (no TCP, no UDP, no DNS).")
+	} else {
+		out = append(out, "Network: only "+strings.Join(policyengine.Values(p.Network), ", ")+"; loopback, private, link-local and cloud-metadata addresses only where a preset: rule or an IP rule names them.")
+	}
+	if p.ExecRestricted() {
+		out = append(out, "Programs: only "+orNone(policyengine.Values(p.Exec))+" (exec lists of "+strings.Join(p.ExecDeclared, ", ")+").")
+	} else {
+		out = append(out, "Programs: any (no skill declares an exec list).")
+	}
+	out = append(out, "Environment: "+strings.Join(append(policyengine.Values(p.Env), policyengine.DefaultEnv...), ", ")+"; every other variable is dropped.")
+	lim := []string{}
+	if p.Limits.Memory.Value > 0 {
+		lim = append(lim, fmt.Sprintf("memory %s (%s)", formatSize(p.Limits.Memory.Value), strings.Join(p.Limits.Memory.From, ", ")))
+	}
+	if p.Limits.Pids.Value > 0 {
+		lim = append(lim, fmt.Sprintf("pids %d (%s)", p.Limits.Pids.Value, strings.Join(p.Limits.Pids.From, ", ")))
+	}
+	if p.Limits.Timeout.Value > 0 {
+		lim = append(lim, fmt.Sprintf("timeout %s (%s)", p.Limits.Timeout.Value, strings.Join(p.Limits.Timeout.From, ", ")))
+	}
+	if len(lim) > 0 {
+		out = append(out, "Limits: "+strings.Join(lim, "; ")+".")
+	}
+	return out
+}
+
+func (x *explanation) writeText(w io.Writer) {
+	fmt.Fprintf(w, "skills:\n")
+	if len(x.Skills) == 0 {
+		fmt.Fprintf(w, "  (none)\n")
+	}
+	for _, s := range x.Skills {
+		note := ""
+		if !s.Declares {
+			note = "  [declares no permissions]"
+		}
+		fmt.Fprintf(w, "  %s  %s%s\n    %s\n", s.Name, s.File, note, s.Description)
+	}
+	fmt.Fprintf(w, "\nwork dir: %s\n", x.WorkDir)
+	if x.Default {
+		fmt.Fprintf(w, "\ndefault sandbox: no skill declares permissions\n")
+	}
+	p := x.Permissions
+	fmt.Fprintf(w, "\nmerged permissions:\n")
+	section := func(name string, entries []policyengine.Entry) {
+		fmt.Fprintf(w, "  %s:\n", name)
+		if len(entries) == 0 {
+			fmt.Fprintf(w, "    (none)\n")
+		}
+		for _, e := range entries {
+			fmt.Fprintf(w, "    %-40s  from %s\n", e.Value, strings.Join(e.From, ", "))
+		}
+	}
+	section("fs.read", p.Read)
+	section("fs.write", p.Write)
+	section("network.allow", p.Network)
+	section("exec", p.Exec)
+	section("env", p.Env)
+	section("services", p.Services)
+	fmt.Fprintf(w, "\nwhat the sandbox allows:\n")
+	for _, s := range x.Summary {
+		fmt.Fprintf(w, "  - %s\n", s)
+	}
+	if x.PlanError != "" {
+		fmt.Fprintf(w, "\nkernel plan: %s\n", x.PlanError)
+	}
+	if x.Plan != nil {
+		writePlan(w, x.Plan)
+	}
+}
+
+// writePlan prints the kernel plan: each rule beside the glob it came from.
+func writePlan(w io.Writer, p *sandbox.Plan) {
+	fmt.Fprintf(w, "\nkernel plan:\n  protections:\n")
+	for _, pr := range p.Protections {
+		mark := "yes"
+		if !pr.Enforced {
+			mark = "NO "
+		}
+		fmt.Fprintf(w, "    [%s] %-15s %s\n", mark, pr.Name, pr.Detail)
+	}
+	fmt.Fprintf(w, "  landlock (ABI %d) rules:\n", p.Landlock.ABI)
+	for _, r := range p.Landlock.Rules {
+		fmt.Fprintf(w, "    %-45s %-22s from %s\n", r.Path, rightsOrCustom(r), r.From)
+	}
+	fmt.Fprintf(w, "  mounts (new root holding only these):\n")
+	for _, m := range p.Mounts {
+		flags := ""
+		if m.ReadOnly {
+			flags += " ro"
+		}
+		if m.NoExec {
+			flags += " noexec"
+		}
+		src := ""
+		if m.Source != "" && m.Source != m.Target {
+			src = " <- " + m.Source
+		}
+		fmt.Fprintf(w, "    %-8s %s%s%s  (%s)\n", m.Kind, m.Target, src, flags, m.Why)
+	}
+	if p.Exec.Restricted {
+		fmt.Fprintf(w, "  executable files:\n")
+		for _, t := range p.Exec.Allowed {
+			fmt.Fprintf(w, "    %-45s %s\n", t.Path, t.From)
+		}
+	}
+	fmt.Fprintf(w, "  seccomp: %d rules (every other syscall allowed):\n", len(p.Seccomp))
+	for _, r := range p.Seccomp {
+		cond := ""
+		if r.Arg != nil {
+			cond = fmt.Sprintf(" when arg%d %s 0x%x/0x%x", r.Arg.Index, r.Arg.Op, r.Arg.Value, r.Arg.Mask)
+		}
+		fmt.Fprintf(w, "    %-20s %s%s  (%s)\n", r.Syscall, r.Errno, cond, r.Why)
+	}
+	if len(p.Warnings) > 0 {
+		fmt.Fprintf(w, "  warnings:\n")
+		for _, s := range p.Warnings {
+			fmt.Fprintf(w, "    ! %s\n", s)
+		}
+	}
+}
+
+func rightsOrCustom(r sandbox.PathRule) string {
+	if r.Rights != "" {
+		return r.Rights
+	}
+	return fmt.Sprintf("0x%x", r.Access)
+}
+
+func orNone(v []string) string {
+	if len(v) == 0 {
+		return "nothing"
+	}
+	return strings.Join(v, ", ")
+}
+
+func formatSize(n int64) string {
+	switch {
+	case n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

@@ -1,0 +1,18 @@
+package policyengine
+
+// Action is the verdict of a check.
+type Action string
+
+const (
+	Allow   Action = "allow"
+	Deny    Action = "deny"
+	Confirm Action = "confirm"
+)
+
+// Decision is the answer to one question: what to do, a sentence a user can
+// act on, and the rule that decided (empty when no rule matched).
+type Decision struct {
+	Action Action `json:"action"`
+	Reason string `json:"reason"`
+	Rule   string `json:"rule,omitempty"`
+}

@@ -1,0 +1,97 @@
+package policyengine
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// CheckNetwork decides whether a connection to host:port is allowed. host
+// may be a name or an IP literal in any notation; address categories
+// (loopback, private, link-local, cloud metadata) are granted only by a
+// preset:<category> rule or a rule naming that IP.
+func (e *Engine) CheckNetwork(host string, port int) Decision {
+	canonical, cat, _, _ := Classify(host)
+	if cat == CatUnparseable {
+		return Decision{Action: Deny, Reason: fmt.Sprintf("host %q is neither an IP address nor a valid DNS name", host)}
+	}
+	if port < 1 || port > 65535 {
+		return Decision{Action: Deny, Reason: fmt.Sprintf("port %d is out of range 1-65535", port)}
+	}
+	for _, r := range e.hosts {
+		if r.pattern.Match(canonical, port) {
+			return Decision{
+				Action: Allow,
+				Reason: fmt.Sprintf("%s may be reached: it matches %s (from %s)", joinHostPort(canonical, port), r.entry.Value, strings.Join(r.entry.From, ", ")),
+				Rule:   r.entry.Value,
+			}
+		}
+	}
+	target := joinHostPort(canonical, port)
+	if cat != CatNone {
+		return Decision{Action: Deny, Reason: fmt.Sprintf("%s is a %s address, which host patterns never grant; to allow it, add %q or %q to permissions.network.allow",
+			target, strings.ReplaceAll(string(cat), "_", " "), "preset:"+string(cat), target)}
+	}
+	if len(e.hosts) == 0 {
+		return Decision{Action: Deny, Reason: fmt.Sprintf("%s is not reachable: no skill grants network access; to allow it, add %q to permissions.network.allow", target, target)}
+	}
+	return Decision{Action: Deny, Reason: fmt.Sprintf("%s is not in the network allow list of skills %s; to allow it, add %q to permissions.network.allow", target, sources(e.perms.Network), target)}
+}
+
+// CheckHostPort decides for a "host:port" or "[v6]:port" destination.
+func (e *Engine) CheckHostPort(hostport string) (Decision, error) {
+	host, port, err := SplitHostPort(hostport)
+	if err != nil {
+		return Decision{}, err
+	}
+	return e.CheckNetwork(host, port), nil
+}
+
+// CheckURL decides whether the URL may be fetched.
+func (e *Engine) CheckURL(raw string) Decision {
+	u, err := ParseURL(raw)
+	if err != nil {
+		return Decision{Action: Deny, Reason: fmt.Sprintf("cannot check URL: %v", err)}
+	}
+	d := e.CheckNetwork(u.Host, u.Port)
+	d.Reason = u.String() + ": " + d.Reason
+	return d
+}
+
+// SplitHostPort splits "host:port" and "[v6]:port". It does not use the
+// net package to keep its package init off the sandbox launch path.
+func SplitHostPort(s string) (host string, port int, err error) {
+	var p string
+	if strings.HasPrefix(s, "[") {
+		end := strings.LastIndex(s, "]")
+		if end < 0 || !strings.HasPrefix(s[end+1:], ":") {
+			return "", 0, fmt.Errorf("%q is not host:port ([v6]:port for IPv6)", s)
+		}
+		host, p = s[1:end], s[end+2:]
+	} else {
+		i := strings.LastIndexByte(s, ':')
+		if i < 0 {
+			return "", 0, fmt.Errorf("%q has no port: write host:port", s)
+		}
+		host, p = s[:i], s[i+1:]
+		if strings.Contains(host, ":") {
+			return "", 0, fmt.Errorf("%q: write IPv6 addresses in brackets, as [::1]:443", s)
+		}
+	}
+	if host == "" {
+		return "", 0, errors.New("empty host")
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil || n < 1 || n > 65535 {
+		return "", 0, fmt.Errorf("port %q is not a number in range 1-65535", p)
+	}
+	return host, n, nil
+}
+
+func joinHostPort(host string, port int) string {
+	if strings.Contains(host, ":") {
+		return "[" + host + "]:" + strconv.Itoa(port)
+	}
+	return host + ":" + strconv.Itoa(port)
+}

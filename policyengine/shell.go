@@ -1,0 +1,980 @@
+package policyengine
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Redirect is one redirection of a command: Op is one of ">", ">>", "<",
+// ">|", "&>", "&>>", "<>", ">&", "<&", "<<" (here-document, Target is the
+// delimiter) or "<<<" (here-string), with any fd number stripped; Target is
+// the unquoted word after it.
+type Redirect struct {
+	Op     string `json:"op"`
+	Target string `json:"target"`
+}
+
+// Command is one simple command of a command line.
+type Command struct {
+	// Program is the first word after leading VAR=value assignments,
+	// unquoted; "" if the segment is only assignments and redirections.
+	Program string `json:"program"`
+	// Args are the remaining words, unquoted. Expansions ($x, $(...),
+	// `...`, ${...}) are kept as written since their value is unknown.
+	Args      []string   `json:"args,omitempty"`
+	Redirects []Redirect `json:"redirects,omitempty"`
+}
+
+// ErrEmptyCommand is returned for a command line that runs nothing.
+var ErrEmptyCommand = errors.New("empty command line")
+
+// maxShellNesting bounds nested substitutions, subshells and quotes so that
+// hostile input cannot exhaust the stack.
+const maxShellNesting = 64
+
+// SplitCommandLine normalises and splits a shell command line into every
+// simple command it would run, including those nested inside $(...),
+// `...`, <(...), >(...), (subshells), { groups; }, compound commands and
+// unquoted here-documents. A command comes before the commands nested in
+// its words. Syntax it cannot follow (unterminated quotes, unbalanced $(,
+// ( or backquotes) is an error rather than a guess; a line that runs
+// nothing is ErrEmptyCommand.
+func SplitCommandLine(line string) ([]Command, error) {
+	if strings.TrimSpace(line) == "" {
+		return nil, ErrEmptyCommand
+	}
+	s := shellSplitter{src: line}
+	if err := s.parseList(0, 0); err != nil {
+		return nil, fmt.Errorf("split command line: %w", err)
+	}
+	if len(s.out) == 0 {
+		return nil, ErrEmptyCommand
+	}
+	return s.out, nil
+}
+
+// shellSyntaxError locates what could not be parsed. Offsets inside
+// backquotes and here-documents are relative to them; the wrapping error
+// says where they start.
+type shellSyntaxError struct {
+	offset int
+	msg    string
+}
+
+func (e *shellSyntaxError) Error() string {
+	return fmt.Sprintf("shell syntax error at offset %d: %s", e.offset, e.msg)
+}
+
+// shellSplitter is a recursive-descent reader of one source text: the
+// command line itself, or the decoded body of a backquote or here-document.
+type shellSplitter struct {
+	src   string
+	pos   int
+	depth int
+	out   []Command
+	// buf holds the unquoted text of the words being read. Words nest (a
+	// word holds $(...) which holds words), so it is used as a stack: each
+	// reader appends after what is there and truncates back when done.
+	buf      []byte
+	heredocs []shellHeredoc // bodies to skip at the next newline
+	// notArith remembers where "((" turned out not to be arithmetic, so
+	// that nested ambiguous parentheses are read twice at most, not 2^n.
+	notArith map[int]bool
+}
+
+type shellHeredoc struct {
+	delim     string
+	quoted    bool // a quoted delimiter means the body is not expanded
+	stripTabs bool // <<-
+}
+
+// shellWord is one word as read, before it is given a role.
+type shellWord struct {
+	value  string
+	quoted bool // some part was quoted or escaped: never a reserved word
+	assign bool // NAME=value
+}
+
+func (w shellWord) is(keyword string) bool { return !w.quoted && w.value == keyword }
+
+// shellCaseState tracks where in "case WORD in PATTERN) LIST ;; esac" the
+// reader is, so that a pattern's ")" does not close a subshell.
+type shellCaseState uint8
+
+const (
+	shellCaseSubject shellCaseState = iota
+	shellCaseIn
+	shellCasePattern
+	shellCaseBody
+)
+
+// shellWordMode says how the words after a reserved word are taken.
+type shellWordMode uint8
+
+const (
+	shellModeCommand  shellWordMode = iota
+	shellModeHeader                 // for/select NAME in WORDS: not a command
+	shellModeForIn                  // "for x" ended the line; "in WORDS" may follow
+	shellModeSkipName               // function NAME
+	shellModeTime                   // time [-p]
+)
+
+// shellSimple is the simple command being collected.
+type shellSimple struct {
+	cmd         Command
+	mark        int // len(out) at its start: nested commands go after it
+	hasProgram  bool
+	assigns     bool
+	cond        bool // inside [[ ]], where && < ( are operands
+	mode        shellWordMode
+	headerWords int
+}
+
+func (s *shellSplitter) syntaxError(offset int, format string, args ...any) error {
+	return &shellSyntaxError{offset: offset, msg: fmt.Sprintf(format, args...)}
+}
+
+func (s *shellSplitter) enter(offset int) error {
+	s.depth++
+	if s.depth > maxShellNesting {
+		return s.syntaxError(offset, "nested more than %d levels deep", maxShellNesting)
+	}
+	return nil
+}
+
+func (s *shellSplitter) leave() { s.depth-- }
+
+// at returns the byte at i, or 0 past the end.
+func (s *shellSplitter) at(i int) byte {
+	if i < len(s.src) {
+		return s.src[i]
+	}
+	return 0
+}
+
+// skip advances by n bytes without running past the end.
+func (s *shellSplitter) skip(n int) { s.pos = min(s.pos+n, len(s.src)) }
+
+// parseList reads a list of commands up to closer: ')' ends $(...), <(...)
+// and subshells opened at offset open, 0 ends the text.
+func (s *shellSplitter) parseList(closer byte, open int) error {
+	if err := s.enter(open); err != nil {
+		return err
+	}
+	defer s.leave()
+	var cases []shellCaseState
+	sc := shellSimple{mark: len(s.out)}
+	for {
+		s.skipBlanks()
+		if s.pos >= len(s.src) {
+			if closer != 0 {
+				return s.syntaxError(open, "unterminated %q", s.src[open:min(open+2, len(s.src))])
+			}
+			s.finish(&sc)
+			return nil
+		}
+		if n := len(cases); n > 0 && cases[n-1] == shellCasePattern {
+			if err := s.casePattern(&cases); err != nil {
+				return err
+			}
+			continue
+		}
+		c := s.src[s.pos]
+		if sc.cond && strings.IndexByte("&|<>()", c) >= 0 {
+			end := s.pos + 1
+			for end < len(s.src) && strings.IndexByte("&|<>()", s.src[end]) >= 0 {
+				end++
+			}
+			sc.cmd.Args = append(sc.cmd.Args, s.src[s.pos:end])
+			s.pos = end
+			continue
+		}
+		var err error
+		switch c {
+		case '#':
+			s.skipComment()
+		case '\n':
+			if !sc.cond {
+				s.finish(&sc)
+			}
+			err = s.newline()
+		case ';', '|':
+			s.separator(&sc, cases)
+		case '&':
+			if s.at(s.pos+1) == '>' {
+				err = s.wordOrRedirect(&sc, &cases)
+			} else {
+				s.separator(&sc, cases)
+			}
+		case ')':
+			if closer != ')' {
+				return s.syntaxError(s.pos, "unexpected \")\"")
+			}
+			s.finish(&sc)
+			s.pos++
+			return nil
+		case '(':
+			err = s.openParen(&sc)
+		default:
+			err = s.wordOrRedirect(&sc, &cases)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// skipBlanks skips spaces, tabs and line continuations.
+func (s *shellSplitter) skipBlanks() {
+	for s.pos < len(s.src) {
+		switch s.src[s.pos] {
+		case ' ', '\t':
+			s.pos++
+		case '\\':
+			if s.at(s.pos+1) != '\n' {
+				return
+			}
+			s.pos += 2
+		default:
+			return
+		}
+	}
+}
+
+func (s *shellSplitter) skipComment() {
+	if i := strings.IndexByte(s.src[s.pos:], '\n'); i >= 0 {
+		s.pos += i
+	} else {
+		s.pos = len(s.src)
+	}
+}
+
+// separator ends the current command at a control operator. ";;", ";&"
+// and ";;&" also end a case branch.
+func (s *shellSplitter) separator(sc *shellSimple, cases []shellCaseState) {
+	rest := s.src[s.pos:]
+	n, endsBranch := 1, false
+	switch {
+	case strings.HasPrefix(rest, ";;&"):
+		n, endsBranch = 3, true
+	case strings.HasPrefix(rest, ";;"), strings.HasPrefix(rest, ";&"):
+		n, endsBranch = 2, true
+	case strings.HasPrefix(rest, "||"), strings.HasPrefix(rest, "|&"), strings.HasPrefix(rest, "&&"):
+		n = 2
+	}
+	s.finish(sc)
+	s.pos += n
+	if k := len(cases); endsBranch && k > 0 && cases[k-1] == shellCaseBody {
+		cases[k-1] = shellCasePattern
+	}
+}
+
+// finish records the current command if it runs a program or redirects,
+// before the commands found nested in its words, and starts the next.
+func (s *shellSplitter) finish(sc *shellSimple) {
+	if sc.hasProgram || len(sc.cmd.Redirects) > 0 {
+		s.out = append(s.out, Command{})
+		copy(s.out[sc.mark+1:], s.out[sc.mark:])
+		s.out[sc.mark] = sc.cmd
+	}
+	next := shellSimple{mark: len(s.out)}
+	if sc.mode == shellModeHeader && sc.headerWords == 1 {
+		next.mode = shellModeForIn
+	}
+	*sc = next
+}
+
+// newline consumes a newline and the bodies of the here-documents
+// started on the line it ends.
+func (s *shellSplitter) newline() error {
+	s.pos++
+	for _, doc := range s.heredocs {
+		start := s.pos
+		body := s.heredocBody(doc)
+		if !doc.quoted {
+			// An unquoted body is expanded, so $(...) in it runs.
+			if err := s.scanExpansionsIn(body); err != nil {
+				return fmt.Errorf("in here-document at offset %d: %w", start, err)
+			}
+		}
+	}
+	s.heredocs = s.heredocs[:0]
+	return nil
+}
+
+// heredocBody consumes lines up to and including the delimiter line, or
+// to the end if there is none.
+func (s *shellSplitter) heredocBody(doc shellHeredoc) string {
+	start := s.pos
+	for s.pos < len(s.src) {
+		lineEnd := len(s.src)
+		if i := strings.IndexByte(s.src[s.pos:], '\n'); i >= 0 {
+			lineEnd = s.pos + i
+		}
+		line, bodyEnd := s.src[s.pos:lineEnd], s.pos
+		s.pos = min(lineEnd+1, len(s.src))
+		if doc.stripTabs {
+			line = strings.TrimLeft(line, "\t")
+		}
+		if line == doc.delim {
+			return s.src[start:bodyEnd]
+		}
+	}
+	return s.src[start:]
+}
+
+// casePattern reads one token of a case pattern list: words and "|" are
+// patterns, ")" starts the branch body, "esac" ends the case.
+func (s *shellSplitter) casePattern(cases *[]shellCaseState) error {
+	n := len(*cases)
+	switch s.src[s.pos] {
+	case '\n':
+		return s.newline()
+	case '#':
+		s.skipComment()
+	case ')':
+		(*cases)[n-1] = shellCaseBody
+		s.pos++
+	case '(', '|', ';', '&', '<', '>':
+		s.pos++
+	default:
+		start := s.pos
+		w, err := s.readWord()
+		if err != nil {
+			return err
+		}
+		if s.pos == start {
+			s.pos++
+		} else if w.is("esac") {
+			*cases = (*cases)[:n-1]
+		}
+	}
+	return nil
+}
+
+// openParen handles "(" where a word could start: a subshell, an
+// arithmetic command "((...))", or the "()" of a function definition.
+func (s *shellSplitter) openParen(sc *shellSimple) error {
+	start := s.pos
+	if sc.hasProgram {
+		end := start + 1
+		for end < len(s.src) && (s.src[end] == ' ' || s.src[end] == '\t') {
+			end++
+		}
+		if len(sc.cmd.Args) > 0 || s.at(end) != ')' {
+			return s.syntaxError(start, "unexpected \"(\" after %q", sc.cmd.Program)
+		}
+		// NAME() BODY defines a function: NAME runs nothing now, and the
+		// body is reported as if it ran, since it may be called.
+		sc.cmd.Program, sc.hasProgram = "", false
+		s.pos = end + 1
+		return nil
+	}
+	// Redirections after the parentheses apply to all inside, so they
+	// are reported after those commands, as for { group; } > out.
+	defer func() { sc.mark = len(s.out) }()
+	if s.at(start+1) == '(' && !s.notArith[start] {
+		if ok, err := s.tryArith(start, start+2); err != nil || ok {
+			return err
+		}
+	}
+	s.pos = start + 1
+	return s.parseList(')', start)
+}
+
+// tryArith reads "((" ... "))" (or "$((" ... "))") from bodyStart as
+// arithmetic. If the parentheses do not close with "))", bash reads the
+// text as nested subshells instead: then everything found is undone,
+// start is remembered and the caller parses it again as commands.
+func (s *shellSplitter) tryArith(start, bodyStart int) (bool, error) {
+	outLen, docLen := len(s.out), len(s.heredocs)
+	s.pos = bodyStart
+	ok, err := s.scanArith(start)
+	if err != nil || ok {
+		return ok, err
+	}
+	if s.notArith == nil {
+		s.notArith = make(map[int]bool)
+	}
+	s.notArith[start] = true
+	clear(s.out[outLen:])
+	s.out, s.heredocs, s.pos = s.out[:outLen], s.heredocs[:docLen], start
+	return false, nil
+}
+
+// wordOrRedirect reads a redirection or a word and gives the word its
+// role in the current command.
+func (s *shellSplitter) wordOrRedirect(sc *shellSimple, cases *[]shellCaseState) error {
+	if op, end := s.redirectAt(); op != "" {
+		return s.redirect(sc, op, end)
+	}
+	start := s.pos
+	w, err := s.readWord()
+	if err != nil {
+		return err
+	}
+	if s.pos == start {
+		return s.syntaxError(start, "unexpected %q", s.src[start])
+	}
+	return s.addWord(sc, w, cases)
+}
+
+// shellRedirectOps are the redirection operators, longest first.
+var shellRedirectOps = [...]string{"<<<", "<<-", "<<", "<>", "<&", ">>", ">|", ">&", "<", ">"}
+
+// redirectAt returns the redirection operator at pos, after an optional
+// fd number, and where it ends; "" if there is none. "<(" and ">(" are
+// process substitutions, which are words.
+func (s *shellSplitter) redirectAt() (string, int) {
+	i := s.pos
+	for i < len(s.src) && s.src[i] >= '0' && s.src[i] <= '9' {
+		i++
+	}
+	rest := s.src[i:]
+	if i == s.pos && strings.HasPrefix(rest, "&>") {
+		if strings.HasPrefix(rest, "&>>") {
+			return "&>>", i + 3
+		}
+		return "&>", i + 2
+	}
+	for _, op := range shellRedirectOps {
+		if strings.HasPrefix(rest, op) {
+			if len(op) == 1 && s.at(i+1) == '(' {
+				return "", 0
+			}
+			return op, i + len(op)
+		}
+	}
+	return "", 0
+}
+
+// redirect reads the target of the operator op that ends at end.
+func (s *shellSplitter) redirect(sc *shellSimple, op string, end int) error {
+	start := s.pos
+	s.pos = end
+	s.skipBlanks()
+	wordStart := s.pos
+	w, err := s.readWord()
+	if err != nil {
+		return err
+	}
+	if s.pos == wordStart {
+		return s.syntaxError(start, "redirection %q has no target", op)
+	}
+	if op == "<<" || op == "<<-" {
+		s.heredocs = append(s.heredocs, shellHeredoc{delim: w.value, quoted: w.quoted, stripTabs: op == "<<-"})
+		op = "<<"
+	}
+	sc.cmd.Redirects = append(sc.cmd.Redirects, Redirect{Op: op, Target: w.value})
+	return nil
+}
+
+// addWord gives a word its role: case or for header, argument, leading
+// assignment, reserved word, or the program.
+func (s *shellSplitter) addWord(sc *shellSimple, w shellWord, cases *[]shellCaseState) error {
+	if n := len(*cases); n > 0 {
+		switch (*cases)[n-1] {
+		case shellCaseSubject:
+			(*cases)[n-1] = shellCaseIn
+			return nil
+		case shellCaseIn:
+			if w.is("in") {
+				(*cases)[n-1] = shellCasePattern
+			}
+			return nil
+		}
+	}
+	switch sc.mode {
+	case shellModeHeader:
+		sc.headerWords++
+		return nil
+	case shellModeSkipName:
+		sc.mode = shellModeCommand
+		return nil
+	case shellModeTime:
+		sc.mode = shellModeCommand
+		if w.is("-p") {
+			return nil
+		}
+	case shellModeForIn:
+		sc.mode = shellModeCommand
+		if w.is("in") {
+			sc.mode = shellModeHeader
+			return nil
+		}
+	}
+	switch {
+	case sc.hasProgram:
+		sc.cmd.Args = append(sc.cmd.Args, w.value)
+		if sc.cond && w.is("]]") {
+			sc.cond = false
+		}
+	case w.assign:
+		sc.assigns = true
+	case !sc.assigns && !w.quoted && s.reservedWord(sc, w.value, cases):
+	case w.value == "":
+		// bash fails on an empty command name and runs nothing after it;
+		// refuse rather than report a command without a program.
+		return s.syntaxError(s.pos, "empty command name")
+	default:
+		sc.cmd.Program, sc.hasProgram = w.value, true
+		sc.cond = w.is("[[")
+	}
+	return nil
+}
+
+// reservedWord handles a reserved word in command position and reports
+// whether word was one. Reserved words run nothing themselves; what they
+// introduce is read as ordinary commands.
+func (s *shellSplitter) reservedWord(sc *shellSimple, word string, cases *[]shellCaseState) bool {
+	switch word {
+	case "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "{", "}", "!", "in", "coproc":
+	case "time":
+		sc.mode = shellModeTime
+	case "for", "select":
+		sc.mode = shellModeHeader
+	case "function":
+		sc.mode = shellModeSkipName
+	case "case":
+		*cases = append(*cases, shellCaseSubject)
+	case "esac":
+		if n := len(*cases); n > 0 {
+			*cases = (*cases)[:n-1]
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// readWord reads one word up to an unquoted blank or operator, looking
+// into the substitutions it contains. Quotes and escapes are removed;
+// expansions are kept as written.
+func (s *shellSplitter) readWord() (w shellWord, err error) {
+	start, base := s.pos, len(s.buf)
+	defer func() { s.buf = s.buf[:base] }()
+	quotedAt := -1 // offset in the value of the first quote or escape
+	modified := false
+loop:
+	for s.pos < len(s.src) {
+		c := s.src[s.pos]
+		if strings.IndexByte("'\"\\", c) >= 0 || c == '$' && (s.at(s.pos+1) == '\'' || s.at(s.pos+1) == '"') {
+			if quotedAt < 0 {
+				quotedAt = len(s.buf) - base
+			}
+			modified = true
+		}
+		nested, keepRaw := s.pos, true
+		switch c {
+		case ' ', '\t', '\n', ';', '&', '|', ')':
+			break loop
+		case '<', '>':
+			if s.at(s.pos+1) != '(' {
+				break loop
+			}
+			s.pos += 2
+			err = s.parseList(')', nested)
+		case '(':
+			// NAME=(a b c) assigns an array; any other "(" ends the word.
+			if i := shellAssignEnd(s.buf[base:]); i < 0 || i != len(s.buf)-base-1 || (quotedAt >= 0 && quotedAt <= i) {
+				break loop
+			}
+			err = s.arrayLiteral()
+		case '\'':
+			var text string
+			text, err = s.singleQuoted()
+			s.buf, keepRaw = append(s.buf, text...), false
+		case '"':
+			err, keepRaw = s.readDouble(true), false
+		case '\\':
+			switch {
+			case s.pos+1 >= len(s.src):
+				s.buf = append(s.buf, '\\')
+			case s.src[s.pos+1] != '\n': // backslash-newline is a continuation
+				s.buf = append(s.buf, s.src[s.pos+1])
+			}
+			s.skip(2)
+			keepRaw = false
+		case '$':
+			switch s.at(s.pos + 1) {
+			case '\'':
+				err, keepRaw = s.ansiC(), false
+			case '"': // $"..." is a translated string, quoted like "..."
+				s.pos++
+				err, keepRaw = s.readDouble(true), false
+			default:
+				err = s.dollar(false)
+			}
+		case '`':
+			err = s.backquote(false)
+		default:
+			s.buf = append(s.buf, c)
+			s.pos++
+			keepRaw = false
+		}
+		if err != nil {
+			return w, err
+		}
+		if keepRaw { // substitutions stay in the value as written
+			s.buf = append(s.buf, s.src[nested:s.pos]...)
+		}
+	}
+	w.quoted = quotedAt >= 0
+	if modified {
+		w.value = string(s.buf[base:])
+	} else {
+		w.value = s.src[start:s.pos]
+	}
+	i := shellAssignEnd(w.value)
+	w.assign = i >= 0 && (quotedAt < 0 || i < quotedAt)
+	return w, nil
+}
+
+// shellAssignEnd returns the index of the "=" of a leading NAME=,
+// NAME+= or NAME[index]=, or -1.
+func shellAssignEnd[T string | []byte](v T) int {
+	i := 0
+	for i < len(v) && (v[i] == '_' || v[i]|0x20 >= 'a' && v[i]|0x20 <= 'z' || i > 0 && v[i] >= '0' && v[i] <= '9') {
+		i++
+	}
+	if i == 0 {
+		return -1
+	}
+	if i < len(v) && v[i] == '[' {
+		for i < len(v) && v[i] != ']' {
+			i++
+		}
+		i++
+	}
+	if i < len(v) && v[i] == '+' {
+		i++
+	}
+	if i < len(v) && v[i] == '=' {
+		return i
+	}
+	return -1
+}
+
+// arrayLiteral reads the "(a b c)" of an array assignment.
+func (s *shellSplitter) arrayLiteral() error {
+	open := s.pos
+	if err := s.enter(open); err != nil {
+		return err
+	}
+	defer s.leave()
+	s.pos++
+	for {
+		s.skipBlanks()
+		if s.pos >= len(s.src) {
+			return s.syntaxError(open, "unterminated array \"(\"")
+		}
+		switch s.src[s.pos] {
+		case ')':
+			s.pos++
+			return nil
+		case '\n':
+			if err := s.newline(); err != nil {
+				return err
+			}
+		case '#':
+			s.skipComment()
+		default:
+			start := s.pos
+			if _, err := s.readWord(); err != nil {
+				return err
+			}
+			if s.pos == start {
+				return s.syntaxError(start, "unexpected %q in array", s.src[start])
+			}
+		}
+	}
+}
+
+// singleQuoted reads '...' and returns its text.
+func (s *shellSplitter) singleQuoted() (string, error) {
+	open := s.pos
+	end := strings.IndexByte(s.src[open+1:], '\'')
+	if end < 0 {
+		return "", s.syntaxError(open, "unterminated single quote")
+	}
+	s.pos = open + 2 + end
+	return s.src[open+1 : open+1+end], nil
+}
+
+// readDouble reads "..." and, if emit, appends its unquoted text to buf.
+// $(...), ${...} and backquotes inside still run and are looked into.
+func (s *shellSplitter) readDouble(emit bool) error {
+	open := s.pos
+	s.pos++
+	for s.pos < len(s.src) {
+		c := s.src[s.pos]
+		nested := s.pos
+		var err error
+		switch {
+		case c == '"':
+			s.pos++
+			return nil
+		case c == '\\' && s.pos+1 < len(s.src):
+			switch next := s.src[s.pos+1]; next {
+			case '\n':
+			case '"', '\\', '$', '`':
+				s.appendIf(emit, next)
+			default:
+				s.appendIf(emit, '\\', next)
+			}
+			s.pos += 2
+			continue
+		case c == '$' && (s.at(s.pos+1) == '(' || s.at(s.pos+1) == '{'):
+			err = s.dollar(true)
+		case c == '`':
+			err = s.backquote(true)
+		default:
+			s.appendIf(emit, c)
+			s.pos++
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if emit {
+			s.buf = append(s.buf, s.src[nested:s.pos]...)
+		}
+	}
+	return s.syntaxError(open, "unterminated double quote")
+}
+
+func (s *shellSplitter) appendIf(emit bool, b ...byte) {
+	if emit {
+		s.buf = append(s.buf, b...)
+	}
+}
+
+// ansiC reads $'...' and appends its decoded text to buf.
+func (s *shellSplitter) ansiC() error {
+	open := s.pos
+	s.pos += 2
+	for s.pos < len(s.src) {
+		c := s.src[s.pos]
+		switch {
+		case c == '\'':
+			s.pos++
+			return nil
+		case c != '\\' || s.pos+1 >= len(s.src):
+			s.buf = append(s.buf, c)
+			s.pos++
+			continue
+		}
+		e := s.src[s.pos+1]
+		s.pos += 2
+		if i := strings.IndexByte(`ntrabfvEe\'"?`, e); i >= 0 {
+			s.buf = append(s.buf, "\n\t\r\a\b\f\v\x1b\x1b\\'\"?"[i])
+			continue
+		}
+		base, maxDigits := 0, 0
+		switch {
+		case e == 'x':
+			base, maxDigits = 16, 2
+		case e >= '0' && e <= '7':
+			base, maxDigits = 8, 3
+			s.pos--
+		}
+		v, n := 0, 0
+		for ; n < maxDigits && s.pos < len(s.src); n++ {
+			d := shellDigitValue(s.src[s.pos])
+			if d >= base {
+				break
+			}
+			v = v*base + d
+			s.pos++
+		}
+		if n == 0 { // \u, \c and unknown escapes are kept as written
+			s.buf = append(s.buf, '\\', e)
+			continue
+		}
+		s.buf = append(s.buf, byte(v))
+	}
+	return s.syntaxError(open, "unterminated $' quote")
+}
+
+func shellDigitValue(c byte) int {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c - '0')
+	case c|0x20 >= 'a' && c|0x20 <= 'f':
+		return int(c|0x20-'a') + 10
+	}
+	return 99
+}
+
+// dollar reads a $ expansion, looking into any command it runs. Plain
+// parameters ($x, $1, $?) are just the "$".
+func (s *shellSplitter) dollar(inDouble bool) error {
+	start := s.pos
+	switch s.at(start + 1) {
+	case '(':
+		if s.at(start+2) == '(' && !s.notArith[start] {
+			if ok, err := s.tryArith(start, start+3); err != nil || ok {
+				return err
+			}
+		}
+		s.pos = start + 2
+		return s.parseList(')', start)
+	case '{':
+		s.pos = start + 2
+		return s.scanParam(start, inDouble)
+	}
+	s.pos++
+	return nil
+}
+
+// scanArith reads arithmetic up to the "))" that closes it and reports
+// whether there was one. Arithmetic runs nothing, but $(...) in it does.
+func (s *shellSplitter) scanArith(open int) (bool, error) {
+	if err := s.enter(open); err != nil {
+		return false, err
+	}
+	defer s.leave()
+	depth := 0
+	for s.pos < len(s.src) {
+		var err error
+		switch s.src[s.pos] {
+		case '(':
+			depth++
+			s.pos++
+		case ')':
+			if depth == 0 {
+				if s.at(s.pos+1) != ')' {
+					return false, nil
+				}
+				s.pos += 2
+				return true, nil
+			}
+			depth--
+			s.pos++
+		default:
+			err = s.scanExpansion(false)
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+	return false, s.syntaxError(open, "unterminated arithmetic %q", s.src[open:min(open+3, len(s.src))])
+}
+
+// scanParam reads ${...} after its "${", looking into substitutions in
+// its operands (${x:-$(cmd)} runs cmd).
+func (s *shellSplitter) scanParam(open int, inDouble bool) error {
+	if err := s.enter(open); err != nil {
+		return err
+	}
+	defer s.leave()
+	for depth := 1; s.pos < len(s.src); {
+		var err error
+		switch s.src[s.pos] {
+		case '}':
+			s.pos++
+			if depth--; depth == 0 {
+				return nil
+			}
+		case '{':
+			depth++
+			s.pos++
+		default:
+			err = s.scanExpansion(inDouble)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return s.syntaxError(open, "unterminated \"${\"")
+}
+
+// scanExpansion steps over one byte, escape, quoted string or expansion
+// of text that is not split into words (arithmetic, ${...} operands,
+// here-document bodies), looking into the commands it runs.
+func (s *shellSplitter) scanExpansion(inDouble bool) error {
+	switch s.src[s.pos] {
+	case '\\':
+		s.skip(2)
+	case '\'':
+		if inDouble {
+			s.pos++
+			return nil
+		}
+		_, err := s.singleQuoted()
+		return err
+	case '"':
+		return s.readDouble(false)
+	case '`':
+		return s.backquote(inDouble)
+	case '$':
+		return s.dollar(inDouble)
+	default:
+		s.pos++
+	}
+	return nil
+}
+
+// scanExpansionsIn looks into the substitutions of an unquoted
+// here-document body, where quotes are literal.
+func (s *shellSplitter) scanExpansionsIn(body string) error {
+	sub := shellSplitter{src: body, depth: s.depth, out: s.out, buf: s.buf}
+	var err error
+	for sub.pos < len(sub.src) && err == nil {
+		switch sub.src[sub.pos] {
+		case '\\':
+			sub.skip(2)
+		case '$', '`':
+			err = sub.scanExpansion(true)
+		default:
+			sub.pos++
+		}
+	}
+	s.out, s.buf = sub.out, sub.buf[:len(s.buf)]
+	return err
+}
+
+// backquote reads `...`: its text, with the backslash escapes that
+// backquotes add removed, is a command list of its own.
+func (s *shellSplitter) backquote(inDouble bool) error {
+	open := s.pos
+	end := open + 1
+	for ; end < len(s.src) && s.src[end] != '`'; end++ {
+		if s.src[end] == '\\' {
+			end++
+		}
+	}
+	if end >= len(s.src) {
+		return s.syntaxError(open, "unterminated backquote")
+	}
+	s.pos = end + 1
+	sub := shellSplitter{src: unescapeBackquoted(s.src[open+1:end], inDouble), depth: s.depth, out: s.out, buf: s.buf}
+	err := sub.parseList(0, 0)
+	s.out, s.buf = sub.out, sub.buf[:len(s.buf)]
+	if err != nil {
+		return fmt.Errorf("inside backquotes at offset %d: %w", open, err)
+	}
+	return nil
+}
+
+// unescapeBackquoted removes the backslashes before \ ` $ (and " inside
+// double quotes), which backquotes take for themselves.
+func unescapeBackquoted(text string, inDouble bool) string {
+	if strings.IndexByte(text, '\\') < 0 {
+		return text
+	}
+	var b strings.Builder
+	b.Grow(len(text))
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		if c == '\\' && i+1 < len(text) {
+			if n := text[i+1]; n == '\\' || n == '`' || n == '$' || n == '"' && inDouble {
+				c = n
+				i++
+			}
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}

@@ -1,0 +1,207 @@
+package policyengine
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// sc builds an expected Command: program then args.
+func sc(program string, args ...string) Command {
+	if len(args) == 0 {
+		args = nil
+	}
+	return Command{Program: program, Args: args}
+}
+
+// to adds an expected redirection.
+func (c Command) to(op, target string) Command {
+	c.Redirects = append(append([]Redirect(nil), c.Redirects...), Redirect{Op: op, Target: target})
+	return c
+}
+
+// shellSplitCases are the command lines SplitCommandLine must split; the
+// fuzz test seeds its corpus with them.
+var shellSplitCases = []struct {
+	name string
+	line string
+	want []Command
+}{
+	{"pipeline", "curl -s https://api.a.com | python3 -c pass", []Command{sc("curl", "-s", "https://api.a.com"), sc("python3", "-c", "pass")}},
+	{"redirect write", "cat x > /etc/passwd", []Command{sc("cat", "x").to(">", "/etc/passwd")}},
+	{"all operators", "a&&b||c;d&e|&f", []Command{sc("a"), sc("b"), sc("c"), sc("d"), sc("e"), sc("f")}},
+	{"newlines split", "a\nb\n\nc", []Command{sc("a"), sc("b"), sc("c")}},
+	{"operator in double quotes", `echo "a | b"`, []Command{sc("echo", "a | b")}},
+	{"operator in single quotes", `echo 'a && b; c'`, []Command{sc("echo", "a && b; c")}},
+	{"escaped semicolon", `echo a\;b`, []Command{sc("echo", "a;b")}},
+	{"blanks folded", "  ls \t -l   -a  ", []Command{sc("ls", "-l", "-a")}},
+	{"quotes joined", `e"x"'y'\z a""b`, []Command{sc("exyz", "ab")}},
+	{"double quote escapes", `echo "\"\\\$\` + "`" + `\n"`, []Command{sc("echo", `"\$`+"`"+`\n`)}},
+	{"ansi-c quote", `echo $'a\tb\x41\101\'c'`, []Command{sc("echo", "a\tbAA'c")}},
+	{"command substitution", "echo $(rm -rf /)", []Command{sc("echo", "$(rm -rf /)"), sc("rm", "-rf", "/")}},
+	{"substitution in double quotes", `echo "$(curl x)"`, []Command{sc("echo", "$(curl x)"), sc("curl", "x")}},
+	{"backquotes", "echo `id`", []Command{sc("echo", "`id`"), sc("id")}},
+	{"backquotes in double quotes", "echo \"`id -u`\"", []Command{sc("echo", "`id -u`"), sc("id", "-u")}},
+	{"escaped backquotes nest", "echo `echo \\`id\\``", []Command{sc("echo", "`echo \\`id\\``"), sc("echo", "`id`"), sc("id")}},
+	{"process substitution", "diff <(ls a) <(ls b)", []Command{sc("diff", "<(ls a)", "<(ls b)"), sc("ls", "a"), sc("ls", "b")}},
+	{"output process substitution", "tee >(gzip > x.gz)", []Command{sc("tee", ">(gzip > x.gz)"), sc("gzip").to(">", "x.gz")}},
+	{"assignments skipped", "FOO=1 BAR='a b' python3 x", []Command{sc("python3", "x")}},
+	{"assignment with substitution", "X=$(id) ls", []Command{sc("ls"), sc("id")}},
+	{"array assignment", "a=(x $(id) y) ls", []Command{sc("ls"), sc("id")}},
+	{"quoted name is no assignment", `"FOO"=1 ls`, []Command{sc("FOO=1", "ls")}},
+	{"assignment only", "FOO=$(whoami)", []Command{sc("whoami")}},
+	{"redirect first", "2>/dev/null ls", []Command{sc("ls").to(">", "/dev/null")}},
+	{"redirect anywhere", ">out cmd arg", []Command{sc("cmd", "arg").to(">", "out")}},
+	{"fd redirects", "cat < in > out 2>&1", []Command{sc("cat").to("<", "in").to(">", "out").to(">&", "1")}},
+	{"all redirect ops", "c >>a >|b &>c &>>d <>e 3<&0 >&f 4>&-", []Command{sc("c").to(">>", "a").to(">|", "b").to("&>", "c").to("&>>", "d").to("<>", "e").to("<&", "0").to(">&", "f").to(">&", "-")}},
+	{"redirect with space", "echo hi >  'my file'", []Command{sc("echo", "hi").to(">", "my file")}},
+	{"digits are words", "echo 2 > x", []Command{sc("echo", "2").to(">", "x")}},
+	{"only redirect", "> file", []Command{sc("").to(">", "file")}},
+	{"heredoc", "cat <<EOF\nrm -rf /\nEOF\nls", []Command{sc("cat").to("<<", "EOF"), sc("ls")}},
+	{"heredoc strip tabs", "cat <<-'END' >x\n\trm\n\tEND\nls", []Command{sc("cat").to("<<", "END").to(">", "x"), sc("ls")}},
+	{"heredoc unterminated", "cat <<EOF\nrm -rf /", []Command{sc("cat").to("<<", "EOF")}},
+	{"heredoc expands", "cat <<EOF\n$(id) 'x\nEOF", []Command{sc("cat").to("<<", "EOF"), sc("id")}},
+	{"heredoc quoted literal", "cat <<\"EOF\"\n$(id)\nEOF", []Command{sc("cat").to("<<", "EOF")}},
+	{"two heredocs", "a <<X; b <<Y\nrm\nX\nrm\nY\nc", []Command{sc("a").to("<<", "X"), sc("b").to("<<", "Y"), sc("c")}},
+	{"here-string", "grep x <<< \"$v\"", []Command{sc("grep", "x").to("<<<", "$v")}},
+	{"if", "if true; then rm x; fi", []Command{sc("true"), sc("rm", "x")}},
+	{"if else", "if a; then b; elif c; then d; else e; fi", []Command{sc("a"), sc("b"), sc("c"), sc("d"), sc("e")}},
+	{"while", "while read l; do echo $l; done < f", []Command{sc("read", "l"), sc("echo", "$l"), sc("").to("<", "f")}},
+	{"for", "for f in a b; do cat $f; done", []Command{sc("cat", "$f")}},
+	{"for over substitution", "for f in $(ls); do rm $f; done", []Command{sc("ls"), sc("rm", "$f")}},
+	{"for on lines", "for f\nin a b\ndo\ncat $f\ndone", []Command{sc("cat", "$f")}},
+	{"arithmetic for", "for ((i=0; i<3; i++)); do echo $i; done", []Command{sc("echo", "$i")}},
+	{"case", "case $x in a|b) ls;; (c) rm x;& *) id;;& esac; pwd", []Command{sc("ls"), sc("rm", "x"), sc("id"), sc("pwd")}},
+	{"case in substitution", "echo $(case x in x) id;; esac)", []Command{sc("echo", "$(case x in x) id;; esac)"), sc("id")}},
+	{"negation", "! grep x f", []Command{sc("grep", "x", "f")}},
+	{"time", "time -p ls", []Command{sc("ls")}},
+	{"quoted keyword is a program", `"if" x`, []Command{sc("if", "x")}},
+	{"keyword as argument", "echo if then fi", []Command{sc("echo", "if", "then", "fi")}},
+	{"subshell", "(cd /tmp && ls)", []Command{sc("cd", "/tmp"), sc("ls")}},
+	{"subshell redirect", "(ls) > out", []Command{sc("ls"), sc("").to(">", "out")}},
+	{"group", "{ ls; }", []Command{sc("ls")}},
+	{"group redirect", "{ ls; pwd; } 2>err", []Command{sc("ls"), sc("pwd"), sc("").to(">", "err")}},
+	{"function", "f() { rm x; }; f", []Command{sc("rm", "x"), sc("f")}},
+	{"function keyword", "function g { id; }", []Command{sc("id")}},
+	{"conditional", "[[ -f x && $(id) < y ]] && ls", []Command{sc("[[", "-f", "x", "&&", "$(id)", "<", "y", "]]"), sc("id"), sc("ls")}},
+	{"arithmetic", "echo $((1+2))", []Command{sc("echo", "$((1+2))")}},
+	{"arithmetic with substitution", "echo $(( $(id -u) + 1 ))", []Command{sc("echo", "$(( $(id -u) + 1 ))"), sc("id", "-u")}},
+	{"arithmetic command", "(( i++ )) && ls", []Command{sc("ls")}},
+	{"subshell in substitution", "echo $((ls) )", []Command{sc("echo", "$((ls) )"), sc("ls")}},
+	{"nested subshells", "((ls); pwd)", []Command{sc("ls"), sc("pwd")}},
+	{"parameter", "echo ${HOME}/x ${#a[@]}", []Command{sc("echo", "${HOME}/x", "${#a[@]}")}},
+	{"parameter default runs", `echo ${x:-$(id)} "${y:-'q'}"`, []Command{sc("echo", "${x:-$(id)}", "${y:-'q'}"), sc("id")}},
+	{"single quotes literal", "echo 'a$(b)'", []Command{sc("echo", "a$(b)")}},
+	{"nested substitutions", "echo $(echo $(id))", []Command{sc("echo", "$(echo $(id))"), sc("echo", "$(id)"), sc("id")}},
+	{"substitution as program", "$(which ls) -l", []Command{sc("$(which ls)", "-l"), sc("which", "ls")}},
+	{"double semicolon", "ls;;", []Command{sc("ls")}},
+	{"trailing separators", "ls ; ; & ", []Command{sc("ls")}},
+	{"line continuation", "ls \\\n  -l \\\n| wc", []Command{sc("ls", "-l"), sc("wc")}},
+	{"continuation in word", "ec\\\nho hi", []Command{sc("echo", "hi")}},
+	{"comment", "ls # rm -rf /\npwd", []Command{sc("ls"), sc("pwd")}},
+	{"hash inside word", "echo a#b $#", []Command{sc("echo", "a#b", "$#")}},
+	{"prefix commands not unwrapped", "sudo env FOO=1 nice xargs rm", []Command{sc("sudo", "env", "FOO=1", "nice", "xargs", "rm")}},
+	{"exec redirect", "exec 3>&1", []Command{sc("exec").to(">&", "1")}},
+	{"pipe across lines", "ls |\n  grep x &&\n  wc", []Command{sc("ls"), sc("grep", "x"), sc("wc")}},
+}
+
+func TestSplitCommandLine(t *testing.T) {
+	for _, tc := range shellSplitCases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := SplitCommandLine(tc.line)
+			if err != nil {
+				t.Fatalf("SplitCommandLine(%q): %v", tc.line, err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("SplitCommandLine(%q)\n got %#v\nwant %#v", tc.line, got, tc.want)
+			}
+		})
+	}
+}
+
+// shellSplitErrors are command lines SplitCommandLine must refuse.
+var shellSplitErrors = []struct {
+	name  string
+	line  string
+	empty bool // ErrEmptyCommand
+}{
+	{"empty", "", true},
+	{"blanks", "   \t\n ", true},
+	{"only separators", " ; & ;; ", true},
+	{"only comment", "# ls", true},
+	{"only assignment", "A=1 B=2", true},
+	{"empty subshell", "()", true},
+	{"unterminated double quote", `echo "abc`, false},
+	{"unterminated single quote", "echo 'abc", false},
+	{"unterminated ansi-c quote", "echo $'abc", false},
+	{"unterminated substitution", "echo $(ls", false},
+	{"unterminated subshell", "(ls; pwd", false},
+	{"unterminated process substitution", "cat <(ls", false},
+	{"unterminated backquote", "echo `id", false},
+	{"unterminated parameter", "echo ${x", false},
+	{"unterminated arithmetic", "echo $((1+2", false},
+	{"unbalanced close", "ls )", false},
+	{"paren after arguments", "echo a (b)", false},
+	{"missing redirect target", "ls >", false},
+	{"redirect into operator", "ls > ; pwd", false},
+	{"error inside backquotes", "echo `echo \"x`", false},
+	{"error inside heredoc", "cat <<EOF\n$(ls\nEOF", false},
+	{"empty program", `"" rm -rf /`, false},
+	{"too deep", strings.Repeat("$(", 100) + strings.Repeat(")", 100), false},
+	{"too deep backquotes", strings.Repeat("(", 70) + "`" + strings.Repeat(")", 70), false},
+}
+
+func TestSplitCommandLineErrors(t *testing.T) {
+	for _, tc := range shellSplitErrors {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := SplitCommandLine(tc.line)
+			if err == nil {
+				t.Fatalf("SplitCommandLine(%q) = %#v, want an error", tc.line, got)
+			}
+			if empty := errors.Is(err, ErrEmptyCommand); empty != tc.empty {
+				t.Errorf("SplitCommandLine(%q) error %q: ErrEmptyCommand is %v, want %v", tc.line, err, empty, tc.empty)
+			}
+		})
+	}
+}
+
+func TestSplitCommandLineErrorSaysWhere(t *testing.T) {
+	_, err := SplitCommandLine(`ls; echo "abc`)
+	if err == nil || !strings.Contains(err.Error(), "unterminated double quote") || !strings.Contains(err.Error(), "offset 9") {
+		t.Errorf("error %v should name the unterminated quote and its offset 9", err)
+	}
+}
+
+// TestSplitCommandLinePathological checks that hostile nesting stays fast:
+// ambiguous "$((" and "((" must not be re-read exponentially.
+func TestSplitCommandLinePathological(t *testing.T) {
+	lines := []string{
+		strings.Repeat("$((", 60) + strings.Repeat(") )", 60),
+		strings.Repeat("((", 30) + "ls" + strings.Repeat(") ", 60),
+		strings.Repeat("$(( $(( ", 30) + strings.Repeat("1) ) ) ) ", 30),
+		strings.Repeat("a=(", 60) + strings.Repeat(")", 60),
+		strings.Repeat("\"$(echo ", 60) + strings.Repeat(")\"", 60),
+		strings.Repeat("`", 10000),
+		strings.Repeat("ls | ", 20000) + "ls",
+		strings.Repeat("cat <<E\n", 2000),
+	}
+	for _, line := range lines {
+		start := time.Now()
+		_, _ = SplitCommandLine(line)
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("SplitCommandLine(%.40q...) took %v", line, d)
+		}
+	}
+}
+
+func BenchmarkSplitCommandLine(b *testing.B) {
+	const line = `curl -sS "https://api.example.com/v1/items?page=2" | jq '.items[].name' | sort -u > out.txt`
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := SplitCommandLine(line); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,476 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+
+	"corral/policyengine"
+)
+
+// Spec is what the caller asks for.
+type Spec struct {
+	Argv       []string
+	WorkDir    string
+	Env        []string // the caller's environment; filtered by the env rules
+	BestEffort bool     // run even when a protection cannot be enforced
+}
+
+// ProtectedNames are paths inside writable roots that stay read-only: they
+// run code later, outside the sandbox (git hooks and config, shell start-up
+// files).
+var ProtectedNames = []string{
+	".git/hooks", ".git/config", ".bashrc", ".bash_profile", ".bash_login",
+	".bash_logout", ".profile", ".zshrc", ".zshenv", ".zprofile", ".gitconfig",
+}
+
+// hiddenRoots are never bound into the sandbox even when a grant covers
+// them: they hold the host's UNIX sockets and shared temporary files. The
+// sandbox gets a private /tmp instead.
+var hiddenRoots = []string{"/tmp", "/var/tmp", "/run", "/var/run", "/dev/shm", "/proc", "/dev", "/sys"}
+
+// programRoots hold programs; with an exec allowlist they are replaced by
+// libraryRoots, so a program that is not allowed is not even readable (the
+// dynamic loader cannot start it).
+var (
+	programRoots = []string{"/usr", "/bin", "/sbin", "/opt"}
+	libraryRoots = []string{"/usr/lib", "/usr/lib32", "/usr/lib64", "/usr/libx32",
+		"/usr/share", "/usr/include", "/usr/local/lib", "/usr/local/share"}
+)
+
+// ErrProtection means a protection the permissions need cannot be
+// enforced on this host.
+var ErrProtection = errors.New("protection unavailable")
+
+// NotFoundError means the command's program was not found.
+type NotFoundError struct{ Program string }
+
+func (e *NotFoundError) Error() string {
+	return fmt.Sprintf("%s: command not found on the sandbox's PATH (%s)", e.Program, policyengine.SandboxPATH)
+}
+
+// BuildPlan turns permissions and host facts into a Plan. It is pure: the
+// same inputs give the same Plan.
+func BuildPlan(p policyengine.Permissions, spec Spec, facts *Facts) (*Plan, error) {
+	b := &builder{perms: p, spec: spec, facts: facts, plan: &Plan{Hostname: "corral"}}
+	restricted := p.ExecRestricted()
+	b.plan.Exec.Restricted = restricted
+	if err := b.command(); err != nil {
+		return nil, err
+	}
+	b.protections()
+	b.plan.Landlock = Landlock{ABI: facts.LandlockABI, HandledFS: handledFS(facts.LandlockABI)}
+	if facts.LandlockABI >= 4 {
+		// No TCP rule: the sandbox's network namespace has only lo, and
+		// even there nothing may connect or bind over TCP.
+		b.plan.Landlock.HandledNet = netBindTCP | netConnectTCP
+	}
+	if facts.LandlockABI >= 6 {
+		b.plan.Landlock.Scoped = scopeAbstractUnix | scopeSignal
+	}
+	b.baseline()
+	b.grants()
+	b.execTargets()
+	b.protected()
+	b.devices()
+	b.env()
+	b.plan.Seccomp = SeccompRules()
+	if restricted {
+		b.plan.MemfdSysctl = facts.MemfdNoexec && facts.Uid == 0
+		if !b.plan.MemfdSysctl {
+			b.plan.Seccomp = append(b.plan.Seccomp, SysRule{Syscall: "memfd_create", Errno: "EPERM",
+				Arg: &Arg{Index: 1, Op: "masked_eq", Mask: 0x8, Value: 0}, Why: "memfds not sealed against exec (MFD_NOEXEC_SEAL) could run any binary"})
+		}
+	}
+	b.finishMounts()
+	for i, r := range b.plan.Landlock.Rules {
+		b.plan.Landlock.Rules[i].Rights = rightsString(r.Access)
+	}
+	if err := b.failClosed(); err != nil {
+		return nil, err
+	}
+	return b.plan, nil
+}
+
+type builder struct {
+	perms policyengine.Permissions
+	spec  Spec
+	facts *Facts
+	plan  *Plan
+	binds []Mount // bind mounts of grants, sorted before use
+}
+
+func (b *builder) warn(format string, args ...any) {
+	b.plan.Warnings = append(b.plan.Warnings, fmt.Sprintf(format, args...))
+}
+
+// command resolves argv[0].
+func (b *builder) command() error {
+	if len(b.spec.Argv) == 0 {
+		return nil // explain: a plan without a command
+	}
+	if b.spec.Argv[0] == "" {
+		return errors.New("empty command name")
+	}
+	prog, ok := b.facts.Programs[b.spec.Argv[0]]
+	if !ok || prog.Err != "" {
+		return &NotFoundError{Program: b.spec.Argv[0]}
+	}
+	b.plan.Argv = b.spec.Argv
+	b.plan.Path = prog.Path
+	b.plan.Dir = b.spec.WorkDir
+	return nil
+}
+
+func (b *builder) rule(p string, access uint64, from string) {
+	info := b.facts.file(p)
+	if !info.Exists {
+		return
+	}
+	if !info.Dir {
+		access &= fileRights
+	}
+	access &= b.plan.Landlock.HandledFS | fsExecute
+	real := info.Real
+	for i, r := range b.plan.Landlock.Rules {
+		if r.Path == real {
+			b.plan.Landlock.Rules[i].Access |= access
+			b.plan.Landlock.Rules[i].Rights = rightsString(b.plan.Landlock.Rules[i].Access)
+			if !strings.Contains(r.From, from) {
+				b.plan.Landlock.Rules[i].From += "; " + from
+			}
+			return
+		}
+	}
+	b.plan.Landlock.Rules = append(b.plan.Landlock.Rules, PathRule{Path: real, Access: access, Rights: rightsString(access), From: from})
+}
+
+// bind adds a bind mount of p (by its real path) to the new root; a
+// symlinked p is recreated as a symlink to the real path.
+func (b *builder) bind(p string, readOnly, noExec bool, why string) {
+	info := b.facts.file(p)
+	if !info.Exists {
+		return
+	}
+	if info.Real != p {
+		b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountSymlnk, Source: info.Real, Target: p, Why: why})
+	}
+	b.binds = append(b.binds, Mount{Kind: MountBind, Source: info.Real, Target: info.Real, ReadOnly: readOnly, NoExec: noExec, Dir: info.Dir, Why: why})
+}
+
+// baseline grants the system files every program needs, read-only.
+func (b *builder) baseline() {
+	restricted := b.plan.Exec.Restricted
+	exec := uint64(fsExecute)
+	if restricted {
+		exec = 0
+	}
+	for _, glob := range policyengine.SystemRead {
+		root := strings.TrimSuffix(glob, "/**")
+		if isUnder(root, "/proc") || isUnder(root, "/dev") || isUnder(root, "/tmp") {
+			continue // private mounts, set up below
+		}
+		roots := []string{root}
+		if restricted && slices.Contains(programRoots, root) {
+			roots = nil
+			if root == "/usr" {
+				roots = libraryRoots
+			}
+			if info := b.facts.file(root); info.Exists && info.Real != root {
+				// /bin -> usr/bin stays, so #!/bin/sh finds an allowed sh.
+				b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountSymlnk, Source: info.Real, Target: root, Why: policyengine.SystemSource})
+			}
+		}
+		for _, r := range roots {
+			b.rule(r, readRights|exec, policyengine.SystemSource)
+			b.bind(r, true, false, policyengine.SystemSource)
+		}
+	}
+	// The private /tmp is the sandbox's own.
+	b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountTmpfs, Target: "/tmp", NoExec: restricted, Why: "private /tmp; the host's /tmp (and its sockets) stays hidden"})
+	b.plan.Landlock.Rules = append(b.plan.Landlock.Rules, PathRule{Path: "/tmp", Access: (writeRights | exec) & b.plan.Landlock.HandledFS, From: "private /tmp"})
+	b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountProc, Target: "/proc", Why: "private /proc showing only the sandbox's processes"})
+	b.plan.Landlock.Rules = append(b.plan.Landlock.Rules, PathRule{Path: "/proc", Access: readRights, From: "private /proc"})
+}
+
+// grants turns fs.read and fs.write globs into kernel rules and binds.
+func (b *builder) grants() {
+	restricted := b.plan.Exec.Restricted
+	exec := uint64(fsExecute)
+	if restricted {
+		exec = 0
+	}
+	for _, w := range []struct {
+		entries []policyengine.Entry
+		access  uint64
+		write   bool
+	}{{b.perms.Read, readRights | exec, false}, {b.perms.Write, writeRights | exec, true}} {
+		for _, e := range w.entries {
+			g, err := policyengine.CompileGlob(e.Value)
+			if err != nil {
+				b.warn("%s: %v; not granted", e.Value, err)
+				continue
+			}
+			from := e.Value + " (" + strings.Join(e.From, ", ") + ")"
+			roots := []string{g.Base()}
+			if hidden := hiddenUnder(g.Base()); hidden != "" {
+				b.warn("%s covers %s, which the sandbox replaces with a private one; the host's %s is not visible", e.Value, hidden, hidden)
+				continue
+			}
+			switch {
+			case g.Subtree(), g.Literal():
+			case !w.write && !strings.Contains(e.Value, "**"):
+				// A read glob like /ws/data/*.csv: grant exactly the
+				// files that match now.
+				roots = b.facts.Matches[e.Value]
+				b.warn("%s: the kernel grants the %d path(s) matching it at launch; files created later are not readable", e.Value, len(roots))
+			default:
+				b.warn("%s: the kernel rule covers all of %s, wider than the glob (the policy engine still answers by the glob)", e.Value, g.Base())
+			}
+			for _, r := range roots {
+				if !b.facts.file(r).Exists {
+					b.warn("%s: %s does not exist; nothing to grant", e.Value, r)
+					continue
+				}
+				b.rule(r, w.access, from)
+				b.bind(r, !w.write, restricted, from)
+			}
+		}
+	}
+}
+
+// execTargets grants read and execute on the allowed programs and the
+// interpreters they need, and nothing else.
+func (b *builder) execTargets() {
+	if !b.plan.Exec.Restricted {
+		return
+	}
+	seen := map[string]bool{}
+	add := func(p, from string) {
+		if p == "" || seen[p] {
+			return
+		}
+		seen[p] = true
+		b.plan.Exec.Allowed = append(b.plan.Exec.Allowed, ExecTarget{Path: p, From: from})
+		b.rule(p, fsReadFile|fsExecute, from)
+		b.binds = append(b.binds, Mount{Kind: MountBind, Source: p, Target: p, ReadOnly: true, Why: from})
+	}
+	for _, e := range b.perms.Exec {
+		prog, ok := b.facts.Programs[e.Value]
+		if !ok || prog.Err != "" {
+			b.warn("exec entry %s (%s) is not installed on the sandbox's PATH; nothing to allow", e.Value, strings.Join(e.From, ", "))
+			continue
+		}
+		add(prog.Real, "exec "+e.Value+" ("+strings.Join(e.From, ", ")+")")
+		for link, target := range prog.Links {
+			b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountSymlnk, Source: target, Target: link, Why: "exec " + e.Value})
+		}
+		for _, in := range prog.Interpreters {
+			add(in, "interpreter of "+e.Value)
+		}
+		for _, w := range b.perms.Write {
+			if g, err := policyengine.CompileGlob(w.Value); err == nil && g.Match(prog.Real) {
+				b.warn("exec entry %s is %s, inside the writable %s: the command can replace it", e.Value, prog.Real, w.Value)
+			}
+		}
+	}
+	b.warn("exec allowlist: programs outside it are neither executable nor readable in /usr/bin and /usr/sbin; ELF programs inside readable library folders (such as /usr/lib) can still be started through the dynamic loader, but only with the allowed programs' Landlock, seccomp and namespace limits")
+	sort.Slice(b.plan.Exec.Allowed, func(i, j int) bool { return b.plan.Exec.Allowed[i].Path < b.plan.Exec.Allowed[j].Path })
+}
+
+// protected keeps paths that run code later read-only inside writable
+// roots.
+func (b *builder) protected() {
+	for _, w := range b.perms.Write {
+		g, err := policyengine.CompileGlob(w.Value)
+		if err != nil || hiddenUnder(g.Base()) != "" {
+			continue
+		}
+		root := b.facts.file(g.Base())
+		if !root.Exists || !root.Dir {
+			continue
+		}
+		for _, name := range ProtectedNames {
+			p := path.Join(root.Real, name)
+			if b.facts.file(p).Exists {
+				b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountBind, Source: p, Target: p, ReadOnly: true, Dir: b.facts.file(p).Dir, Why: "protected path inside writable " + w.Value})
+			}
+		}
+	}
+}
+
+// devices gives the sandbox a minimal /dev.
+func (b *builder) devices() {
+	b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountTmpfs, Target: "/dev", Why: "minimal /dev"})
+	for _, d := range []string{"null", "zero", "full", "random", "urandom", "tty"} {
+		p := "/dev/" + d
+		b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountDev, Source: p, Target: p, Why: "minimal /dev"})
+		access := uint64(fsReadFile | fsWriteFile | fsIoctlDev)
+		b.plan.Landlock.Rules = append(b.plan.Landlock.Rules, PathRule{Path: p, Access: access & b.plan.Landlock.HandledFS, From: "minimal /dev"})
+	}
+	for link, target := range map[string]string{"/dev/fd": "/proc/self/fd", "/dev/stdin": "/proc/self/fd/0", "/dev/stdout": "/proc/self/fd/1", "/dev/stderr": "/proc/self/fd/2"} {
+		b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountSymlnk, Source: target, Target: link, Why: "minimal /dev"})
+	}
+	b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountTmpfs, Target: "/dev/shm", NoExec: b.plan.Exec.Restricted, Why: "private /dev/shm"})
+	b.plan.Landlock.Rules = append(b.plan.Landlock.Rules, PathRule{Path: "/dev/shm", Access: writeRights & b.plan.Landlock.HandledFS, From: "private /dev/shm"})
+}
+
+// finishMounts orders the mounts: grants parent-first, so a writable
+// folder inside a read-only one is bound on top of it, and a grant already
+// covered by an equal or wider one is dropped.
+func (b *builder) finishMounts() {
+	binds := b.binds
+	sort.SliceStable(binds, func(i, j int) bool { return binds[i].Target < binds[j].Target })
+	var kept []Mount
+	for _, m := range binds {
+		covered := false
+		for i := len(kept) - 1; i >= 0; i-- {
+			k := kept[i]
+			if k.Target == m.Target {
+				// The same path twice: the union of both.
+				kept[i].ReadOnly = k.ReadOnly && m.ReadOnly
+				kept[i].NoExec = k.NoExec && m.NoExec
+				kept[i].Why = k.Why + "; " + m.Why
+				covered = true
+				break
+			}
+			if isUnder(m.Target, k.Target) {
+				covered = (!k.ReadOnly || m.ReadOnly) && (!k.NoExec || m.NoExec)
+				break
+			}
+		}
+		if !covered {
+			kept = append(kept, m)
+		}
+	}
+	// Private mounts first (/tmp, /proc, /dev), then grants (a work dir
+	// inside /tmp lands in the private /tmp), then symlinks, then the
+	// protected paths on top of the grants that hold them.
+	var private, links, protected []Mount
+	seenLink := map[string]bool{}
+	for _, m := range b.plan.Mounts {
+		switch {
+		case m.Kind == MountSymlnk:
+			if !seenLink[m.Target] {
+				seenLink[m.Target] = true
+				links = append(links, m)
+			}
+		case m.Kind == MountBind:
+			protected = append(protected, m)
+		default:
+			private = append(private, m)
+		}
+	}
+	b.plan.Mounts = append(append(append(private, kept...), links...), protected...)
+}
+
+// env keeps the variables the env rules allow and sets the sandbox's own.
+func (b *builder) env() {
+	set := map[string]string{}
+	allowed := append(policyengine.Values(b.perms.Env), "LANG", "LANGUAGE", "LC_*", "TERM", "TZ")
+	for _, kv := range b.spec.Env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			continue
+		}
+		for _, a := range allowed {
+			if prefix, wild := strings.CutSuffix(a, "*"); (wild && strings.HasPrefix(k, prefix)) || a == k {
+				set[k] = v
+			}
+		}
+		if k == "HOME" {
+			set[k] = v
+		}
+	}
+	set["PATH"] = policyengine.SandboxPATH
+	set["TMPDIR"] = "/tmp"
+	if _, ok := set["HOME"]; !ok {
+		set["HOME"] = b.spec.WorkDir
+	}
+	if _, ok := set["LANG"]; !ok {
+		set["LANG"] = "C.UTF-8"
+	}
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		b.plan.Env = append(b.plan.Env, k+"="+set[k])
+	}
+}
+
+// protections lists what is enforced.
+func (b *builder) protections() {
+	f := b.facts
+	add := func(name string, ok bool, detail string) {
+		b.plan.Protections = append(b.plan.Protections, Protection{Name: name, Enforced: ok, Detail: detail})
+	}
+	add("namespaces", f.UserNSErr == "", orText(f.UserNSErr, "user, mount, pid, network, ipc and uts namespaces"))
+	add("landlock-fs", f.LandlockABI >= 1, orText(f.LandlockErr, fmt.Sprintf("Landlock ABI %d filesystem rules", f.LandlockABI)))
+	add("landlock-net", f.LandlockABI >= 4, landlockDetail(f.LandlockABI, 4, "no TCP bind or connect (the network namespace has no way out anyway)"))
+	add("landlock-scope", f.LandlockABI >= 6, landlockDetail(f.LandlockABI, 6, "no signals or abstract UNIX sockets beyond the sandbox"))
+	add("seccomp", f.Seccomp, orText(map[bool]string{false: "seccomp filters are unavailable"}[f.Seccomp], fmt.Sprintf("%d rules refusing namespaces, mounts, ptrace, bpf, io_uring, keyrings, TIOCSTI and more", len(SeccompRules()))))
+	add("no-new-privs", true, "set before exec")
+	add("capabilities", f.UserNSErr == "", "bounding, ambient, permitted, effective and inheritable sets emptied; securebits locked")
+	add("network", f.UserNSErr == "", "private network namespace with only lo: no network")
+	add("private-mounts", f.UserNSErr == "", "new root holding only granted paths, private /proc, /tmp and /dev; host UNIX sockets hidden")
+	if b.plan.Exec.Restricted {
+		add("exec-allowlist", f.LandlockABI >= 1, "only the allowed programs and their interpreters are executable; granted folders are mounted noexec")
+		detail := "memfds cannot be executed: vm.memfd_noexec=2 in the sandbox's PID namespace"
+		if !(f.MemfdNoexec && f.Uid == 0) {
+			detail = "memfds cannot be executed: seccomp refuses memfd_create without MFD_NOEXEC_SEAL"
+		}
+		add("memfd-noexec", f.Seccomp, detail)
+	}
+}
+
+// required are the protections a run refuses to go without.
+var required = map[string]bool{"namespaces": true, "landlock-fs": true, "seccomp": true, "capabilities": true, "network": true, "private-mounts": true, "exec-allowlist": true, "memfd-noexec": true}
+
+func (b *builder) failClosed() error {
+	var missing []string
+	for _, p := range b.plan.Protections {
+		if !p.Enforced && required[p.Name] {
+			missing = append(missing, p.Name+": "+p.Detail)
+		}
+	}
+	if len(missing) == 0 || b.spec.BestEffort {
+		return nil
+	}
+	return fmt.Errorf("%w: %s (use --best-effort to run without it)", ErrProtection, strings.Join(missing, "; "))
+}
+
+func landlockDetail(abi, need int, what string) string {
+	if abi >= need {
+		return what
+	}
+	return fmt.Sprintf("needs Landlock ABI %d, the kernel has %d", need, abi)
+}
+
+func orText(err, ok string) string {
+	if err != "" {
+		return err
+	}
+	return ok
+}
+
+// isUnder reports whether p is root or inside it.
+func isUnder(p, root string) bool {
+	return p == root || root == "/" || strings.HasPrefix(p, root+"/")
+}
+
+// hiddenUnder returns the hidden root that p is, or is inside, or "".
+// A grant of a folder inside /tmp (a work dir under /tmp) is fine; a
+// grant of /tmp itself, or of / which contains it, is not bound.
+func hiddenUnder(p string) string {
+	for _, h := range hiddenRoots {
+		if p == h || isUnder(h, p) {
+			return h
+		}
+	}
+	return ""
+}

@@ -1,0 +1,22 @@
+// Package sandbox turns merged skill permissions into a kernel sandbox and
+// runs one command inside it.
+//
+// It works in three steps that never mix. Probe reads the host's facts
+// (Landlock ABI, user namespaces, where programs live) once. BuildPlan is a
+// pure function from permissions and facts to a Plan: every mount, Landlock
+// rule, seccomp rule and environment variable, with the glob each came from
+// and a warning wherever the kernel's form is wider or narrower than the
+// glob. Run renders the Plan: it re-executes corral as the sandbox's PID 1
+// in new user, mount, PID, network, IPC and UTS namespaces; that init sets
+// up mounts, drops every capability, restricts itself with Landlock, sets
+// no_new_privs, loads seccomp last and starts the command.
+//
+// The threat is the command itself: it is hostile, knows corral, and tries
+// to read, write, execute or connect beyond its grants, to outlive corral,
+// and to inject into the terminal. Protections the kernel cannot enforce
+// stop the run (fail closed) unless the caller asked for best effort, and
+// then every dropped protection is named.
+//
+// The package does not parse skills (package skill) or decide application
+// questions (package policyengine), and starts no helper process.
+package sandbox

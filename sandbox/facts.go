@@ -1,0 +1,44 @@
+package sandbox
+
+// Facts are what Probe learned about the host: kernel features and the
+// files the plan refers to. BuildPlan reads only Facts, never the host.
+type Facts struct {
+	LandlockABI int    `json:"landlock_abi"`
+	LandlockErr string `json:"landlock_error,omitempty"` // why Landlock is unavailable
+	UserNSErr   string `json:"userns_error,omitempty"`   // why user namespaces are refused
+	MemfdNoexec bool   `json:"memfd_noexec"`             // vm.memfd_noexec exists (Linux ≥ 6.3)
+	Seccomp     bool   `json:"seccomp"`
+	Uid         int    `json:"uid"`
+	Gid         int    `json:"gid"`
+
+	Files    map[string]FileInfo `json:"files"`
+	Programs map[string]Program  `json:"programs"`
+	// Matches holds, for read globs a kernel rule cannot express, the
+	// paths that match them now.
+	Matches map[string][]string `json:"matches,omitempty"`
+}
+
+// FileInfo describes one path.
+type FileInfo struct {
+	Exists bool   `json:"exists"`
+	Dir    bool   `json:"dir"`
+	Real   string `json:"real"` // symlinks resolved
+}
+
+// Program is a program name or path resolved on the sandbox's PATH.
+type Program struct {
+	Path string `json:"path"` // where PATH found it
+	Real string `json:"real"` // symlinks resolved
+	// Interpreters are the real paths of the ELF interpreter (ld.so) and,
+	// for scripts, the #! interpreter and its ELF interpreter.
+	Interpreters []string `json:"interpreters,omitempty"`
+	// Links are the symlinks from Path to Real, so the sandbox can
+	// recreate them.
+	Links map[string]string `json:"links,omitempty"`
+	Err   string            `json:"error,omitempty"`
+}
+
+// file returns the facts for p (the zero FileInfo when unknown).
+func (f *Facts) file(p string) FileInfo {
+	return f.Files[p]
+}

@@ -1,0 +1,44 @@
+package sandbox
+
+// The parent and the init stage talk over two pipes the init inherits:
+//
+//	fd  direction       content
+//	3   parent → init   the Plan as JSON, then EOF
+//	4   init → parent   status messages, one JSON object per line:
+//	                    {"started":PID}                      the command runs
+//	                    {"error":{"stage":S,"message":M,"errno":E}}  set-up failed; init exits
+//	                    {"exit":{"code":C,"signal":N,"max_rss_kb":K}} the command ended
+//
+// The init writes nothing else and reads nothing from its environment or
+// argv beyond InitArg, so a hostile environment cannot steer it.
+
+// InitArg is argv[1] of the init stage; cmd/corral dispatches on it before
+// parsing flags.
+const InitArg = "__corral_init"
+
+const (
+	planFD   = 3
+	statusFD = 4
+)
+
+// status is one message on the status pipe.
+type status struct {
+	Started int         `json:"started,omitempty"`
+	Error   *StageError `json:"error,omitempty"`
+	Exit    *exitStatus `json:"exit,omitempty"`
+}
+
+// StageError is a failure inside the sandbox before the command ran.
+type StageError struct {
+	Stage   string `json:"stage"`
+	Message string `json:"message"`
+	Errno   int    `json:"errno,omitempty"`
+}
+
+func (e *StageError) Error() string { return e.Stage + ": " + e.Message }
+
+type exitStatus struct {
+	Code     int   `json:"code"`
+	Signal   int   `json:"signal,omitempty"`
+	MaxRSSKB int64 `json:"max_rss_kb"`
+}

@@ -1,0 +1,175 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// stagingDir is where the new root is assembled before pivot_root. It is
+// the host's /tmp, covered by a tmpfs inside the sandbox's own mount
+// namespace, so the host never sees it.
+const stagingDir = "/tmp"
+
+// setupMounts builds a new root that holds only the plan's mounts and
+// pivots into it. Bind sources are opened before anything is mounted, so
+// mounting the staging tmpfs over /tmp cannot hide a work dir under /tmp.
+func setupMounts(plan *Plan) error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return &os.SyscallError{Syscall: "mount(/, MS_PRIVATE)", Err: err}
+	}
+	sources := make([]int, len(plan.Mounts))
+	for i, m := range plan.Mounts {
+		sources[i] = -1
+		if m.Kind != MountBind && m.Kind != MountDev {
+			continue
+		}
+		fd, err := unix.Open(m.Source, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOENT) {
+			continue // vanished since the plan: granting nothing is narrower
+		}
+		if err != nil {
+			return fmt.Errorf("opening %s: %w", m.Source, err)
+		}
+		sources[i] = fd
+	}
+	defer func() {
+		for _, fd := range sources {
+			if fd >= 0 {
+				unix.Close(fd)
+			}
+		}
+	}()
+	root := stagingDir
+	if err := unix.Mount("tmpfs", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m"); err != nil {
+		return &os.SyscallError{Syscall: "mount(tmpfs new root)", Err: err}
+	}
+	for i, m := range plan.Mounts {
+		if err := mountOne(root, m, sources[i]); err != nil {
+			return fmt.Errorf("%s %s: %w", m.Kind, m.Target, err)
+		}
+	}
+	if err := unix.Mount("", root, "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
+		return &os.SyscallError{Syscall: "mount(new root read-only)", Err: err}
+	}
+	return pivot(root)
+}
+
+func mountOne(root string, m Mount, src int) error {
+	target := filepath.Join(root, m.Target)
+	switch m.Kind {
+	case MountTmpfs:
+		if err := os.MkdirAll(target, 0o755); err != nil {
+			return err
+		}
+		flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
+		if m.NoExec {
+			flags |= unix.MS_NOEXEC
+		}
+		mode := "mode=1777"
+		if m.Target == "/dev" {
+			mode = "mode=0755"
+		}
+		return mount("tmpfs", target, "tmpfs", flags, mode)
+	case MountProc:
+		if err := os.MkdirAll(target, 0o555); err != nil {
+			return err
+		}
+		return mount("proc", target, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
+	case MountSymlnk:
+		if _, err := os.Lstat(target); err == nil {
+			return nil // a bound folder already holds it
+		}
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return err
+		}
+		return os.Symlink(m.Source, target)
+	case MountBind, MountDev:
+		if src < 0 {
+			return nil
+		}
+		if err := mountPoint(target, m.Dir); err != nil {
+			return err
+		}
+		if err := mount("/proc/self/fd/"+strconv.Itoa(src), target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return err
+		}
+		return remount(target, m)
+	}
+	return fmt.Errorf("unknown mount kind %q", m.Kind)
+}
+
+// remount applies the bind's flags, keeping the flags the source mount
+// already had (a user namespace may not clear locked ones).
+func remount(target string, m Mount) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(target, &st); err != nil {
+		return &os.SyscallError{Syscall: "statfs", Err: err}
+	}
+	flags := uintptr(unix.MS_REMOUNT | unix.MS_BIND | unix.MS_NOSUID)
+	for _, f := range []struct{ st, ms uintptr }{
+		{unix.ST_RDONLY, unix.MS_RDONLY}, {unix.ST_NODEV, unix.MS_NODEV}, {unix.ST_NOEXEC, unix.MS_NOEXEC},
+		{unix.ST_NOATIME, unix.MS_NOATIME}, {unix.ST_NODIRATIME, unix.MS_NODIRATIME}, {unix.ST_RELATIME, unix.MS_RELATIME},
+	} {
+		if uintptr(st.Flags)&f.st != 0 {
+			flags |= f.ms
+		}
+	}
+	if m.ReadOnly {
+		flags |= unix.MS_RDONLY
+	}
+	if m.NoExec {
+		flags |= unix.MS_NOEXEC
+	}
+	if m.Kind != MountDev {
+		flags |= unix.MS_NODEV
+	}
+	return mount("", target, "", flags, "")
+}
+
+// mountPoint creates an empty folder or file to mount on.
+func mountPoint(target string, dir bool) error {
+	if _, err := os.Lstat(target); err == nil {
+		return nil
+	}
+	if dir {
+		return os.MkdirAll(target, 0o755)
+	}
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+func mount(source, target, fstype string, flags uintptr, data string) error {
+	if err := unix.Mount(source, target, fstype, flags, data); err != nil {
+		return &os.SyscallError{Syscall: "mount", Err: err}
+	}
+	return nil
+}
+
+// pivot makes root the root of the mount namespace and detaches the old
+// one, so no path leads back to the host's tree.
+func pivot(root string) error {
+	if err := unix.Chdir(root); err != nil {
+		return &os.SyscallError{Syscall: "chdir(new root)", Err: err}
+	}
+	if err := unix.PivotRoot(".", "."); err != nil {
+		return &os.SyscallError{Syscall: "pivot_root", Err: err}
+	}
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return &os.SyscallError{Syscall: "umount(old root)", Err: err}
+	}
+	if err := unix.Chdir("/"); err != nil {
+		return &os.SyscallError{Syscall: "chdir(/)", Err: err}
+	}
+	return nil
+}

@@ -1,0 +1,96 @@
+package sandbox
+
+import "time"
+
+// Plan is everything the sandbox will do, as plain data. It travels to the
+// init stage as JSON on an inherited pipe and is what explain prints.
+type Plan struct {
+	// Argv is the command; Path is argv[0] resolved on the sandbox's PATH.
+	Argv []string `json:"argv"`
+	Path string   `json:"path"`
+	Dir  string   `json:"dir"`
+	Env  []string `json:"env"`
+
+	Hostname string     `json:"hostname"`
+	Mounts   []Mount    `json:"mounts"`
+	Landlock Landlock   `json:"landlock"`
+	Seccomp  []SysRule  `json:"seccomp"`
+	Exec     ExecPolicy `json:"exec"`
+	// MemfdSysctl sets vm.memfd_noexec=2 in the sandbox's PID namespace
+	// (possible when the caller is root); otherwise seccomp refuses
+	// memfds that are not sealed against exec.
+	MemfdSysctl bool   `json:"memfd_sysctl,omitempty"`
+	Limits      Limits `json:"limits"`
+
+	// Protections lists every protection and whether it is enforced.
+	Protections []Protection `json:"protections"`
+	// Warnings are places where the kernel's rule differs from the glob
+	// it came from, and other things a user should know.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// MountKind is what a mount step does.
+type MountKind string
+
+const (
+	MountTmpfs  MountKind = "tmpfs" // a fresh tmpfs at Target
+	MountProc   MountKind = "proc"  // a proc for the sandbox's PID namespace
+	MountBind   MountKind = "bind"  // bind Source (opened before any tmpfs hides it) to Target
+	MountDev    MountKind = "dev"   // Target is a device node bound from the host
+	MountSymlnk MountKind = "symlink"
+)
+
+// Mount is one step of the sandbox's mount namespace set-up, applied in
+// order.
+type Mount struct {
+	Kind     MountKind `json:"kind"`
+	Source   string    `json:"source,omitempty"`
+	Target   string    `json:"target"`
+	ReadOnly bool      `json:"read_only,omitempty"`
+	NoExec   bool      `json:"no_exec,omitempty"`
+	Dir      bool      `json:"dir,omitempty"` // the bind source is a directory
+	Why      string    `json:"why"`
+}
+
+// Landlock is the Landlock ruleset.
+type Landlock struct {
+	ABI        int        `json:"abi"`
+	HandledFS  uint64     `json:"handled_fs"`
+	HandledNet uint64     `json:"handled_net"`
+	Scoped     uint64     `json:"scoped"`
+	Rules      []PathRule `json:"rules"`
+}
+
+// PathRule grants Access beneath Path (or on the file Path).
+type PathRule struct {
+	Path   string `json:"path"`
+	Access uint64 `json:"access"`
+	Rights string `json:"rights"` // Access in words, for people
+	From   string `json:"from"`   // the glob or baseline entry it came from
+}
+
+// ExecPolicy is the exec allowlist.
+type ExecPolicy struct {
+	Restricted bool `json:"restricted"`
+	// Allowed are the resolved absolute paths of the allowed programs and
+	// the ELF interpreters and script interpreters they need.
+	Allowed []ExecTarget `json:"allowed,omitempty"`
+}
+
+// ExecTarget is one executable file the sandbox may run.
+type ExecTarget struct {
+	Path string `json:"path"`
+	From string `json:"from"` // the exec entry, or "interpreter of X"
+}
+
+// Limits are the resource limits of the run.
+type Limits struct {
+	Timeout time.Duration `json:"timeout_ns,omitempty"`
+}
+
+// Protection is one protection of the enforcement table.
+type Protection struct {
+	Name     string `json:"name"`
+	Enforced bool   `json:"enforced"`
+	Detail   string `json:"detail"`
+}

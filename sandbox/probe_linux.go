@@ -1,0 +1,248 @@
+package sandbox
+
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+
+	"corral/policyengine"
+)
+
+// Probe reads the host facts a Plan for p and spec needs.
+func Probe(p policyengine.Permissions, spec Spec) *Facts {
+	f := &Facts{
+		Files:    map[string]FileInfo{},
+		Programs: map[string]Program{},
+		Matches:  map[string][]string{},
+		Uid:      os.Getuid(),
+		Gid:      os.Getgid(),
+	}
+	f.probeKernel()
+	for _, glob := range policyengine.SystemRead {
+		f.stat(strings.TrimSuffix(glob, "/**"))
+	}
+	for _, r := range libraryRoots {
+		f.stat(r)
+	}
+	f.stat(spec.WorkDir)
+	for _, list := range [][]policyengine.Entry{p.Read, p.Write} {
+		for _, e := range list {
+			g, err := policyengine.CompileGlob(e.Value)
+			if err != nil {
+				continue
+			}
+			f.stat(g.Base())
+			if !g.Subtree() && !g.Literal() && !strings.Contains(e.Value, "**") {
+				matches, _ := filepath.Glob(e.Value)
+				f.Matches[e.Value] = matches
+				for _, m := range matches {
+					f.stat(m)
+				}
+			}
+		}
+	}
+	for _, e := range p.Write {
+		g, err := policyengine.CompileGlob(e.Value)
+		if err != nil {
+			continue
+		}
+		if root := f.Files[g.Base()]; root.Exists && root.Dir {
+			for _, name := range ProtectedNames {
+				f.stat(path.Join(root.Real, name))
+			}
+		}
+	}
+	for _, e := range p.Exec {
+		f.program(e.Value)
+	}
+	if len(spec.Argv) > 0 {
+		f.program(spec.Argv[0])
+	}
+	return f
+}
+
+func (f *Facts) probeKernel() {
+	abi, err := llsys.LandlockGetABIVersion()
+	switch {
+	case err == nil:
+		f.LandlockABI = abi
+	case errors.Is(err, unix.ENOSYS):
+		f.LandlockErr = "the kernel has no Landlock (built without CONFIG_SECURITY_LANDLOCK)"
+	case errors.Is(err, unix.EOPNOTSUPP):
+		f.LandlockErr = "Landlock is built in but not enabled (add landlock to the lsm= boot parameter)"
+	default:
+		f.LandlockErr = fmt.Sprintf("Landlock ABI query failed: %v", err)
+	}
+	f.UserNSErr = userNSRefusal()
+	_, err = os.Stat("/proc/sys/vm/memfd_noexec")
+	f.MemfdNoexec = err == nil
+	// PR_GET_SECCOMP answers EINVAL when the kernel lacks seccomp.
+	_, err = unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0)
+	f.Seccomp = err == nil
+}
+
+// userNSRefusal predicts, from sysctls, why creating a user namespace
+// would fail; the clone itself has the last word.
+func userNSRefusal() string {
+	if readInt("/proc/sys/user/max_user_namespaces") == 0 {
+		return "user namespaces are disabled: sysctl user.max_user_namespaces is 0"
+	}
+	if os.Getuid() != 0 {
+		if readInt("/proc/sys/kernel/unprivileged_userns_clone") == 0 {
+			return "unprivileged user namespaces are disabled: sysctl kernel.unprivileged_userns_clone is 0"
+		}
+		if readInt("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == 1 {
+			return "AppArmor restricts unprivileged user namespaces (sysctl kernel.apparmor_restrict_unprivileged_userns=1); allow corral with an AppArmor profile that has the userns rule, or set the sysctl to 0"
+		}
+	}
+	return ""
+}
+
+// readInt reads a one-number file; -1 when it is absent or unreadable.
+func readInt(p string) int {
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return -1
+	}
+	var n int
+	if _, err := fmt.Sscanf(strings.TrimSpace(string(data)), "%d", &n); err != nil {
+		return -1
+	}
+	return n
+}
+
+func (f *Facts) stat(p string) FileInfo {
+	if info, ok := f.Files[p]; ok {
+		return info
+	}
+	info := FileInfo{Real: p}
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		if st, err := os.Stat(real); err == nil {
+			info = FileInfo{Exists: true, Dir: st.IsDir(), Real: real}
+		}
+	}
+	f.Files[p] = info
+	return info
+}
+
+// program resolves a name (on the sandbox's PATH) or an absolute path, its
+// symlinks and interpreters.
+func (f *Facts) program(name string) {
+	if _, ok := f.Programs[name]; ok {
+		return
+	}
+	prog := Program{Links: map[string]string{}}
+	found := ""
+	if strings.Contains(name, "/") {
+		if isExecutable(name) {
+			found = name
+		}
+	} else {
+		for _, dir := range strings.Split(policyengine.SandboxPATH, ":") {
+			if c := dir + "/" + name; isExecutable(c) {
+				found = c
+				break
+			}
+		}
+	}
+	if found == "" {
+		prog.Err = "not found"
+		f.Programs[name] = prog
+		return
+	}
+	prog.Path = found
+	prog.Real = followLinks(found, prog.Links)
+	prog.Interpreters = interpreters(prog.Real, prog.Links, 0)
+	f.stat(prog.Real)
+	for _, in := range prog.Interpreters {
+		f.stat(in)
+	}
+	f.Programs[name] = prog
+}
+
+func isExecutable(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
+}
+
+// followLinks resolves p link by link, recording each symlink (with its
+// parents' symlinks resolved) and its target in links.
+func followLinks(p string, links map[string]string) string {
+	for i := 0; i < 40; i++ {
+		dir, err := filepath.EvalSymlinks(filepath.Dir(p))
+		if err != nil {
+			return p
+		}
+		p = filepath.Join(dir, filepath.Base(p))
+		target, err := os.Readlink(p)
+		if err != nil {
+			return p
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(dir, target)
+		}
+		links[p] = target
+		p = target
+	}
+	return p
+}
+
+// interpreters returns the real paths of what the kernel loads to run p:
+// the ELF interpreter, or for a #! script its interpreter (and that one's).
+func interpreters(p string, links map[string]string, depth int) []string {
+	if depth > 4 {
+		return nil
+	}
+	fh, err := os.Open(p)
+	if err != nil {
+		return nil
+	}
+	defer fh.Close()
+	head := make([]byte, 256)
+	n, _ := fh.Read(head)
+	head = head[:n]
+	if strings.HasPrefix(string(head), "#!") {
+		line, _, _ := strings.Cut(string(head[2:]), "\n")
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			return nil
+		}
+		interp := followLinks(fields[0], links)
+		out := append([]string{interp}, interpreters(interp, links, depth+1)...)
+		if path.Base(fields[0]) == "env" && len(fields) > 1 {
+			// #!/usr/bin/env python3: python3 is found on PATH.
+			for _, dir := range strings.Split(policyengine.SandboxPATH, ":") {
+				if c := dir + "/" + fields[1]; isExecutable(c) {
+					real := followLinks(c, links)
+					out = append(out, real)
+					out = append(out, interpreters(real, links, depth+1)...)
+					break
+				}
+			}
+		}
+		return out
+	}
+	ef, err := elf.NewFile(fh)
+	if err != nil {
+		return nil
+	}
+	for _, prog := range ef.Progs {
+		if prog.Type != elf.PT_INTERP {
+			continue
+		}
+		buf := make([]byte, prog.Filesz)
+		if _, err := prog.ReadAt(buf, 0); err != nil {
+			return nil
+		}
+		interp := strings.TrimRight(string(buf), "\x00")
+		return []string{followLinks(interp, links)}
+	}
+	return nil
+}

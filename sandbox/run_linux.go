@@ -1,0 +1,148 @@
+package sandbox
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Result is how a run ended.
+type Result struct {
+	ExitCode int           `json:"exit_code"`
+	Signal   int           `json:"signal,omitempty"`
+	Wall     time.Duration `json:"wall_ns"`
+	MaxRSS   int64         `json:"peak_memory_bytes"`
+	Started  bool          `json:"started"`
+	// Stage is set when the sandbox could not be built or the command not
+	// started.
+	Stage *StageError `json:"stage_error,omitempty"`
+}
+
+// Stdio are the streams the command gets, passed straight through.
+type Stdio struct {
+	Stdin          *os.File
+	Stdout, Stderr *os.File
+}
+
+// forwarded are the signals corral passes on to the command.
+var forwarded = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH}
+
+// Run starts the init stage in new namespaces, hands it the plan, forwards
+// signals and waits for the command. The returned error means corral
+// failed (the sandbox could not be built); the command's own failure is in
+// the Result.
+func Run(plan *Plan, stdio Stdio) (*Result, error) {
+	start := time.Now()
+	planR, planW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer planR.Close()
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		planW.Close()
+		return nil, err
+	}
+	defer statusR.Close()
+
+	cmd := &exec.Cmd{
+		Path:       "/proc/self/exe",
+		Args:       []string{"corral", InitArg},
+		Env:        []string{},
+		Stdin:      stdio.Stdin,
+		Stdout:     stdio.Stdout,
+		Stderr:     stdio.Stderr,
+		ExtraFiles: []*os.File{planR, statusW},
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags: unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID |
+				unix.CLONE_NEWNET | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS,
+			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
+			GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
+			GidMappingsEnableSetgroups: false,
+			// If corral dies, even by SIGKILL, the init dies, and with
+			// it every process of its PID namespace.
+			Pdeathsig: unix.SIGKILL,
+			// Terminal signals reach corral only; corral forwards them
+			// once.
+			Setpgid: true,
+		},
+	}
+	signals := make(chan os.Signal, 8)
+	signal.Notify(signals, forwarded...)
+	defer signal.Stop(signals)
+
+	// Pdeathsig fires when the thread that forked dies: keep it alive.
+	runtime.LockOSThread()
+	err = cmd.Start()
+	runtime.UnlockOSThread()
+	statusW.Close()
+	planR.Close()
+	if err != nil {
+		planW.Close()
+		return nil, startError(err)
+	}
+	go func() {
+		json.NewEncoder(planW).Encode(plan)
+		planW.Close()
+	}()
+	statuses := make(chan status, 4)
+	go readStatus(statusR, statuses)
+	go func() {
+		for s := range signals {
+			cmd.Process.Signal(s)
+		}
+	}()
+
+	res := &Result{ExitCode: 255}
+	for s := range statuses {
+		switch {
+		case s.Started != 0:
+			res.Started = true
+		case s.Error != nil:
+			res.Stage = s.Error
+		case s.Exit != nil:
+			res.ExitCode, res.Signal, res.MaxRSS = s.Exit.Code, s.Exit.Signal, s.Exit.MaxRSSKB*1024
+		}
+	}
+	werr := cmd.Wait()
+	res.Wall = time.Since(start)
+	if res.Stage != nil && res.Stage.Stage != "exec" {
+		return res, fmt.Errorf("building the sandbox: %w", res.Stage)
+	}
+	if !res.Started && res.Stage == nil {
+		return res, fmt.Errorf("the sandbox's init ended before the command started: %v", werr)
+	}
+	return res, nil
+}
+
+func readStatus(r io.Reader, out chan<- status) {
+	defer close(out)
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		var s status
+		if json.Unmarshal(sc.Bytes(), &s) == nil {
+			out <- s
+		}
+	}
+}
+
+// startError explains why the namespaces could not be made.
+func startError(err error) error {
+	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EINVAL) {
+		if why := userNSRefusal(); why != "" {
+			return fmt.Errorf("%w: %s", ErrProtection, why)
+		}
+		return fmt.Errorf("%w: creating the sandbox's user namespace: %v", ErrProtection, err)
+	}
+	return fmt.Errorf("starting the sandbox: %w", err)
+}

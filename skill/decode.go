@@ -1,0 +1,314 @@
+package skill
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"corral/policyengine"
+)
+
+// decoder walks the frontmatter's YAML nodes, so every error can name the
+// file line and the field, and unknown keys are refused.
+type decoder struct {
+	file       string
+	lineOffset int // file line of YAML line 1, minus one
+}
+
+func (d *decoder) errorf(n *yaml.Node, field, format string, args ...any) error {
+	line := 0
+	if n != nil && n.Line > 0 {
+		line = n.Line + d.lineOffset
+	}
+	return &Error{File: d.file, Line: line, Field: field, Err: fmt.Errorf(format, args...)}
+}
+
+func decodeFrontmatter(s *Skill, text []byte, file string, lineOffset int) error {
+	d := &decoder{file: file, lineOffset: lineOffset}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(text, &doc); err != nil {
+		return &Error{File: file, Err: fmt.Errorf("malformed YAML frontmatter: %s", yamlMessage(err, lineOffset))}
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		return &Error{File: file, Err: errors.New("empty frontmatter: at least name and description are needed")}
+	}
+	root := doc.Content[0]
+	err := d.mapping(root, "", map[string]func(*yaml.Node, string) error{
+		"name":        func(n *yaml.Node, f string) (err error) { s.Name, err = d.str(n, f); return err },
+		"description": func(n *yaml.Node, f string) (err error) { s.Description, err = d.str(n, f); return err },
+		"requires": func(n *yaml.Node, f string) error {
+			return d.mapping(n, f, map[string]func(*yaml.Node, string) error{
+				"bins": func(n *yaml.Node, f string) (err error) { s.Requires.Bins, err = d.names(n, f, "program"); return err },
+			})
+		},
+		"permissions": func(n *yaml.Node, f string) error {
+			s.Permissions = &Permissions{}
+			return d.permissions(s.Permissions, n, f)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if s.Name == "" {
+		return d.errorf(root, "name", "missing: every skill needs a name")
+	}
+	if !validName.MatchString(s.Name) {
+		return d.errorf(root, "name", "%q is not a valid skill name (letters, digits, '.', '_' and '-', at most 64)", s.Name)
+	}
+	return nil
+}
+
+var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+func (d *decoder) permissions(p *Permissions, n *yaml.Node, field string) error {
+	return d.mapping(n, field, map[string]func(*yaml.Node, string) error{
+		"fs": func(n *yaml.Node, f string) error {
+			return d.mapping(n, f, map[string]func(*yaml.Node, string) error{
+				"read":  func(n *yaml.Node, f string) (err error) { p.Read, err = d.globs(n, f); return err },
+				"write": func(n *yaml.Node, f string) (err error) { p.Write, err = d.globs(n, f); return err },
+			})
+		},
+		"network": func(n *yaml.Node, f string) error {
+			return d.mapping(n, f, map[string]func(*yaml.Node, string) error{
+				"allow": func(n *yaml.Node, f string) (err error) { p.Network, err = d.hosts(n, f); return err },
+			})
+		},
+		"exec":     func(n *yaml.Node, f string) (err error) { p.Exec, err = d.names(n, f, "program"); return err },
+		"env":      func(n *yaml.Node, f string) (err error) { p.Env, err = d.envNames(n, f); return err },
+		"services": func(n *yaml.Node, f string) (err error) { p.Services, err = d.services(n, f); return err },
+		"limits": func(n *yaml.Node, f string) error {
+			return d.mapping(n, f, map[string]func(*yaml.Node, string) error{
+				"memory":  func(n *yaml.Node, f string) (err error) { p.Limits.Memory, err = d.size(n, f); return err },
+				"pids":    func(n *yaml.Node, f string) (err error) { p.Limits.Pids, err = d.count(n, f); return err },
+				"timeout": func(n *yaml.Node, f string) (err error) { p.Limits.Timeout, err = d.duration(n, f); return err },
+			})
+		},
+	})
+}
+
+// mapping decodes a mapping node key by key. A null node is an empty mapping.
+func (d *decoder) mapping(n *yaml.Node, field string, fields map[string]func(*yaml.Node, string) error) error {
+	n = deref(n)
+	if isNull(n) {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		return d.errorf(n, orRoot(field), "must be a mapping of keys, not %s", kindName(n))
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		key := k.Value
+		sub := join(field, key)
+		if k.Kind != yaml.ScalarNode {
+			return d.errorf(k, orRoot(field), "keys must be plain words")
+		}
+		if seen[key] {
+			return d.errorf(k, sub, "defined twice")
+		}
+		seen[key] = true
+		decode, ok := fields[key]
+		if !ok {
+			known := make([]string, 0, len(fields))
+			for name := range fields {
+				known = append(known, name)
+			}
+			slices.Sort(known)
+			return d.errorf(k, sub, "unknown field (known fields here: %s)", strings.Join(known, ", "))
+		}
+		if err := decode(v, sub); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *decoder) str(n *yaml.Node, field string) (string, error) {
+	n = deref(n)
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
+		return "", d.errorf(n, field, "must be a string, not %s", kindName(n))
+	}
+	return n.Value, nil
+}
+
+// list decodes a sequence of strings, checking each with check.
+func (d *decoder) list(n *yaml.Node, field string, check func(v string) error) ([]string, error) {
+	n = deref(n)
+	if isNull(n) {
+		return nil, nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		return nil, d.errorf(n, field, "must be a list, not %s", kindName(n))
+	}
+	out := make([]string, 0, len(n.Content))
+	for i, item := range n.Content {
+		sub := fmt.Sprintf("%s[%d]", field, i)
+		v, err := d.str(item, sub)
+		if err != nil {
+			return nil, err
+		}
+		if err := check(v); err != nil {
+			return nil, d.errorf(item, sub, "%v", err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func (d *decoder) globs(n *yaml.Node, field string) ([]string, error) {
+	return d.list(n, field, checkPathGlob)
+}
+
+func (d *decoder) hosts(n *yaml.Node, field string) ([]string, error) {
+	return d.list(n, field, func(v string) error {
+		_, err := policyengine.ParseHostPattern(v)
+		return err
+	})
+}
+
+var validEnv = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*\*?$`)
+
+func (d *decoder) envNames(n *yaml.Node, field string) ([]string, error) {
+	return d.list(n, field, func(v string) error {
+		if !validEnv.MatchString(v) {
+			return fmt.Errorf("%q is not an environment variable name (a trailing * matches a prefix, as in LC_*)", v)
+		}
+		return nil
+	})
+}
+
+func (d *decoder) names(n *yaml.Node, field, what string) ([]string, error) {
+	return d.list(n, field, func(v string) error { return checkProgram(v, what) })
+}
+
+var validService = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+
+// serviceAccess lists the access levels a service may be granted.
+var serviceAccess = []string{"read", "write", "send", "full"}
+
+func (d *decoder) services(n *yaml.Node, field string) (map[string]string, error) {
+	n = deref(n)
+	if isNull(n) {
+		return nil, nil
+	}
+	if n.Kind != yaml.MappingNode {
+		return nil, d.errorf(n, field, "must be a mapping of service names, not %s", kindName(n))
+	}
+	out := map[string]string{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		sub := join(field, k.Value)
+		if !validService.MatchString(k.Value) {
+			return nil, d.errorf(k, sub, "%q is not a service name (lower-case letters, digits and '-')", k.Value)
+		}
+		if _, dup := out[k.Value]; dup {
+			return nil, d.errorf(k, sub, "defined twice")
+		}
+		var access string
+		err := d.mapping(v, sub, map[string]func(*yaml.Node, string) error{
+			"access": func(n *yaml.Node, f string) (err error) { access, err = d.str(n, f); return err },
+		})
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(serviceAccess, access) {
+			return nil, d.errorf(v, sub+".access", "must be one of %s", strings.Join(serviceAccess, ", "))
+		}
+		out[k.Value] = access
+	}
+	return out, nil
+}
+
+func (d *decoder) size(n *yaml.Node, field string) (int64, error) {
+	n = deref(n)
+	if n.Kind != yaml.ScalarNode {
+		return 0, d.errorf(n, field, "must be a size such as 256Mi, not %s", kindName(n))
+	}
+	v, err := ParseSize(n.Value)
+	if err != nil {
+		return 0, d.errorf(n, field, "%v", err)
+	}
+	return v, nil
+}
+
+func (d *decoder) count(n *yaml.Node, field string) (int, error) {
+	n = deref(n)
+	var v int
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" || n.Decode(&v) != nil {
+		return 0, d.errorf(n, field, "must be a whole number, not %q", n.Value)
+	}
+	if v < 1 || v > 1<<22 {
+		return 0, d.errorf(n, field, "%d is out of range 1-%d", v, 1<<22)
+	}
+	return v, nil
+}
+
+func (d *decoder) duration(n *yaml.Node, field string) (time.Duration, error) {
+	n = deref(n)
+	if n.Kind != yaml.ScalarNode {
+		return 0, d.errorf(n, field, "must be a duration such as 60s, not %s", kindName(n))
+	}
+	v, err := ParseDuration(n.Value)
+	if err != nil {
+		return 0, d.errorf(n, field, "%v", err)
+	}
+	return v, nil
+}
+
+func deref(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	return n
+}
+
+func isNull(n *yaml.Node) bool {
+	return n == nil || (n.Kind == yaml.ScalarNode && n.Tag == "!!null")
+}
+
+func kindName(n *yaml.Node) string {
+	switch {
+	case n == nil:
+		return "nothing"
+	case n.Kind == yaml.MappingNode:
+		return "a mapping"
+	case n.Kind == yaml.SequenceNode:
+		return "a list"
+	case isNull(n):
+		return "null"
+	case n.Kind == yaml.ScalarNode:
+		return fmt.Sprintf("%s %q", strings.TrimPrefix(n.Tag, "!!"), n.Value)
+	}
+	return "an unexpected node"
+}
+
+func join(field, key string) string {
+	if field == "" {
+		return key
+	}
+	return field + "." + key
+}
+
+func orRoot(field string) string {
+	if field == "" {
+		return "frontmatter"
+	}
+	return field
+}
+
+// yamlMessage shifts the line number of a yaml.v3 error to a file line.
+var yamlLine = regexp.MustCompile(`line (\d+)`)
+
+func yamlMessage(err error, offset int) string {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	return yamlLine.ReplaceAllStringFunc(msg, func(m string) string {
+		var n int
+		fmt.Sscanf(m, "line %d", &n)
+		return fmt.Sprintf("line %d", n+offset)
+	})
+}

@@ -1,0 +1,141 @@
+package skill
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"corral/policyengine"
+)
+
+// ParseSize reads a memory size: a number of bytes, or a number with a
+// decimal (K, M, G, T) or binary (Ki, Mi, Gi, Ti) unit and an optional
+// trailing B: 256Mi, 512MiB, 1G, 1048576.
+func ParseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	t = strings.TrimSuffix(t, "B")
+	i := strings.IndexFunc(t, func(r rune) bool { return r < '0' || r > '9' })
+	num, unit := t, ""
+	if i >= 0 {
+		num, unit = t[:i], t[i:]
+	}
+	mult := map[string]int64{
+		"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
+		"k": 1e3, "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40,
+	}[unit]
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || mult == 0 || num == "" {
+		return 0, fmt.Errorf("%q is not a size (use bytes or a unit: 256Mi, 512MiB, 1G)", s)
+	}
+	if n <= 0 {
+		return 0, fmt.Errorf("size %q must be greater than zero", s)
+	}
+	if n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("size %q is too large", s)
+	}
+	if n*mult < 1<<20 {
+		return 0, fmt.Errorf("size %q is below the minimum of 1Mi", s)
+	}
+	return n * mult, nil
+}
+
+// ParseDuration reads a positive duration in Go's notation (90s, 5m, 1h30m).
+func ParseDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration (use 30s, 5m, 1h)", s)
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("duration %q must be greater than zero", s)
+	}
+	return d, nil
+}
+
+// checkProgram accepts a program name looked up on PATH or an absolute path.
+func checkProgram(v, what string) error {
+	switch {
+	case v == "":
+		return fmt.Errorf("empty %s name", what)
+	case strings.ContainsAny(v, " \t\n\x00*?[]$`'\"\\;|&<>()"):
+		return fmt.Errorf("%q is not a %s name: give a name looked up on PATH (curl) or an absolute path (/usr/bin/curl)", v, what)
+	case strings.Contains(v, "/") && !strings.HasPrefix(v, "/"):
+		return fmt.Errorf("%q is a relative path: give a name looked up on PATH or an absolute path", v)
+	case strings.HasPrefix(v, "/") && strings.Contains("/"+v+"/", "/../"):
+		return fmt.Errorf("%q contains '..'", v)
+	}
+	return nil
+}
+
+// Variables holds the values of the path variables skills may use.
+type Variables struct {
+	WorkDir string // $WORK_DIR
+	DataDir string // parent of each skill's $DATA_DIR (DataDir/<skill name>)
+	Home    string // $HOME
+	TmpDir  string // $TMPDIR
+}
+
+// variableNames are the variables a path may use.
+var variableNames = []string{"SKILL_DIR", "WORK_DIR", "DATA_DIR", "HOME", "TMPDIR"}
+
+// expand replaces $NAME and ${NAME} in s with vals, and a leading "~" with
+// $HOME. An unknown variable, a stray '$' or a result that is not an
+// absolute path is an error.
+func expand(s string, vals map[string]string) (string, error) {
+	if s == "~" || strings.HasPrefix(s, "~/") {
+		s = "$HOME" + s[1:]
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' {
+			b.WriteByte(s[i])
+			continue
+		}
+		rest := s[i+1:]
+		var name string
+		if strings.HasPrefix(rest, "{") {
+			end := strings.IndexByte(rest, '}')
+			if end < 0 {
+				return "", fmt.Errorf("%q has an unclosed ${", s)
+			}
+			name = rest[1:end]
+			i += end + 1
+		} else {
+			n := 0
+			for n < len(rest) && (rest[n] == '_' || rest[n] >= 'A' && rest[n] <= 'Z' || rest[n] >= 'a' && rest[n] <= 'z' || n > 0 && rest[n] >= '0' && rest[n] <= '9') {
+				n++
+			}
+			name = rest[:n]
+			i += n
+		}
+		v, ok := vals[name]
+		if !ok {
+			if name == "" {
+				return "", fmt.Errorf("%q has a '$' that starts no variable", s)
+			}
+			return "", fmt.Errorf("unknown variable $%s in %q (known: $%s)", name, s, strings.Join(variableNames, ", $"))
+		}
+		b.WriteString(v)
+	}
+	out := b.String()
+	if !strings.HasPrefix(out, "/") {
+		return "", fmt.Errorf("%q is not an absolute path: start it with / or a variable such as $WORK_DIR", s)
+	}
+	return out, nil
+}
+
+// checkPathGlob validates a path glob as written: its variables are known
+// and, with placeholder values, it compiles.
+func checkPathGlob(v string) error {
+	vals := map[string]string{}
+	for _, name := range variableNames {
+		vals[name] = "/" + strings.ToLower(name)
+	}
+	p, err := expand(v, vals)
+	if err != nil {
+		return err
+	}
+	_, err = policyengine.CompileGlob(p)
+	return err
+}
