@@ -40,15 +40,18 @@ var defaultPorts = map[string]int{
 //   - scheme and host are lower-cased, userinfo is dropped; the host is
 //     what follows the last '@' of the authority, so
 //     "http://evil.com@127.0.0.1/" is 127.0.0.1;
-//   - a backslash ends the authority and counts as '/' in the path, so
-//     "http://127.0.0.1\@evil.com" is 127.0.0.1;
+//   - a backslash ends the authority and counts as '/' in the path, as in
+//     browsers; but where that makes browsers and RFC 3986 clients read
+//     different hosts, as in "http://127.0.0.1\@evil.com" (127.0.0.1 to a
+//     browser, evil.com to Python's urllib), the URL is an error, since
+//     either answer leaves one kind of client unchecked;
 //   - the host is percent-decoded, IDN becomes punycode, IPv4 in any
 //     notation becomes a dotted quad, and its category is computed;
 //   - the port defaults by scheme; dot segments (also %2e forms) are
 //     resolved; the fragment is dropped since it is never sent.
 //
-// It fails for a missing scheme or host, a bad port, or a scheme other than
-// http, https, ws, wss and ftp.
+// It fails for a missing scheme or host, a bad port, a scheme other than
+// http, https, ws, wss and ftp, or an ambiguous authority.
 func ParseURL(raw string) (URL, error) {
 	s := strings.TrimFunc(raw, func(r rune) bool { return r <= ' ' })
 	if strings.ContainsAny(s, "\t\n\r") {
@@ -64,50 +67,27 @@ func ParseURL(raw string) (URL, error) {
 	if !ok {
 		return URL{}, fmt.Errorf("url %q: unsupported scheme %q (only http, https, ws, wss and ftp)", clip(raw), clip(scheme))
 	}
-	rest := s[colon+1:]
+	afterScheme := s[colon+1:]
 	// Special schemes ignore any run of slashes and backslashes before the
-	// authority, so "http:\\\\host" and "http:///host" both reach "host".
-	rest = strings.TrimLeft(rest, `/\`)
-
+	// authority, so "http:\\host" and "http:///host" both reach "host".
+	rest := strings.TrimLeft(afterScheme, `/\`)
 	end := strings.IndexAny(rest, `/\?#`)
 	if end < 0 {
 		end = len(rest)
 	}
 	authority, rest := rest[:end], rest[end:]
-	if at := strings.LastIndexByte(authority, '@'); at >= 0 {
-		authority = authority[at+1:]
-	}
-
-	hostPart, portPart, hasPort, err := splitAuthority(authority)
+	host, addr, isIP, port, err := parseAuthority(authority, defPort)
 	if err != nil {
 		return URL{}, fmt.Errorf("url %q: %v", clip(raw), err)
 	}
-	if hostPart == "" {
-		return URL{}, fmt.Errorf("url %q: missing host", clip(raw))
-	}
-	port := defPort
-	if hasPort && portPart != "" {
-		v, ok := parseDecimalPort(portPart)
-		if !ok {
-			return URL{}, fmt.Errorf("url %q: port %q is not a number", clip(raw), clip(portPart))
-		}
-		if v < 1 || v > 65535 {
-			return URL{}, fmt.Errorf("url %q: port %s is out of range 1-65535", clip(raw), clip(portPart))
-		}
-		port = v
-	}
-
-	name, addr, isIP, err := canonicalize(hostPart)
-	if err != nil {
+	if err := checkRFC3986Reading(afterScheme, defPort, host, port); err != nil {
 		return URL{}, fmt.Errorf("url %q: %v", clip(raw), err)
 	}
-	u := URL{Scheme: scheme, Port: port, Addr: addr, IsIP: isIP}
+	u := URL{Scheme: scheme, Host: host, Port: port, Addr: addr, IsIP: isIP}
 	if isIP {
-		u.Host = addr.String()
 		u.Category = CategoryOf(addr)
 	} else {
-		u.Host = name
-		u.Category = nameCategory(name)
+		u.Category = nameCategory(host)
 	}
 
 	if i := strings.IndexByte(rest, '#'); i >= 0 {
@@ -133,6 +113,67 @@ func validScheme(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+// parseAuthority reads "[userinfo@]host[:port]": the host is what follows
+// the last '@', and comes back canonical (CanonicalHost).
+func parseAuthority(authority string, defPort int) (host string, addr netip.Addr, isIP bool, port int, err error) {
+	if at := strings.LastIndexByte(authority, '@'); at >= 0 {
+		authority = authority[at+1:]
+	}
+	hostPart, portPart, hasPort, err := splitAuthority(authority)
+	if err != nil {
+		return "", netip.Addr{}, false, 0, err
+	}
+	if hostPart == "" {
+		return "", netip.Addr{}, false, 0, errors.New("missing host")
+	}
+	port = defPort
+	if hasPort && portPart != "" {
+		v, ok := parseDecimalPort(portPart)
+		if !ok {
+			return "", netip.Addr{}, false, 0, fmt.Errorf("port %q is not a number", clip(portPart))
+		}
+		if v < 1 || v > 65535 {
+			return "", netip.Addr{}, false, 0, fmt.Errorf("port %s is out of range 1-65535", clip(portPart))
+		}
+		port = v
+	}
+	name, addr, isIP, err := canonicalize(hostPart)
+	if err != nil {
+		return "", netip.Addr{}, false, 0, err
+	}
+	if isIP {
+		name = addr.String()
+	}
+	return name, addr, isIP, port, nil
+}
+
+// checkRFC3986Reading rejects URLs that browsers and RFC 3986 clients
+// (Python's urllib and requests, and most non-browser HTTP libraries) send to
+// different places. The latter take the authority to run from "//" to the
+// first '/', '?' or '#', so a backslash before those splits the two readings:
+// "http://evil.com\@127.0.0.1/" is evil.com to a browser but 127.0.0.1 to
+// requests, and "http://127.0.0.1\@evil.com" the other way round. Whichever
+// reading the policy picked, a client of the other kind would connect
+// somewhere the policy never checked, so such a URL is an error unless both
+// readings agree.
+func checkRFC3986Reading(afterScheme string, defPort int, host string, port int) error {
+	if !strings.HasPrefix(afterScheme, "//") {
+		return nil // RFC 3986 clients see no authority and connect nowhere.
+	}
+	authority := afterScheme[2:]
+	if end := strings.IndexAny(authority, "/?#"); end >= 0 {
+		authority = authority[:end]
+	}
+	if strings.IndexByte(authority, '\\') < 0 {
+		return nil
+	}
+	otherHost, _, _, otherPort, err := parseAuthority(authority, defPort)
+	if err == nil && otherHost == host && otherPort == port {
+		return nil
+	}
+	return fmt.Errorf("ambiguous URL: a backslash before the path makes browsers connect to %s port %d but other clients read the authority as %q", host, port, clip(authority))
 }
 
 // splitAuthority splits "host[:port]" or "[v6][:port]". As in the WHATWG

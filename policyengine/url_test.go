@@ -40,9 +40,10 @@ func TestParseURL(t *testing.T) {
 		{"http://evil.com?@127.0.0.1/", "http://evil.com/?@127.0.0.1/", "evil.com", 80, "/", CatNone, false, "@127.0.0.1/"},
 		{"http://evil.com/@127.0.0.1/", "http://evil.com/@127.0.0.1/", "evil.com", 80, "/@127.0.0.1/", CatNone, false, ""},
 
-		// Backslashes end the authority, as in browsers.
-		{"http://127.0.0.1\\@evil.com", "http://127.0.0.1/@evil.com", "127.0.0.1", 80, "/@evil.com", CatLoopback, true, ""},
-		{"http://127.0.0.1\\\\@evil.com/", "http://127.0.0.1//@evil.com/", "127.0.0.1", 80, "//@evil.com/", CatLoopback, true, ""},
+		// Backslashes end the authority, as in browsers, where RFC 3986
+		// clients agree on the host (see TestParseURLErrors for where not).
+		{"http://example.com\\@example.com/", "http://example.com/@example.com/", "example.com", 80, "/@example.com/", CatNone, false, ""},
+		{"http://u@127.0.0.1:8080\\@127.0.0.1:8080", "http://127.0.0.1:8080/@127.0.0.1:8080", "127.0.0.1", 8080, "/@127.0.0.1:8080", CatLoopback, true, ""},
 		{"http:\\\\127.0.0.1\\a\\b", "http://127.0.0.1/a/b", "127.0.0.1", 80, "/a/b", CatLoopback, true, ""},
 		{"http:/\\example.com/", "http://example.com/", "example.com", 80, "/", CatNone, false, ""},
 		{"http:///example.com/", "http://example.com/", "example.com", 80, "/", CatNone, false, ""},
@@ -143,6 +144,16 @@ func TestParseURLErrors(t *testing.T) {
 		{"http://ex%ample.com/", "percent"},
 		{"http://evil.com%40127.0.0.1/", "invalid character"},
 		{"http://evil.com%2f127.0.0.1/", "invalid character"},
+
+		// Browsers and RFC 3986 clients would connect to different hosts.
+		{"http://127.0.0.1\\@evil.com", "ambiguous"},
+		{"http://127.0.0.1\\\\@evil.com/", "ambiguous"},
+		{"http://evil.com\\@127.0.0.1/", "ambiguous"},
+		{"http://evil.com\\@169.254.169.254/latest/", "ambiguous"},
+		{"http://a.com\\@b.com/", "ambiguous"},
+		{"http://example.com\\@example.com:8080/", "ambiguous"},
+		{"http://example.com\\x", "ambiguous"},
+		{"https://example.com\\?@127.0.0.1/", "ambiguous"},
 	}
 	for _, tt := range tests {
 		u, err := ParseURL(tt.raw)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -39,15 +40,26 @@ func RunInit() {
 		fail("reading plan", err)
 	}
 	in.Close()
+	last := time.Now()
+	step := func(name string) {
+		if plan.Trace {
+			now := time.Now()
+			fmt.Fprintf(os.Stderr, "corral init: %-12s %6.0f µs\n", name, float64(now.Sub(last).Nanoseconds())/1e3)
+			last = now
+		}
+	}
+	step("plan")
 	// Nothing may trace or dump this process's memory.
 	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 	if err := setupMounts(&plan); err != nil {
 		fail("mounts", err)
 	}
+	step("mounts")
 	if err := loopbackUp(); err != nil {
 		fail("network", err)
 	}
+	step("lo up")
 	if err := unix.Sethostname([]byte(plan.Hostname)); err != nil {
 		fail("hostname", &os.SyscallError{Syscall: "sethostname", Err: err})
 	}
@@ -62,6 +74,7 @@ func RunInit() {
 	if err := applyLandlock(&plan.Landlock); err != nil {
 		fail("landlock", err)
 	}
+	step("landlock")
 	if err := clearCapabilities(); err != nil {
 		fail("capabilities", err)
 	}
@@ -69,6 +82,7 @@ func RunInit() {
 	if err != nil {
 		fail("seccomp", err)
 	}
+	step("seccomp build")
 	signals := make(chan os.Signal, 8)
 	signal.Notify(signals, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH)
 	// Seccomp goes last: after it, nothing may set up anything.
@@ -76,6 +90,7 @@ func RunInit() {
 		fail("seccomp", fmt.Errorf("loading filter: %w", err))
 	}
 	filter.Release()
+	step("seccomp load")
 	pid, err := syscall.ForkExec(plan.Path, plan.Argv, &syscall.ProcAttr{
 		Dir:   plan.Dir,
 		Env:   plan.Env,
@@ -86,6 +101,7 @@ func RunInit() {
 		fail("exec", err)
 	}
 	report(status{Started: pid})
+	step("fork+exec")
 	go func() {
 		for s := range signals {
 			unix.Kill(pid, s.(unix.Signal))

@@ -22,6 +22,10 @@ type Plan struct {
 	MemfdSysctl bool   `json:"memfd_sysctl,omitempty"`
 	Limits      Limits `json:"limits"`
 
+	// Trace makes the init stage print how long each step took to stderr
+	// (CORRAL_TRACE=1), for performance work.
+	Trace bool `json:"trace,omitempty"`
+
 	// Protections lists every protection and whether it is enforced.
 	Protections []Protection `json:"protections"`
 	// Warnings are places where the kernel's rule differs from the glob

@@ -106,6 +106,7 @@ func runExec(sf *skillFlags, argv []string, bestEffort bool, r *runReport) error
 	case err != nil:
 		return failed(err)
 	}
+	plan.Trace = os.Getenv("CORRAL_TRACE") == "1"
 	r.Protections, r.Warnings = plan.Protections, plan.Warnings
 	for _, p := range plan.Protections {
 		if !p.Enforced {

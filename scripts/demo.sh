@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Builds corral and runs it for real: the python-data sample skill crunches
+# CSV files in a scratch workspace, and a few hostile commands are refused.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/deps.sh
+go build -o bin/corral ./cmd/corral
+C=$PWD/bin/corral
+skills=$(realpath "$PWD/../shared/skills")
+ws=$(mktemp -d /tmp/corral-demo.XXXXXX)
+mkdir -p "$ws/data"
+printf 'a,b\n1,2\n3,4\n' > "$ws/data/one.csv"
+printf 'x\n1\n' > "$ws/data/two.csv"
+secret=$(mktemp /tmp/corral-demo-secret.XXXXXX)
+echo "s3cr3t" > "$secret"
+
+show() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@" || echo "(exit status $?)"; }
+cd "$ws"
+show "$C" doctor
+show "$C" check --skill "$skills/web-fetch" net api.example.com:443
+show "$C" check --skill "$skills/web-fetch" net 0x7f000001:443
+show "$C" check --skill "$skills/api-a" --skill "$skills/api-b" exec 'curl -s https://api.a.com | python3 -c pass'
+show "$C" check --skill "$skills/repo-review" exec 'cat x > /etc/passwd'
+show "$C" exec --skill "$skills/python-data" -- python3 "$skills/python-data/crunch.py"
+show "$C" exec --skill "$skills/python-data" -- python3 -c "print(open('$secret').read())"
+show "$C" exec --skill "$skills/python-data" -- curl -s http://example.com
+show "$C" exec --skill "$skills/python-data" -- sh -c 'echo pwned > /etc/motd'
+show "$C" exec -- sh -c 'grep -E "^(Cap|NoNewPrivs|Seccomp)" /proc/self/status; ls /home /root'
+show cat "$ws/out/summary.txt"
+rm -rf "$ws" "$secret"

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Runs every check corral has: formatting, vet, staticcheck, unit, kernel
+# and end-to-end tests (as root and as an unprivileged user), and each fuzz
+# target for a short time. CORRAL_REQUIRE_KERNEL=1 turns a missing kernel
+# feature from a skip into a failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/deps.sh
+
+fail=0
+step() { printf '\n== %s\n' "$*"; }
+
+step "gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then echo "gofmt would change: $unformatted"; fail=1; fi
+
+step "go vet (linux, and darwin without cgo)"
+go vet ./... || fail=1
+GOOS=darwin CGO_ENABLED=0 go vet ./... || fail=1
+
+step "staticcheck"
+if ! command -v staticcheck >/dev/null; then
+	go install honnef.co/go/tools/cmd/staticcheck@2025.1.1 >/dev/null 2>&1 || true
+fi
+if command -v staticcheck >/dev/null; then staticcheck ./... || fail=1; else echo "staticcheck could not be installed; skipped"; fi
+
+step "tests (unit, kernel, end to end; fuzz seed corpora included)"
+go test -count=1 ./... || fail=1
+
+step "fuzzing each parser briefly"
+fuzztime=${CORRAL_FUZZTIME:-8s}
+for pkg in ./skill ./policyengine; do
+	for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz'); do
+		echo "-- $pkg $target ($fuzztime)"
+		go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" >/tmp/corral-fuzz.log 2>&1 || { cat /tmp/corral-fuzz.log; fail=1; }
+	done
+done
+
+if [ $fail -ne 0 ]; then echo; echo "FAILED"; exit 1; fi
+echo; echo "all checks passed"
