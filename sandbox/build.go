@@ -265,8 +265,13 @@ func (b *builder) execTargets() {
 			continue
 		}
 		add(prog.Real, "exec "+e.Value+" ("+strings.Join(e.From, ", ")+")")
-		for link, target := range prog.Links {
-			b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountSymlnk, Source: target, Target: link, Why: "exec " + e.Value})
+		links := make([]string, 0, len(prog.Links))
+		for link := range prog.Links {
+			links = append(links, link)
+		}
+		sort.Strings(links)
+		for _, link := range links {
+			b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountSymlnk, Source: prog.Links[link], Target: link, Why: "exec " + e.Value})
 		}
 		for _, in := range prog.Interpreters {
 			add(in, "interpreter of "+e.Value)
@@ -311,8 +316,8 @@ func (b *builder) devices() {
 		access := uint64(fsReadFile | fsWriteFile | fsIoctlDev)
 		b.plan.Landlock.Rules = append(b.plan.Landlock.Rules, PathRule{Path: p, Access: access & b.plan.Landlock.HandledFS, From: "minimal /dev"})
 	}
-	for link, target := range map[string]string{"/dev/fd": "/proc/self/fd", "/dev/stdin": "/proc/self/fd/0", "/dev/stdout": "/proc/self/fd/1", "/dev/stderr": "/proc/self/fd/2"} {
-		b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountSymlnk, Source: target, Target: link, Why: "minimal /dev"})
+	for _, l := range [][2]string{{"/dev/fd", "/proc/self/fd"}, {"/dev/stdin", "/proc/self/fd/0"}, {"/dev/stdout", "/proc/self/fd/1"}, {"/dev/stderr", "/proc/self/fd/2"}} {
+		b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountSymlnk, Source: l[1], Target: l[0], Why: "minimal /dev"})
 	}
 	b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountTmpfs, Target: "/dev/shm", NoExec: b.plan.Exec.Restricted, Why: "private /dev/shm"})
 	b.plan.Landlock.Rules = append(b.plan.Landlock.Rules, PathRule{Path: "/dev/shm", Access: writeRights & b.plan.Landlock.HandledFS, From: "private /dev/shm"})

@@ -78,19 +78,13 @@ func RunInit() {
 	if err := clearCapabilities(); err != nil {
 		fail("capabilities", err)
 	}
-	filter, err := compileSeccomp(plan.Seccomp)
-	if err != nil {
-		fail("seccomp", err)
-	}
-	step("seccomp build")
 	signals := make(chan os.Signal, 8)
 	signal.Notify(signals, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH)
 	// Seccomp goes last: after it, nothing may set up anything.
-	if err := filter.Load(); err != nil {
-		fail("seccomp", fmt.Errorf("loading filter: %w", err))
+	if err := loadBPF(plan.SeccompBPF); err != nil {
+		fail("seccomp", err)
 	}
-	filter.Release()
-	step("seccomp load")
+	step("seccomp")
 	pid, err := syscall.ForkExec(plan.Path, plan.Argv, &syscall.ProcAttr{
 		Dir:   plan.Dir,
 		Env:   plan.Env,

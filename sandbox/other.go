@@ -34,8 +34,17 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 	return &Facts{LandlockErr: ErrUnsupported.Error(), UserNSErr: ErrUnsupported.Error(), Files: map[string]FileInfo{}, Programs: map[string]Program{}}
 }
 
+// Launch is unsupported off Linux.
+type Launch struct{}
+
+// Start is unsupported off Linux.
+func Start(stdio Stdio) (*Launch, error) { return nil, ErrUnsupported }
+
+// Abort does nothing off Linux.
+func (l *Launch) Abort() {}
+
 // Run is unsupported off Linux.
-func Run(plan *Plan, stdio Stdio) (*Result, error) { return nil, ErrUnsupported }
+func (l *Launch) Run(plan *Plan) (*Result, error) { return nil, ErrUnsupported }
 
 // RunInit is unsupported off Linux.
 func RunInit() { os.Exit(125) }

@@ -37,12 +37,21 @@ type Stdio struct {
 // forwarded are the signals corral passes on to the command.
 var forwarded = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH}
 
-// Run starts the init stage in new namespaces, hands it the plan, forwards
-// signals and waits for the command. The returned error means corral
-// failed (the sandbox could not be built); the command's own failure is in
-// the Result.
-func Run(plan *Plan, stdio Stdio) (*Result, error) {
-	start := time.Now()
+// Launch is a started sandbox init waiting for its plan. Starting the init
+// before the plan is built lets the plan's work (probing the host,
+// compiling seccomp) overlap the init's own start-up.
+type Launch struct {
+	cmd      *exec.Cmd
+	planW    *os.File
+	statuses chan status
+	signals  chan os.Signal
+	start    time.Time
+}
+
+// Start starts the init stage in new namespaces. It runs nothing until Run
+// hands it a plan; Abort ends it.
+func Start(stdio Stdio) (*Launch, error) {
+	l := &Launch{start: time.Now()}
 	planR, planW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -53,9 +62,7 @@ func Run(plan *Plan, stdio Stdio) (*Result, error) {
 		planW.Close()
 		return nil, err
 	}
-	defer statusR.Close()
-
-	cmd := &exec.Cmd{
+	l.cmd = &exec.Cmd{
 		Path:       "/proc/self/exe",
 		Args:       []string{"corral", InitArg},
 		Env:        []string{},
@@ -77,34 +84,60 @@ func Run(plan *Plan, stdio Stdio) (*Result, error) {
 			Setpgid: true,
 		},
 	}
-	signals := make(chan os.Signal, 8)
-	signal.Notify(signals, forwarded...)
-	defer signal.Stop(signals)
-
+	l.signals = make(chan os.Signal, 8)
+	signal.Notify(l.signals, forwarded...)
 	// Pdeathsig fires when the thread that forked dies: keep it alive.
 	runtime.LockOSThread()
-	err = cmd.Start()
+	err = l.cmd.Start()
 	runtime.UnlockOSThread()
 	statusW.Close()
-	planR.Close()
 	if err != nil {
+		signal.Stop(l.signals)
 		planW.Close()
+		statusR.Close()
 		return nil, startError(err)
 	}
+	l.planW = planW
+	l.statuses = make(chan status, 4)
+	go readStatus(statusR, l.statuses)
 	go func() {
-		json.NewEncoder(planW).Encode(plan)
-		planW.Close()
-	}()
-	statuses := make(chan status, 4)
-	go readStatus(statusR, statuses)
-	go func() {
-		for s := range signals {
-			cmd.Process.Signal(s)
+		for s := range l.signals {
+			l.cmd.Process.Signal(s)
 		}
 	}()
+	return l, nil
+}
 
+// Abort ends an init that will get no plan.
+func (l *Launch) Abort() {
+	l.planW.Close()
+	l.cmd.Process.Kill()
+	l.cmd.Wait()
+	signal.Stop(l.signals)
+}
+
+// Run hands the init its plan and waits for the command. The returned
+// error means corral failed (the sandbox could not be built); the
+// command's own failure is in the Result.
+func (l *Launch) Run(plan *Plan) (*Result, error) {
+	defer signal.Stop(l.signals)
+	bpf, err := compileBPF(plan.Seccomp)
+	if err != nil {
+		l.Abort()
+		return nil, err
+	}
+	plan.SeccompBPF = bpf
+	data, err := json.Marshal(plan)
+	if err != nil {
+		l.Abort()
+		return nil, err
+	}
+	go func() {
+		l.planW.Write(data)
+		l.planW.Close()
+	}()
 	res := &Result{ExitCode: 255}
-	for s := range statuses {
+	for s := range l.statuses {
 		switch {
 		case s.Started != 0:
 			res.Started = true
@@ -114,8 +147,8 @@ func Run(plan *Plan, stdio Stdio) (*Result, error) {
 			res.ExitCode, res.Signal, res.MaxRSS = s.Exit.Code, s.Exit.Signal, s.Exit.MaxRSSKB*1024
 		}
 	}
-	werr := cmd.Wait()
-	res.Wall = time.Since(start)
+	werr := l.cmd.Wait()
+	res.Wall = time.Since(l.start)
 	if res.Stage != nil && res.Stage.Stage != "exec" {
 		return res, fmt.Errorf("building the sandbox: %w", res.Stage)
 	}

@@ -96,14 +96,20 @@ func runExec(sf *skillFlags, argv []string, bestEffort bool, r *runReport) error
 	if err != nil {
 		return failed(err)
 	}
+	// The init starts now and boots while the plan is built.
+	launch, err := sandbox.Start(sandbox.Stdio{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
+	if err != nil {
+		return failed(err)
+	}
 	spec := sandbox.Spec{Argv: argv, WorkDir: l.vars.WorkDir, Env: os.Environ(), BestEffort: bestEffort}
-	facts := sandbox.Probe(l.perms, spec)
-	plan, err := sandbox.BuildPlan(l.perms, spec, facts)
+	plan, err := sandbox.BuildPlan(l.perms, spec, sandbox.Probe(l.perms, spec))
 	var nf *sandbox.NotFoundError
 	switch {
 	case errors.As(err, &nf):
+		launch.Abort()
 		return &exitError{Code: exitNotFound, Err: err}
 	case err != nil:
+		launch.Abort()
 		return failed(err)
 	}
 	plan.Trace = os.Getenv("CORRAL_TRACE") == "1"
@@ -114,7 +120,7 @@ func runExec(sf *skillFlags, argv []string, bestEffort bool, r *runReport) error
 			fmt.Fprintf(os.Stderr, "corral exec: warning: running without %s: %s\n", p.Name, p.Detail)
 		}
 	}
-	res, err := sandbox.Run(plan, sandbox.Stdio{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
+	res, err := launch.Run(plan)
 	if res != nil {
 		r.ExitCode, r.Signal, r.WallMS, r.PeakMemory = res.ExitCode, res.Signal, float64(res.Wall.Microseconds())/1000, res.MaxRSS
 	}

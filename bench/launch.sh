@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Launch-path benchmark: the per-call cost of running /bin/true plainly,
+# under corral, under bubblewrap and under firejail, measured in one run with
+# hyperfine, with medians and ratios, plus each launcher's peak memory.
+#
+#   bash bench/launch.sh [RUNS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/deps.sh
+for p in hyperfine bwrap firejail; do
+	command -v $p >/dev/null || need+=("$p")
+done
+pkgs=()
+for p in ${need[@]+"${need[@]}"}; do case $p in bwrap) pkgs+=(bubblewrap);; *) pkgs+=("$p");; esac; done
+if [ ${#pkgs[@]} -gt 0 ]; then apt-get update -qq; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}" >/dev/null; fi
+command -v /usr/bin/time >/dev/null || { apt-get install -y -qq time >/dev/null; }
+
+runs=${1:-200}
+go build -o bin/corral ./cmd/corral
+ws=$(mktemp -d)
+trap 'rm -rf "$ws"' EXIT
+skills=$(realpath ../shared/skills)
+cd "$ws"
+corral=$OLDPWD/bin/corral
+bench_skill=$OLDPWD/bench/skills/bench-true
+
+declare -A cmds=(
+	[plain]="/bin/true"
+	[corral]="$corral exec --skill $bench_skill -- /bin/true"
+	[corral-default]="$corral exec -- /bin/true"
+	[corral-refused]="$corral exec --skill $skills/repo-review -- /bin/true"
+	[bwrap]="bwrap --unshare-all --die-with-parent --ro-bind / / --dev /dev --proc /proc /bin/true"
+	[firejail]="firejail --quiet --noprofile /bin/true"
+)
+order=(plain corral corral-default corral-refused bwrap firejail)
+args=()
+for name in "${order[@]}"; do args+=(-n "$name" "${cmds[$name]}"); done
+hyperfine -N -i -w 20 -r "$runs" --export-json "$ws/h.json" "${args[@]}" >/dev/null 2>&1
+
+peak() { /usr/bin/time -f %M "$@" 2>&1 >/dev/null | tail -1; }
+printf '\n%s, %s, kernel %s, %s runs each\n\n' "$(date -u +%F)" "$(nproc) cores" "$(uname -r)" "$runs"
+printf '| launcher | median ms | mean ms | vs plain | vs bwrap | peak RSS KiB |\n|---|---:|---:|---:|---:|---:|\n'
+python3 - "$ws/h.json" <<'PY' > "$ws/rows"
+import json, sys
+r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
+plain, bwrap = r["plain"]["median"], r["bwrap"]["median"]
+for name, x in r.items():
+    print(f'{name} {x["median"]*1e3:.2f} {x["mean"]*1e3:.2f} {x["median"]/plain:.1f}x {x["median"]/bwrap:.2f}x')
+PY
+while read -r name med mean vp vb; do
+	printf '| %s | %s | %s | %s | %s | %s |\n' "$name" "$med" "$mean" "$vp" "$vb" "$(peak ${cmds[$name]})"
+done < "$ws/rows"
+echo
+echo "corral-refused is repo-review, whose exec list lacks true: the preflight refuses it (exit 126) before any namespace is made."
+echo "peak RSS is the largest single process (corral's parent or its init stage; /usr/bin/time -f %M)."

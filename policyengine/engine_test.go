@@ -1,0 +1,225 @@
+package policyengine
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func perms(t testing.TB, read, write, network, exec, env []string) *Engine {
+	t.Helper()
+	p := Permissions{
+		Read:     NewEntries("s1", read),
+		Write:    NewEntries("s1", write),
+		Network:  NewEntries("s1", network),
+		Exec:     NewEntries("s1", exec),
+		Env:      NewEntries("s1", env),
+		Declared: []string{"s1"},
+	}
+	if exec != nil {
+		p.ExecDeclared = []string{"s1"}
+	}
+	e, err := New(p, Options{WorkDir: "/ws"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func TestCheckPaths(t *testing.T) {
+	e := perms(t, []string{"/ws/data/**", "/ws/*.csv"}, []string{"/ws/out/**"}, nil, nil, nil)
+	tests := []struct {
+		kind, path string
+		want       Action
+	}{
+		{"read", "/ws/data/a/b.txt", Allow},
+		{"read", "data/x", Allow}, // relative to the work dir
+		{"read", "/ws/a.csv", Allow},
+		{"read", "/ws/sub/a.csv", Deny},
+		{"read", "/ws/out/r.txt", Allow}, // write implies read
+		{"read", "/ws/data/../secret", Deny},
+		{"read", "/ws/data/../../etc/shadow", Deny},
+		{"read", "/usr/bin/ls", Allow}, // system baseline
+		{"read", "/etc/shadow", Deny},
+		{"write", "/ws/out/r.txt", Allow},
+		{"write", "/ws/data/x", Deny},
+		{"write", "/ws/out/../../etc/passwd", Deny},
+		{"write", "/dev/null", Allow},
+		{"write", "/tmp/x", Allow}, // the sandbox's private /tmp
+		{"write", "/usr/bin/ls", Deny},
+	}
+	for _, tt := range tests {
+		var d Decision
+		if tt.kind == "read" {
+			d = e.CheckRead(tt.path)
+		} else {
+			d = e.CheckWrite(tt.path)
+		}
+		if d.Action != tt.want {
+			t.Errorf("%s %s = %s (%s), want %s", tt.kind, tt.path, d.Action, d.Reason, tt.want)
+		}
+		if d.Reason == "" {
+			t.Errorf("%s %s: empty reason", tt.kind, tt.path)
+		}
+	}
+}
+
+func TestCheckNetwork(t *testing.T) {
+	e := perms(t, nil, nil, []string{"*:443", "api.example.com:8443", "*.example.org:443", "preset:loopback:8080", "10.1.2.3:22"}, nil, nil)
+	tests := []struct {
+		hostport string
+		want     Action
+	}{
+		{"api.example.com:443", Allow},
+		{"API.Example.COM.:443", Allow},
+		{"api.example.com:80", Deny},
+		{"api.example.com:8443", Allow},
+		{"a.b.example.org:443", Allow},
+		{"169.254.169.254:443", Deny},
+		{"0x7f000001:443", Deny},
+		{"127.1:443", Deny},
+		{"2130706433:443", Deny},
+		{"[::ffff:127.0.0.1]:443", Deny},
+		{"localhost:443", Deny},
+		{"127.0.0.1:8080", Allow}, // preset:loopback:8080
+		{"[::1]:8080", Allow},
+		{"10.1.2.3:22", Allow}, // an IP rule grants its own private address
+		{"10.1.2.4:22", Deny},
+		{"8.8.8.8:443", Allow},
+	}
+	for _, tt := range tests {
+		d, err := e.CheckHostPort(tt.hostport)
+		if err != nil {
+			t.Errorf("%s: %v", tt.hostport, err)
+			continue
+		}
+		if d.Action != tt.want {
+			t.Errorf("net %s = %s (%s), want %s", tt.hostport, d.Action, d.Reason, tt.want)
+		}
+	}
+	for _, bad := range []string{"example.com", "example.com:0", "example.com:70000", ":443", "::1:443"} {
+		if _, err := e.CheckHostPort(bad); err == nil {
+			t.Errorf("net %q: no error", bad)
+		}
+	}
+	if d := e.CheckURL("http://evil.com@127.0.0.1/"); d.Action != Deny {
+		t.Errorf("userinfo trick allowed: %s", d.Reason)
+	}
+	if d := e.CheckURL("https://api.example.com/x"); d.Action != Allow {
+		t.Errorf("https URL denied: %s", d.Reason)
+	}
+}
+
+func TestCheckExec(t *testing.T) {
+	e := perms(t, nil, []string{"/ws/**"}, nil, []string{"curl", "python3", "sh", "/usr/bin/git", "env", "find", "xargs"}, nil)
+	tests := []struct {
+		line string
+		want Action
+		says string // part of the reason
+	}{
+		{"curl -s https://api.a.com | python3 -c pass", Allow, ""},
+		{"curl x && rm -rf /", Deny, "rm is not in the exec list of skills s1"},
+		{"echo $(id)", Deny, "id is not"},
+		{"echo `id`", Deny, "id is not"},
+		{"diff <(ls a) <(ls b)", Deny, "diff"},
+		{"sh -c 'python3 x; perl y'", Deny, "perl"},
+		{"env FOO=1 python3 x", Allow, ""},
+		{"env FOO=1 ruby x", Deny, "ruby"},
+		{"xargs -n 1 rm < list", Deny, "rm"},
+		{"find . -exec rm {} ;", Deny, "rm"},
+		{"eval 'id'", Deny, "id"},
+		{"git status", Allow, ""},
+		{"/usr/bin/curl x", Allow, ""},
+		{"/tmp/curl x", Deny, "/tmp/curl"},
+		{"./curl x", Deny, "./curl"},
+		{"curl x > out.txt", Allow, ""},
+		{"curl x > /etc/passwd", Deny, "/etc/passwd"},
+		{"curl x 2>/dev/null", Allow, ""},
+		{"python3 < /etc/shadow", Deny, "/etc/shadow"},
+		{"curl x > $HOME/.bashrc", Deny, "shell expansion"},
+		{"cd /ws && echo hi", Allow, ""},
+		{". ./script", Deny, "cannot inspect"},
+		{"echo 'rm -rf /'", Allow, ""},
+		{"curl x\nrm y", Deny, "rm"},
+		{"a=1 b=2 python3 x", Allow, ""},
+	}
+	for _, tt := range tests {
+		d := e.CheckExec(tt.line)
+		if d.Action != tt.want || !strings.Contains(d.Reason, tt.says) {
+			t.Errorf("exec %q = %s (%s), want %s containing %q", tt.line, d.Action, d.Reason, tt.want, tt.says)
+		}
+	}
+	if d := e.CheckArgv([]string{"echo", "hi"}); d.Action != Deny {
+		t.Errorf("argv echo (not a builtin when exec'd directly) = %s", d.Action)
+	}
+	if d := e.CheckArgv([]string{"sh", "-c", "curl x | python3"}); d.Action != Allow {
+		t.Errorf("argv sh -c = %s (%s)", d.Action, d.Reason)
+	}
+}
+
+func TestCheckExecUnrestricted(t *testing.T) {
+	e := perms(t, nil, []string{"/ws/**"}, nil, nil, nil)
+	if d := e.CheckExec("anything | goes"); d.Action != Allow {
+		t.Errorf("unrestricted: %s", d.Reason)
+	}
+	if d := e.CheckExec("anything > /etc/passwd"); d.Action != Deny {
+		t.Errorf("redirect outside writes allowed without an exec list")
+	}
+}
+
+func TestCheckEnv(t *testing.T) {
+	e := perms(t, nil, nil, nil, nil, []string{"PYTHONHASHSEED", "MY_*"})
+	for name, want := range map[string]Action{"PYTHONHASHSEED": Allow, "MY_X": Allow, "LANG": Allow, "LC_ALL": Allow, "AWS_SECRET_ACCESS_KEY": Deny, "MY": Deny} {
+		if d := e.CheckEnv(name); d.Action != want {
+			t.Errorf("env %s = %s, want %s", name, d.Action, want)
+		}
+	}
+}
+
+// fiftyRules is a merged set of 50 rules across kinds.
+func fiftyRules(b testing.TB) *Engine {
+	var read, write, network, exec []string
+	for i := 0; i < 15; i++ {
+		read = append(read, fmt.Sprintf("/ws/data%d/**", i))
+		network = append(network, fmt.Sprintf("api%d.example.com:443", i))
+	}
+	for i := 0; i < 10; i++ {
+		write = append(write, fmt.Sprintf("/ws/out%d/**", i), fmt.Sprintf("/ws/logs%d/*.log", i))
+	}
+	exec = []string{"curl", "python3", "sh", "git", "grep", "cat", "ls", "head", "wc", "jq"}
+	return perms(b, read, write, network, exec, nil)
+}
+
+func BenchmarkDecisions(b *testing.B) {
+	e := fiftyRules(b)
+	b.Run("read", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			e.CheckRead("/ws/data14/x/y.txt")
+		}
+	})
+	b.Run("write-deny", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			e.CheckWrite("/etc/passwd")
+		}
+	})
+	b.Run("net", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			e.CheckNetwork("api14.example.com", 443)
+		}
+	})
+	b.Run("net-metadata", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			e.CheckNetwork("169.254.169.254", 80)
+		}
+	})
+	b.Run("exec-pipeline", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			e.CheckExec("curl -s https://api.a.com | python3 -c pass")
+		}
+	})
+	b.Run("env", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			e.CheckEnv("LANG")
+		}
+	})
+}

@@ -1,0 +1,232 @@
+package sandbox
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"corral/policyengine"
+)
+
+// fakeFacts is a host with Landlock ABI 7 where every path in dirs is a
+// folder and every path in files a file; programs live in /usr/bin.
+func fakeFacts(dirs, files []string, programs ...string) *Facts {
+	f := &Facts{LandlockABI: 7, MemfdNoexec: true, Seccomp: true, Files: map[string]FileInfo{}, Programs: map[string]Program{}}
+	for _, d := range append(dirs, "/usr", "/usr/lib", "/usr/share", "/etc/ssl", "/usr/lib64") {
+		f.Files[d] = FileInfo{Exists: true, Dir: true, Real: d}
+	}
+	for _, p := range files {
+		f.Files[p] = FileInfo{Exists: true, Real: p}
+	}
+	f.Files["/bin"] = FileInfo{Exists: true, Dir: true, Real: "/usr/bin"}
+	for _, p := range programs {
+		real := "/usr/bin/" + p
+		f.Programs[p] = Program{Path: real, Real: real, Interpreters: []string{"/usr/lib/ld.so"}}
+		f.Files[real] = FileInfo{Exists: true, Real: real}
+	}
+	f.Files["/usr/lib/ld.so"] = FileInfo{Exists: true, Real: "/usr/lib/ld.so"}
+	return f
+}
+
+func entries(v ...string) []policyengine.Entry { return policyengine.NewEntries("t", v) }
+
+func findRule(p *Plan, path string) (PathRule, bool) {
+	for _, r := range p.Landlock.Rules {
+		if r.Path == path {
+			return r, true
+		}
+	}
+	return PathRule{}, false
+}
+
+func findMount(p *Plan, kind MountKind, target string) (Mount, bool) {
+	for _, m := range p.Mounts {
+		if m.Kind == kind && m.Target == target {
+			return m, true
+		}
+	}
+	return Mount{}, false
+}
+
+func TestPlanExecAllowlist(t *testing.T) {
+	perms := policyengine.Permissions{
+		Read: entries("/ws/data/**"), Write: entries("/ws/out/**"),
+		Exec: entries("sh", "cat"), Declared: []string{"t"}, ExecDeclared: []string{"t"},
+	}
+	facts := fakeFacts([]string{"/ws", "/ws/data", "/ws/out"}, nil, "sh", "cat", "true")
+	plan, err := BuildPlan(perms, Spec{Argv: []string{"sh", "-c", "x"}, WorkDir: "/ws"}, facts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/usr/bin/sh", "/usr/bin/cat", "/usr/lib/ld.so"} {
+		r, ok := findRule(plan, p)
+		if !ok || r.Access&fsExecute == 0 {
+			t.Errorf("%s: not executable: %+v", p, r)
+		}
+	}
+	if r, ok := findRule(plan, "/usr/bin/true"); ok {
+		t.Errorf("true is not allowed but has a rule: %+v", r)
+	}
+	for _, r := range plan.Landlock.Rules {
+		if r.Access&fsExecute != 0 && !strings.HasPrefix(r.Path, "/usr/bin/") && r.Path != "/usr/lib/ld.so" {
+			t.Errorf("%s is executable (%s)", r.Path, r.From)
+		}
+	}
+	if m, ok := findMount(plan, MountBind, "/usr"); ok {
+		t.Errorf("/usr is bound whole with an exec allowlist: %+v", m)
+	}
+	for _, dir := range []string{"/ws/data", "/ws/out"} {
+		if m, ok := findMount(plan, MountBind, dir); !ok || !m.NoExec {
+			t.Errorf("%s: want a noexec bind, got %+v", dir, m)
+		}
+	}
+	if m, _ := findMount(plan, MountTmpfs, "/tmp"); !m.NoExec {
+		t.Error("/tmp is executable with an exec allowlist")
+	}
+	if !plan.MemfdSysctl && facts.Uid == 0 {
+		t.Error("memfd_noexec sysctl not used as root")
+	}
+}
+
+func TestPlanDefaultSandboxExecutesAnything(t *testing.T) {
+	perms := policyengine.Permissions{Write: entries("/ws/**")}
+	plan, err := BuildPlan(perms, Spec{Argv: []string{"true"}, WorkDir: "/ws"}, fakeFacts([]string{"/ws"}, nil, "true"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, ok := findMount(plan, MountBind, "/ws"); !ok || m.NoExec || m.ReadOnly {
+		t.Errorf("/ws: %+v", m)
+	}
+	if r, _ := findRule(plan, "/usr"); r.Access&fsExecute == 0 {
+		t.Errorf("/usr not executable in the default sandbox: %+v", r)
+	}
+}
+
+func TestPlanProtectedPaths(t *testing.T) {
+	perms := policyengine.Permissions{Write: entries("/ws/**"), Declared: []string{"t"}}
+	facts := fakeFacts([]string{"/ws", "/ws/.git/hooks"}, []string{"/ws/.git/config", "/ws/.bashrc"}, "true")
+	plan, err := BuildPlan(perms, Spec{Argv: []string{"true"}, WorkDir: "/ws"}, facts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := -1
+	for i, m := range plan.Mounts {
+		if m.Target == "/ws" {
+			last = i
+		}
+	}
+	for _, p := range []string{"/ws/.git/hooks", "/ws/.git/config", "/ws/.bashrc"} {
+		found := false
+		for i, m := range plan.Mounts {
+			if m.Target == p && m.Kind == MountBind {
+				found = true
+				if !m.ReadOnly || i < last {
+					t.Errorf("%s: read-only %v, mounted at %d before /ws at %d", p, m.ReadOnly, i, last)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s is not protected", p)
+		}
+	}
+}
+
+func TestPlanHidesHostTemp(t *testing.T) {
+	perms := policyengine.Permissions{Read: entries("/tmp/**", "/run/**"), Write: entries("/tmp/ws/**"), Declared: []string{"t"}}
+	facts := fakeFacts([]string{"/tmp", "/run", "/tmp/ws"}, nil, "true")
+	plan, err := BuildPlan(perms, Spec{Argv: []string{"true"}, WorkDir: "/tmp/ws"}, facts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range plan.Mounts {
+		if m.Kind == MountBind && (m.Target == "/tmp" || m.Target == "/run") {
+			t.Errorf("host %s is bound into the sandbox", m.Target)
+		}
+	}
+	if _, ok := findMount(plan, MountBind, "/tmp/ws"); !ok {
+		t.Error("a work dir inside /tmp is not bound")
+	}
+	tmp := -1
+	for i, m := range plan.Mounts {
+		if m.Kind == MountTmpfs && m.Target == "/tmp" {
+			tmp = i
+		}
+		if m.Target == "/tmp/ws" && i < tmp {
+			t.Error("the work dir is bound before the private /tmp that would hide it")
+		}
+	}
+	if len(plan.Warnings) == 0 {
+		t.Error("no warning that /tmp and /run are private")
+	}
+}
+
+func TestPlanFailsClosed(t *testing.T) {
+	perms := policyengine.Permissions{Write: entries("/ws/**")}
+	facts := fakeFacts([]string{"/ws"}, nil, "true")
+	facts.LandlockABI, facts.LandlockErr = 0, "no Landlock"
+	_, err := BuildPlan(perms, Spec{Argv: []string{"true"}, WorkDir: "/ws"}, facts)
+	if !errors.Is(err, ErrProtection) || !strings.Contains(err.Error(), "no Landlock") {
+		t.Fatalf("err = %v, want ErrProtection naming Landlock", err)
+	}
+	plan, err := BuildPlan(perms, Spec{Argv: []string{"true"}, WorkDir: "/ws", BestEffort: true}, facts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropped := false
+	for _, p := range plan.Protections {
+		if p.Name == "landlock-fs" && !p.Enforced {
+			dropped = true
+		}
+	}
+	if !dropped {
+		t.Error("best effort does not name the dropped protection")
+	}
+	facts = fakeFacts([]string{"/ws"}, nil, "true")
+	facts.UserNSErr = "AppArmor restricts unprivileged user namespaces"
+	if _, err := BuildPlan(perms, Spec{Argv: []string{"true"}, WorkDir: "/ws"}, facts); err == nil || !strings.Contains(err.Error(), "AppArmor") {
+		t.Errorf("err = %v, want the AppArmor reason", err)
+	}
+}
+
+func TestPlanNotFound(t *testing.T) {
+	_, err := BuildPlan(policyengine.Permissions{}, Spec{Argv: []string{"nosuch"}, WorkDir: "/ws"}, fakeFacts(nil, nil))
+	var nf *NotFoundError
+	if !errors.As(err, &nf) {
+		t.Fatalf("err = %v, want NotFoundError", err)
+	}
+}
+
+func TestPlanEnv(t *testing.T) {
+	perms := policyengine.Permissions{Env: entries("KEEP"), Declared: []string{"t"}}
+	env := []string{"KEEP=1", "SECRET_TOKEN=x", "AWS_SECRET_ACCESS_KEY=y", "PATH=/evil", "LC_ALL=C", "HOME=/home/u"}
+	plan, err := BuildPlan(perms, Spec{Argv: []string{"true"}, WorkDir: "/ws", Env: env}, fakeFacts([]string{"/ws"}, nil, "true"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(plan.Env, " ")
+	for _, want := range []string{"KEEP=1", "LC_ALL=C", "PATH=" + policyengine.SandboxPATH, "TMPDIR=/tmp", "HOME=/home/u"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("env lacks %s: %s", want, got)
+		}
+	}
+	for _, bad := range []string{"SECRET", "AWS", "/evil"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("env leaks %s: %s", bad, got)
+		}
+	}
+}
+
+func TestPlanIsPure(t *testing.T) {
+	perms := policyengine.Permissions{Read: entries("/ws/a/**", "/ws/b/**"), Write: entries("/ws/out/**"), Exec: entries("sh"), Declared: []string{"t"}, ExecDeclared: []string{"t"}}
+	facts := fakeFacts([]string{"/ws", "/ws/a", "/ws/b", "/ws/out"}, nil, "sh")
+	a, _ := BuildPlan(perms, Spec{Argv: []string{"sh"}, WorkDir: "/ws"}, facts)
+	b, _ := BuildPlan(perms, Spec{Argv: []string{"sh"}, WorkDir: "/ws"}, facts)
+	if len(a.Mounts) != len(b.Mounts) || len(a.Landlock.Rules) != len(b.Landlock.Rules) {
+		t.Fatal("two builds from the same inputs differ")
+	}
+	for i := range a.Mounts {
+		if a.Mounts[i] != b.Mounts[i] {
+			t.Errorf("mount %d differs: %+v vs %+v", i, a.Mounts[i], b.Mounts[i])
+		}
+	}
+}

@@ -1,0 +1,443 @@
+// Command probe is the attack helper of corral's end-to-end tests. The
+// tests build it as a static binary and run it inside the sandbox, where it
+// tries one thing the sandbox must refuse and says what happened:
+//
+//	OK <detail>          the attempt worked (exit 0)
+//	ERR <ERRNO> <detail> the attempt failed (exit 1)
+//
+// Usage errors exit 2. It has no dependency on anything inside the sandbox
+// (no libc, no interpreter), so it runs wherever it may be executed.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	cmd, args := os.Args[1], os.Args[2:]
+	f, ok := commands[cmd]
+	if !ok {
+		usage()
+	}
+	f(args)
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: probe COMMAND [ARG]...")
+	os.Exit(2)
+}
+
+func need(args []string, n int) {
+	if len(args) < n {
+		usage()
+	}
+}
+
+// ok reports success and exits 0.
+func ok(format string, a ...any) {
+	fmt.Printf("OK "+format+"\n", a...)
+	os.Exit(0)
+}
+
+// fail reports err (with its errno name when there is one) and exits 1.
+func fail(what string, err error) {
+	name := "EUNKNOWN"
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		if n := unix.ErrnoName(errno); n != "" {
+			name = n
+		}
+	} else if err != nil && strings.Contains(err.Error(), "timeout") {
+		name = "ETIMEDOUT"
+	}
+	fmt.Printf("ERR %s %s: %v\n", name, what, err)
+	os.Exit(1)
+}
+
+// check fails on a non-nil error and reports success otherwise.
+func check(what string, err error) {
+	if err != nil {
+		fail(what, err)
+	}
+	ok("%s", what)
+}
+
+func rawErr(e syscall.Errno) error {
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+var commands = map[string]func([]string){
+	// Files.
+	"read": func(a []string) {
+		need(a, 1)
+		data, err := os.ReadFile(a[0])
+		if err != nil {
+			fail("read "+a[0], err)
+		}
+		ok("read %s: %s", a[0], data)
+	},
+	"write": func(a []string) {
+		need(a, 2)
+		check("write "+a[0], os.WriteFile(a[0], []byte(a[1]), 0o644))
+	},
+
+	// Sockets and network.
+	"connect-unix": func(a []string) {
+		need(a, 1)
+		c, err := net.DialTimeout("unix", a[0], 2*time.Second)
+		if err != nil {
+			fail("connect "+a[0], err)
+		}
+		c.Write([]byte("PROBE\n"))
+		c.Close()
+		ok("connected to %s", a[0])
+	},
+	"tcp": func(a []string) {
+		need(a, 1)
+		c, err := net.DialTimeout("tcp", a[0], 2*time.Second)
+		if err != nil {
+			fail("tcp "+a[0], err)
+		}
+		c.Write([]byte("PROBE\n"))
+		c.Close()
+		ok("tcp connected to %s", a[0])
+	},
+	"udp": func(a []string) {
+		need(a, 1)
+		c, err := net.Dial("udp", a[0])
+		if err != nil {
+			fail("udp "+a[0], err)
+		}
+		for i := 0; i < 3; i++ {
+			if _, err := c.Write([]byte("PROBE\n")); err != nil {
+				fail("udp send "+a[0], err)
+			}
+		}
+		c.Close()
+		ok("udp sent to %s", a[0])
+	},
+	"dns": func(a []string) {
+		need(a, 1)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		addrs, err := net.DefaultResolver.LookupHost(ctx, a[0])
+		if err != nil {
+			fail("dns "+a[0], err)
+		}
+		ok("dns %s: %s", a[0], strings.Join(addrs, " "))
+	},
+	"ifaces": func(a []string) {
+		// The interface names in /proc/net/dev (net.Interfaces needs a
+		// netlink socket, which is not what this probe is about).
+		data, err := os.ReadFile("/proc/net/dev")
+		if err != nil {
+			fail("read /proc/net/dev", err)
+		}
+		var names []string
+		for _, line := range strings.Split(string(data), "\n") {
+			if name, _, found := strings.Cut(line, ":"); found {
+				names = append(names, strings.TrimSpace(name))
+			}
+		}
+		ok("%s", strings.Join(names, " "))
+	},
+	"socket": func(a []string) {
+		// socket DOMAIN TYPE PROTO, numbers (domain may carry high bits).
+		need(a, 3)
+		d, t, p := num(a[0]), num(a[1]), num(a[2])
+		fd, _, e := unix.RawSyscall(unix.SYS_SOCKET, uintptr(d), uintptr(t), uintptr(p))
+		if e != 0 {
+			fail(fmt.Sprintf("socket(%#x, %#x, %#x)", d, t, p), e)
+		}
+		unix.Close(int(fd))
+		ok("socket(%#x, %#x, %#x)", d, t, p)
+	},
+
+	// Executing what is not allowed.
+	"memfd-exec": memfdExec,
+	"exec": func(a []string) {
+		need(a, 1)
+		err := unix.Exec(a[0], a, os.Environ())
+		fail("execve "+a[0], err)
+	},
+
+	// Privileges and dangerous syscalls.
+	"unshare": func(a []string) {
+		need(a, 1)
+		check("unshare "+a[0], unix.Unshare(nsFlag(a[0])))
+	},
+	"clone": func(a []string) {
+		need(a, 1)
+		flags := uintptr(nsFlag(a[0]) | int(unix.SIGCHLD))
+		pid, _, e := unix.RawSyscall6(unix.SYS_CLONE, flags, 0, 0, 0, 0, 0)
+		if e != 0 {
+			fail("clone "+a[0], e)
+		}
+		if pid == 0 {
+			unix.RawSyscall(unix.SYS_EXIT_GROUP, 0, 0, 0)
+		}
+		var ws unix.WaitStatus
+		unix.Wait4(int(pid), &ws, unix.WALL, nil)
+		ok("clone %s made child %d", a[0], pid)
+	},
+	"clone3": func(a []string) {
+		// struct clone_args: flags, pidfd, child_tid, parent_tid,
+		// exit_signal, stack, stack_size, tls.
+		args := [8]uint64{uint64(unix.CLONE_NEWUSER), 0, 0, 0, uint64(unix.SIGCHLD)}
+		pid, _, e := unix.RawSyscall(unix.SYS_CLONE3, uintptr(unsafe.Pointer(&args)), unsafe.Sizeof(args), 0)
+		if e != 0 {
+			fail("clone3", e)
+		}
+		if pid == 0 {
+			unix.RawSyscall(unix.SYS_EXIT_GROUP, 0, 0, 0)
+		}
+		ok("clone3 made child %d", pid)
+	},
+	"setns": func(a []string) {
+		fd, err := unix.Open("/proc/self/ns/net", unix.O_RDONLY, 0)
+		if err != nil {
+			fail("open /proc/self/ns/net", err)
+		}
+		check("setns", unix.Setns(fd, 0))
+	},
+	"mount": func(a []string) {
+		dir := "/tmp"
+		if len(a) > 0 {
+			dir = a[0]
+		}
+		check("mount tmpfs on "+dir, unix.Mount("tmpfs", dir, "tmpfs", 0, ""))
+	},
+	"fsopen": func(a []string) {
+		fd, err := unix.Fsopen("tmpfs", 0)
+		if err == nil {
+			unix.Close(fd)
+		}
+		check("fsopen tmpfs", err)
+	},
+	"ptrace": func(a []string) {
+		need(a, 1)
+		pid := os.Getppid()
+		if a[0] != "parent" {
+			pid = num(a[0])
+		}
+		check(fmt.Sprintf("ptrace attach %d", pid), unix.PtraceAttach(pid))
+	},
+	"process-vm-readv": func(a []string) {
+		need(a, 1)
+		var buf [8]byte
+		local := []unix.Iovec{{Base: &buf[0], Len: 8}}
+		remote := []unix.RemoteIovec{{Base: 0x400000, Len: 8}}
+		_, err := unix.ProcessVMReadv(num(a[0]), local, remote, 0)
+		check("process_vm_readv "+a[0], err)
+	},
+	"bpf": func(a []string) {
+		// BPF_MAP_CREATE of a one-entry array map.
+		attr := [16]uint32{2 /* ARRAY */, 4, 4, 1}
+		fd, _, e := unix.Syscall(unix.SYS_BPF, 0, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
+		if e == 0 {
+			unix.Close(int(fd))
+		}
+		check("bpf(BPF_MAP_CREATE)", rawErr(e))
+	},
+	"io_uring": func(a []string) {
+		var params [30]uint32 // struct io_uring_params is 120 bytes
+		fd, _, e := unix.Syscall(unix.SYS_IO_URING_SETUP, 8, uintptr(unsafe.Pointer(&params)), 0)
+		if e == 0 {
+			unix.Close(int(fd))
+		}
+		check("io_uring_setup", rawErr(e))
+	},
+	"keyctl": func(a []string) {
+		_, err := unix.KeyctlInt(unix.KEYCTL_GET_KEYRING_ID, unix.KEY_SPEC_SESSION_KEYRING, 1, 0, 0)
+		check("keyctl(KEYCTL_GET_KEYRING_ID)", err)
+	},
+	"add_key": func(a []string) {
+		_, err := unix.AddKey("user", "corral-probe", []byte("x"), unix.KEY_SPEC_PROCESS_KEYRING)
+		check("add_key", err)
+	},
+	"perf": func(a []string) {
+		attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_CLOCK}
+		attr.Size = uint32(unsafe.Sizeof(attr))
+		fd, err := unix.PerfEventOpen(&attr, 0, -1, -1, 0)
+		if err == nil {
+			unix.Close(fd)
+		}
+		check("perf_event_open", err)
+	},
+	"userfaultfd": func(a []string) {
+		fd, _, e := unix.Syscall(unix.SYS_USERFAULTFD, 0, 0, 0)
+		if e == 0 {
+			unix.Close(int(fd))
+		}
+		check("userfaultfd", rawErr(e))
+	},
+	"ioctl": func(a []string) {
+		// ioctl FD REQUEST: request may carry high garbage bits.
+		need(a, 2)
+		c := byte('#')
+		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(num(a[0])), uintptr(num64(a[1])), uintptr(unsafe.Pointer(&c)))
+		check(fmt.Sprintf("ioctl(%s, %#x)", a[0], num64(a[1])), rawErr(e))
+	},
+	"tiocsti": func(a []string) {
+		// Push "id\n" into the terminal on stdin.
+		for _, c := range []byte("id\n") {
+			if err := unix.IoctlSetPointerInt(0, unix.TIOCSTI, int(c)); err != nil {
+				// IoctlSetPointerInt passes an int32; TIOCSTI reads a char.
+				fail("ioctl(0, TIOCSTI)", err)
+			}
+		}
+		ok("ioctl(0, TIOCSTI) injected input")
+	},
+	"tty": func(a []string) {
+		// Reports the controlling terminal: tty_nr from /proc/self/stat
+		// and whether /dev/tty opens.
+		stat, err := os.ReadFile("/proc/self/stat")
+		if err != nil {
+			fail("read /proc/self/stat", err)
+		}
+		s := string(stat)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		ttyNr := fields[4] // state ppid pgrp session tty_nr
+		f, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+		if err != nil {
+			fmt.Printf("tty_nr=%s\n", ttyNr)
+			fail("open /dev/tty", err)
+		}
+		f.Close()
+		ok("tty_nr=%s /dev/tty opened", ttyNr)
+	},
+	"status": func(a []string) {
+		data, err := os.ReadFile("/proc/self/status")
+		if err != nil {
+			fail("read /proc/self/status", err)
+		}
+		fmt.Print(string(data))
+		ok("status")
+	},
+
+	// Processes.
+	"sleep": func(a []string) {
+		// sleep MARKER: the marker makes the process findable from
+		// the host.
+		time.Sleep(time.Hour)
+	},
+	"daemon": func(a []string) {
+		// daemon MARKER: start a new session that outlives us, with a
+		// child that runs "probe sleep MARKER".
+		need(a, 1)
+		exe, _ := os.Executable()
+		p, err := os.StartProcess(exe, []string{exe, "sleep", a[0]}, &os.ProcAttr{
+			Files: []*os.File{nil, nil, nil},
+			Sys:   &syscall.SysProcAttr{Setsid: true},
+		})
+		if err != nil {
+			fail("start daemon", err)
+		}
+		p.Release()
+		ok("daemon %d", p.Pid)
+	},
+	"cat": func(a []string) {
+		io.Copy(os.Stdout, os.Stdin)
+	},
+}
+
+// memfdExec copies a binary into a memfd and executes it: memfd-exec PATH
+// MODE [ARG]... where MODE is none, exec (MFD_EXEC) or seal
+// (MFD_NOEXEC_SEAL). It tries execveat(AT_EMPTY_PATH), then
+// execve(/proc/self/fd/N). On success the copied program runs with ARGs.
+func memfdExec(a []string) {
+	need(a, 2)
+	flags := 0
+	switch a[1] {
+	case "none":
+	case "exec":
+		flags = unix.MFD_EXEC
+	case "seal":
+		flags = unix.MFD_NOEXEC_SEAL
+	default:
+		usage()
+	}
+	data, err := os.ReadFile(a[0])
+	if err != nil {
+		fail("read "+a[0], err)
+	}
+	fd, err := unix.MemfdCreate("corral-probe", flags)
+	if err != nil {
+		fail("memfd_create("+a[1]+")", err)
+	}
+	if _, err := unix.Write(fd, data); err != nil {
+		fail("write memfd", err)
+	}
+	unix.Fchmod(fd, 0o755)
+	argv := append([]string{a[0]}, a[2:]...)
+	argvp, envp := cStrings(argv), cStrings(os.Environ())
+	empty, _ := unix.BytePtrFromString("")
+	_, _, e := unix.Syscall6(unix.SYS_EXECVEAT, uintptr(fd), uintptr(unsafe.Pointer(empty)),
+		uintptr(unsafe.Pointer(&argvp[0])), uintptr(unsafe.Pointer(&envp[0])), unix.AT_EMPTY_PATH, 0)
+	err2 := unix.Exec("/proc/self/fd/"+strconv.Itoa(fd), argv, os.Environ())
+	fail(fmt.Sprintf("exec memfd (execveat: %v)", e), err2)
+}
+
+// cStrings makes a NULL-terminated array of C strings.
+func cStrings(ss []string) []*byte {
+	out := make([]*byte, 0, len(ss)+1)
+	for _, s := range ss {
+		p, err := unix.BytePtrFromString(s)
+		if err != nil {
+			usage()
+		}
+		out = append(out, p)
+	}
+	return append(out, nil)
+}
+
+func nsFlag(name string) int {
+	switch name {
+	case "user":
+		return unix.CLONE_NEWUSER
+	case "mount":
+		return unix.CLONE_NEWNS
+	case "net":
+		return unix.CLONE_NEWNET
+	case "pid":
+		return unix.CLONE_NEWPID
+	case "ipc":
+		return unix.CLONE_NEWIPC
+	case "uts":
+		return unix.CLONE_NEWUTS
+	case "cgroup":
+		return unix.CLONE_NEWCGROUP
+	case "time":
+		return unix.CLONE_NEWTIME
+	}
+	usage()
+	return 0
+}
+
+func num(s string) int { return int(num64(s)) }
+
+func num64(s string) uint64 {
+	n, err := strconv.ParseUint(s, 0, 64)
+	if err != nil {
+		usage()
+	}
+	return n
+}
