@@ -427,6 +427,9 @@ func ParseHostPattern(s string) (HostPattern, error) {
 		if isIP {
 			return HostPattern{}, fmt.Errorf("host pattern %q: \"*.\" cannot be combined with an IP address", clip(orig))
 		}
+		if err := specialName(orig, name, portPart); err != nil {
+			return HostPattern{}, err
+		}
 		p.kind, p.host = patSuffix, name
 		return p, nil
 	case strings.IndexByte(hostPart, '*') >= 0:
@@ -440,9 +443,22 @@ func ParseHostPattern(s string) (HostPattern, error) {
 	if isIP {
 		p.kind, p.addr = patIP, addr
 	} else {
+		if err := specialName(orig, name, portPart); err != nil {
+			return HostPattern{}, err
+		}
 		p.kind, p.host = patExact, name
 	}
 	return p, nil
+}
+
+// specialName refuses a name pattern that could never match because the
+// name itself is in a category (localhost, metadata.google.internal):
+// only a preset grants those, so say which one to write.
+func specialName(orig, name, port string) error {
+	if _, cat, _, _ := Classify(name); cat != CatNone && cat != CatUnparseable {
+		return fmt.Errorf("host pattern %q: %s is a %s name, which host patterns never grant; write \"preset:%s:%s\"", clip(orig), name, strings.ReplaceAll(string(cat), "_", " "), cat, port)
+	}
+	return nil
 }
 
 func parsePresetPattern(orig, rest string) (HostPattern, error) {

@@ -28,7 +28,6 @@ func TestParseHostPattern(t *testing.T) {
 		{"[::1]:8080", "[::1]:8080", CatNone, true},
 		{"[::ffff:127.0.0.1]:8080", "127.0.0.1:8080", CatNone, true},
 		{"[2001:DB8::1]:*", "[2001:db8::1]:*", CatNone, true},
-		{"localhost:3000", "localhost:3000", CatNone, false},
 		{"preset:loopback", "preset:loopback", CatLoopback, false},
 		{"preset:loopback:8080", "preset:loopback:8080", CatLoopback, false},
 		{"preset:loopback:*", "preset:loopback", CatLoopback, false},
@@ -68,6 +67,9 @@ func TestParseHostPatternErrors(t *testing.T) {
 	}{
 		{"", "empty"},
 		{"   ", "empty"},
+		{"localhost:3000", `write "preset:loopback:3000"`},
+		{"*.localhost:80", "loopback name"},
+		{"metadata.google.internal:80", "preset:cloud_metadata:80"},
 		{"example.com", "missing port"},
 		{"example.com:", "missing port"},
 		{"[::1]", "missing port"},
@@ -162,7 +164,6 @@ func TestHostPatternMatch(t *testing.T) {
 		{"example.com:*", "example.com", 8443, true},
 		{"bücher.de:443", "xn--bcher-kva.de", 443, true},
 		{"xn--bcher-kva.de:443", "bücher.de", 443, true},
-		{"localhost:3000", "localhost", 3000, false}, // name patterns never grant special hosts
 		{"metadata.google.internal:80", "metadata.google.internal", 80, false},
 
 		// Subdomain wildcards.
@@ -175,7 +176,6 @@ func TestHostPatternMatch(t *testing.T) {
 		{"*.example.com:443", ".example.com", 443, false},
 		{"*.example.com:443", "A.EXAMPLE.COM.", 443, true},
 		{"*.example.com:443", "a.example.com", 80, false},
-		{"*.localhost:80", "foo.localhost", 80, false},
 		{"*.com:443", "example.com", 443, true},
 
 		// IP literals match the address, in any notation, whatever its category.

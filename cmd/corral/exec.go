@@ -28,7 +28,7 @@ failed; 126 the command is not permitted; 127 the command was not found.`,
 		bestEffort := fs.Bool("best-effort", false, "run even if a protection cannot be enforced, naming each one that is missing")
 		return func(args []string) error {
 			if len(args) == 0 {
-				return failed(errors.New("no command: corral exec [flags] -- CMD [ARG]..."))
+				return failed(errors.New("no command: write corral exec [flags] -- CMD [ARG]"))
 			}
 			r := &runReport{Argv: args}
 			err := runExec(&sf, args, *bestEffort, r)
