@@ -164,7 +164,6 @@ func TestHostPatternMatch(t *testing.T) {
 		{"example.com:*", "example.com", 8443, true},
 		{"bücher.de:443", "xn--bcher-kva.de", 443, true},
 		{"xn--bcher-kva.de:443", "bücher.de", 443, true},
-		{"metadata.google.internal:80", "metadata.google.internal", 80, false},
 
 		// Subdomain wildcards.
 		{"*.example.com:443", "a.example.com", 443, true},
