@@ -29,7 +29,7 @@ go test -count=1 ./... || fail=1
 
 step "fuzzing each parser briefly"
 fuzztime=${CORRAL_FUZZTIME:-8s}
-for pkg in ./skill ./policyengine; do
+for pkg in ./skill ./policyengine ./cmd/corral; do
 	for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz'); do
 		echo "-- $pkg $target ($fuzztime)"
 		go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" >/tmp/corral-fuzz.log 2>&1 || { cat /tmp/corral-fuzz.log; fail=1; }

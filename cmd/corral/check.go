@@ -111,21 +111,21 @@ const maxQuestion = 1 << 20
 func checkStream(e *policyengine.Engine, in io.Reader, out io.Writer) error {
 	r := bufio.NewReaderSize(in, 64<<10)
 	w := bufio.NewWriterSize(out, 64<<10)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
+	var buf []byte
 	for {
 		line, err := readLine(r)
 		if len(line) > 0 {
 			var q question
 			var a answer
-			if jerr := json.Unmarshal(line, &q); jerr != nil {
+			if jerr := parseQuestion(line, &q); jerr != nil {
 				a = answer{Decision: policyengine.Decision{Action: policyengine.Deny, Reason: "bad input: not a JSON question"}, Error: jerr.Error()}
 			} else if d, qerr := ask(e, q.Kind, q.Arg); qerr != nil {
 				a = answer{Decision: policyengine.Decision{Action: policyengine.Deny, Reason: "bad input: " + qerr.Error()}, Error: qerr.Error()}
 			} else {
 				a = answer{Decision: d}
 			}
-			if werr := enc.Encode(a); werr != nil {
+			buf = appendAnswer(buf[:0], &a)
+			if _, werr := w.Write(buf); werr != nil {
 				return failed(werr)
 			}
 		}
