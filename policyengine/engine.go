@@ -3,6 +3,7 @@ package policyengine
 import (
 	"fmt"
 	"path"
+	"strconv"
 	"strings"
 )
 
@@ -12,21 +13,32 @@ import (
 type Engine struct {
 	perms   Permissions
 	workDir string
-	read    []globRule // fs.read, fs.write (write implies read) and the system baseline
-	write   []globRule // fs.write and the writable system baseline
-	hosts   []hostRule
+	read    globIndex // fs.read, fs.write (write implies read) and the system baseline
+	write   globIndex // fs.write and the writable system baseline
+	hosts   []hostRule            // wildcard, IP and preset rules, tried in turn
+	exact   map[string][]hostRule // exact-name rules by host
 	exec    map[string]Entry // program name or absolute path → its entry
 	env     []Entry
+
+	// Sentence parts computed once, so a decision costs one concatenation.
+	readFrom, writeFrom, netFrom, execFrom string
 }
 
 type globRule struct {
 	glob  *Glob
 	entry Entry
+	why   string // ": it matches GLOB (from SKILLS)"
 }
 
 type hostRule struct {
 	pattern HostPattern
 	entry   Entry
+	why     string
+}
+
+// matchesFrom is the tail of an allow reason: the rule and its sources.
+func matchesFrom(e Entry) string {
+	return ": it matches " + e.Value + " (from " + strings.Join(e.From, ", ") + ")"
 }
 
 // SystemSource names the system baseline as the source of an entry.
@@ -68,7 +80,7 @@ type Options struct {
 
 // New compiles p into an Engine.
 func New(p Permissions, opts Options) (*Engine, error) {
-	e := &Engine{perms: p, workDir: path.Clean("/" + opts.WorkDir), exec: map[string]Entry{}}
+	e := &Engine{perms: p, workDir: path.Clean("/" + opts.WorkDir), exec: map[string]Entry{}, exact: map[string][]hostRule{}}
 	system := NewEntries(SystemSource, SystemRead)
 	systemWrite := NewEntries(SystemSource, SystemWrite)
 	var err error
@@ -83,8 +95,17 @@ func New(p Permissions, opts Options) (*Engine, error) {
 		if err != nil {
 			return nil, fmt.Errorf("network rule %q: %w", h.Value, err)
 		}
-		e.hosts = append(e.hosts, hostRule{hp, h})
+		r := hostRule{hp, h, matchesFrom(h)}
+		if host, ok := exactHost(hp); ok {
+			e.exact[host] = append(e.exact[host], r)
+		} else {
+			e.hosts = append(e.hosts, r)
+		}
 	}
+	e.readFrom = declaredBy(p.Read, "read")
+	e.writeFrom = declaredBy(p.Write, "write")
+	e.netFrom = sources(p.Network)
+	e.execFrom = strings.Join(p.ExecDeclared, ", ")
 	for _, x := range p.Exec {
 		e.exec[x.Value] = x
 	}
@@ -96,15 +117,32 @@ func New(p Permissions, opts Options) (*Engine, error) {
 // Permissions returns the permission set the engine answers for.
 func (e *Engine) Permissions() Permissions { return e.perms }
 
-func compileGlobs(lists ...[]Entry) ([]globRule, error) {
-	var out []globRule
+// globIndex files rules by the first segment of their base ("" for rules
+// based at /), so a path is tried only against rules that can match it.
+type globIndex map[string][]globRule
+
+func firstSegment(p string) string {
+	p = strings.TrimPrefix(p, "/")
+	if i := strings.IndexByte(p, '/'); i >= 0 {
+		return p[:i]
+	}
+	return p
+}
+
+func (x globIndex) candidates(p string) ([]globRule, []globRule) {
+	return x[firstSegment(p)], x[""]
+}
+
+func compileGlobs(lists ...[]Entry) (globIndex, error) {
+	out := globIndex{}
 	for _, list := range lists {
 		for _, entry := range list {
 			g, err := CompileGlob(entry.Value)
 			if err != nil {
 				return nil, fmt.Errorf("path rule %q: %w", entry.Value, err)
 			}
-			out = append(out, globRule{g, entry})
+			key := firstSegment(g.Base())
+			out[key] = append(out[key], globRule{g, entry, matchesFrom(entry)})
 		}
 	}
 	return out, nil
@@ -121,36 +159,37 @@ func (e *Engine) abs(p string) string {
 
 // CheckRead decides whether path may be read.
 func (e *Engine) CheckRead(p string) Decision {
-	return e.checkPath(p, "read", e.read, e.perms.Read)
+	return e.checkPath(p, "read", e.read, e.readFrom)
 }
 
 // CheckWrite decides whether path may be written.
 func (e *Engine) CheckWrite(p string) Decision {
-	return e.checkPath(p, "write", e.write, e.perms.Write)
+	return e.checkPath(p, "write", e.write, e.writeFrom)
 }
 
-func (e *Engine) checkPath(p, verb string, rules []globRule, declared []Entry) Decision {
+// declaredBy says who declares the fs globs of a kind, for deny reasons.
+func declaredBy(entries []Entry, verb string) string {
+	if len(entries) == 0 {
+		return " (no skill declares fs." + verb + ")"
+	}
+	return " of skills " + sources(entries)
+}
+
+func (e *Engine) checkPath(p, verb string, index globIndex, declaredBy string) Decision {
 	if p == "" {
 		return Decision{Action: Deny, Reason: "an empty path names nothing"}
 	}
 	clean := e.abs(p)
-	for _, r := range rules {
-		if r.glob.Match(clean) {
-			return Decision{
-				Action: Allow,
-				Reason: fmt.Sprintf("%s may be %s: it matches %s (from %s)", clean, pastTense(verb), r.entry.Value, strings.Join(r.entry.From, ", ")),
-				Rule:   r.entry.Value,
+	near, rooted := index.candidates(clean)
+	for _, rules := range [2][]globRule{near, rooted} {
+		for _, r := range rules {
+			if r.glob.matchClean(clean) {
+				return Decision{Action: Allow, Reason: clean + " may be " + pastTense(verb) + r.why, Rule: r.entry.Value}
 			}
 		}
 	}
-	reason := fmt.Sprintf("%s is outside the fs.%s globs", clean, verb)
-	if len(declared) > 0 {
-		reason += " of skills " + sources(declared)
-	} else {
-		reason += fmt.Sprintf(" (no skill declares fs.%s)", verb)
-	}
-	reason += fmt.Sprintf("; to allow it, add %q to permissions.fs.%s", clean, verb)
-	return Decision{Action: Deny, Reason: reason}
+	return Decision{Action: Deny, Reason: clean + " is outside the fs." + verb + " globs" + declaredBy +
+		"; to allow it, add " + strconv.Quote(clean) + " to permissions.fs." + verb}
 }
 
 func pastTense(verb string) string {
@@ -165,10 +204,10 @@ func pastTense(verb string) string {
 func (e *Engine) CheckEnv(name string) Decision {
 	for _, x := range e.env {
 		if envMatch(x.Value, name) {
-			return Decision{Action: Allow, Reason: fmt.Sprintf("%s is passed through (from %s)", name, strings.Join(x.From, ", ")), Rule: x.Value}
+			return Decision{Action: Allow, Reason: name + " is passed through (from " + strings.Join(x.From, ", ") + ")", Rule: x.Value}
 		}
 	}
-	return Decision{Action: Deny, Reason: fmt.Sprintf("%s is dropped: it is not in the env list of any skill; to pass it, add %q to permissions.env", name, name)}
+	return Decision{Action: Deny, Reason: name + " is dropped: it is not in the env list of any skill; to pass it, add " + strconv.Quote(name) + " to permissions.env"}
 }
 
 func envMatch(pattern, name string) bool {

@@ -343,6 +343,12 @@ func (g *Glob) Match(path string) bool {
 	if !isCleanAbs(path) {
 		path = pathpkg.Clean(path) // allocates, so only when needed
 	}
+	return g.matchClean(path)
+}
+
+// matchClean is Match for a path already absolute and clean: the engine
+// cleans a path once and tries it against every rule.
+func (g *Glob) matchClean(path string) bool {
 	// rest holds the segments still to match, each preceded by "/"; "" when
 	// there are none. The literal prefix is checked with one comparison.
 	rest := path

@@ -19,25 +19,44 @@ func (e *Engine) CheckNetwork(host string, port int) Decision {
 	if port < 1 || port > 65535 {
 		return Decision{Action: Deny, Reason: fmt.Sprintf("port %d is out of range 1-65535", port)}
 	}
-	for _, r := range e.hosts {
-		if r.pattern.Match(canonical, port) {
-			return Decision{
-				Action: Allow,
-				Reason: fmt.Sprintf("%s may be reached: it matches %s (from %s)", joinHostPort(canonical, port), r.entry.Value, strings.Join(r.entry.From, ", ")),
-				Rule:   r.entry.Value,
+	for _, rules := range [2][]hostRule{e.exact[canonical], e.hosts} {
+		for _, r := range rules {
+			if r.pattern.Match(canonical, port) {
+				return Decision{Action: Allow, Reason: joinHostPort(canonical, port) + " may be reached" + r.why, Rule: r.entry.Value}
 			}
 		}
 	}
 	target := joinHostPort(canonical, port)
 	if cat != CatNone {
-		return Decision{Action: Deny, Reason: fmt.Sprintf("%s is a %s address, which host patterns never grant; to allow it, add %q or %q to permissions.network.allow",
-			target, strings.ReplaceAll(string(cat), "_", " "), "preset:"+string(cat), target)}
+		return Decision{Action: Deny, Reason: target + " is a " + categoryWords[cat] + " address, which host patterns never grant; to allow it, add " +
+			`"preset:` + string(cat) + `" or "` + target + `" to permissions.network.allow`}
 	}
-	if len(e.hosts) == 0 {
+	if len(e.perms.Network) == 0 {
 		return Decision{Action: Deny, Reason: fmt.Sprintf("%s is not reachable: no skill grants network access; to allow it, add %q to permissions.network.allow", target, target)}
 	}
-	return Decision{Action: Deny, Reason: fmt.Sprintf("%s is not in the network allow list of skills %s; to allow it, add %q to permissions.network.allow", target, sources(e.perms.Network), target)}
+	return Decision{Action: Deny, Reason: target + " is not in the network allow list of skills " + e.netFrom + `; to allow it, add "` + target + `" to permissions.network.allow`}
 }
+
+var categoryWords = map[Category]string{
+	CatLoopback: "loopback", CatPrivate: "private network", CatLinkLocal: "link-local",
+	CatMetadata: "cloud metadata", CatUnparseable: "unparseable",
+}
+
+// exactHost returns the host of an exact-name pattern ("api.a.com:443").
+func exactHost(p HostPattern) (string, bool) {
+	if p.Preset() != CatNone || p.IsIP() {
+		return "", false
+	}
+	s := p.String()
+	i := strings.LastIndexByte(s, ':')
+	if i <= 0 || strings.HasPrefix(s, "*") {
+		return "", false
+	}
+	return s[:i], true
+}
+
+// Canonical hosts hold only letters, digits, '.', '-', '_', ':', so
+// reasons quote them without escaping.
 
 // CheckHostPort decides for a "host:port" or "[v6]:port" destination.
 func (e *Engine) CheckHostPort(hostport string) (Decision, error) {

@@ -3,6 +3,7 @@ package policyengine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -78,9 +79,18 @@ type shellSplitter struct {
 	// reader appends after what is there and truncates back when done.
 	buf      []byte
 	heredocs []shellHeredoc // bodies to skip at the next newline
-	// notArith remembers where "((" turned out not to be arithmetic, so
-	// that nested ambiguous parentheses are read twice at most, not 2^n.
-	notArith map[int]bool
+	// notArith remembers where "((" turned out not to be arithmetic, and
+	// children what backquotes and here-documents read while that was not
+	// yet known (tentative > 0), so that nested ambiguous parentheses are
+	// read twice at most, not 2^n times.
+	notArith  map[int]bool
+	children  map[int]shellChildResult
+	tentative int
+}
+
+type shellChildResult struct {
+	cmds []Command
+	err  error
 }
 
 type shellHeredoc struct {
@@ -129,6 +139,7 @@ type shellSimple struct {
 	cond        bool // inside [[ ]], where && < ( are operands
 	mode        shellWordMode
 	headerWords int
+	headerIn    bool // the for header has its "in"
 }
 
 func (s *shellSplitter) syntaxError(offset int, format string, args ...any) error {
@@ -195,9 +206,7 @@ func (s *shellSplitter) parseList(closer byte, open int) error {
 		case '#':
 			s.skipComment()
 		case '\n':
-			if !sc.cond {
-				s.finish(&sc)
-			}
+			s.finish(&sc)
 			err = s.newline()
 		case ';', '|':
 			s.separator(&sc, cases)
@@ -294,7 +303,7 @@ func (s *shellSplitter) newline() error {
 		body := s.heredocBody(doc)
 		if !doc.quoted {
 			// An unquoted body is expanded, so $(...) in it runs.
-			if err := s.scanExpansionsIn(body); err != nil {
+			if err := s.scanExpansionsIn(body, start); err != nil {
 				return fmt.Errorf("in here-document at offset %d: %w", start, err)
 			}
 		}
@@ -390,7 +399,9 @@ func (s *shellSplitter) openParen(sc *shellSimple) error {
 func (s *shellSplitter) tryArith(start, bodyStart int) (bool, error) {
 	outLen, docLen := len(s.out), len(s.heredocs)
 	s.pos = bodyStart
+	s.tentative++
 	ok, err := s.scanArith(start)
+	s.tentative--
 	if err != nil || ok {
 		return ok, err
 	}
@@ -424,12 +435,17 @@ func (s *shellSplitter) wordOrRedirect(sc *shellSimple, cases *[]shellCaseState)
 var shellRedirectOps = [...]string{"<<<", "<<-", "<<", "<>", "<&", ">>", ">|", ">&", "<", ">"}
 
 // redirectAt returns the redirection operator at pos, after an optional
-// fd number, and where it ends; "" if there is none. "<(" and ">(" are
-// process substitutions, which are words.
+// fd number or {varname}, and where it ends; "" if there is none. "<("
+// and ">(" are process substitutions, which are words.
 func (s *shellSplitter) redirectAt() (string, int) {
 	i := s.pos
 	for i < len(s.src) && s.src[i] >= '0' && s.src[i] <= '9' {
 		i++
+	}
+	if i == s.pos && s.at(i) == '{' {
+		if end := strings.IndexByte(s.src[i:], '}'); end > 1 && isShellName(s.src[i+1:i+end]) {
+			i += end + 1
+		}
 	}
 	rest := s.src[i:]
 	if i == s.pos && strings.HasPrefix(rest, "&>") {
@@ -487,6 +503,12 @@ func (s *shellSplitter) addWord(sc *shellSimple, w shellWord, cases *[]shellCase
 	}
 	switch sc.mode {
 	case shellModeHeader:
+		// "for NAME do" has no "in" and no separator before its body.
+		if w.is("do") && !sc.headerIn {
+			sc.mode = shellModeCommand
+			return nil
+		}
+		sc.headerIn = sc.headerIn || sc.headerWords == 1 && w.is("in")
 		sc.headerWords++
 		return nil
 	case shellModeSkipName:
@@ -631,13 +653,21 @@ loop:
 	return w, nil
 }
 
-// shellAssignEnd returns the index of the "=" of a leading NAME=,
-// NAME+= or NAME[index]=, or -1.
-func shellAssignEnd[T string | []byte](v T) int {
+// shellNameLen returns the length of the NAME at the start of v.
+func shellNameLen[T string | []byte](v T) int {
 	i := 0
 	for i < len(v) && (v[i] == '_' || v[i]|0x20 >= 'a' && v[i]|0x20 <= 'z' || i > 0 && v[i] >= '0' && v[i] <= '9') {
 		i++
 	}
+	return i
+}
+
+func isShellName(v string) bool { return v != "" && shellNameLen(v) == len(v) }
+
+// shellAssignEnd returns the index of the "=" of a leading NAME=,
+// NAME+= or NAME[index]=, or -1.
+func shellAssignEnd[T string | []byte](v T) int {
+	i := shellNameLen(v)
 	if i == 0 {
 		return -1
 	}
@@ -917,22 +947,25 @@ func (s *shellSplitter) scanExpansion(inDouble bool) error {
 }
 
 // scanExpansionsIn looks into the substitutions of an unquoted
-// here-document body, where quotes are literal.
-func (s *shellSplitter) scanExpansionsIn(body string) error {
-	sub := shellSplitter{src: body, depth: s.depth, out: s.out, buf: s.buf}
-	var err error
-	for sub.pos < len(sub.src) && err == nil {
-		switch sub.src[sub.pos] {
-		case '\\':
-			sub.skip(2)
-		case '$', '`':
-			err = sub.scanExpansion(true)
-		default:
-			sub.pos++
+// here-document body (starting at offset start), where quotes are literal.
+func (s *shellSplitter) scanExpansionsIn(body string, start int) error {
+	return s.child(2*start, body, func(sub *shellSplitter) error {
+		for sub.pos < len(sub.src) {
+			var err error
+			switch sub.src[sub.pos] {
+			case '\\':
+				sub.skip(2)
+			case '$', '`':
+				err = sub.scanExpansion(true)
+			default:
+				sub.pos++
+			}
+			if err != nil {
+				return err
+			}
 		}
-	}
-	s.out, s.buf = sub.out, sub.buf[:len(s.buf)]
-	return err
+		return nil
+	})
 }
 
 // backquote reads `...`: its text, with the backslash escapes that
@@ -949,13 +982,36 @@ func (s *shellSplitter) backquote(inDouble bool) error {
 		return s.syntaxError(open, "unterminated backquote")
 	}
 	s.pos = end + 1
-	sub := shellSplitter{src: unescapeBackquoted(s.src[open+1:end], inDouble), depth: s.depth, out: s.out, buf: s.buf}
-	err := sub.parseList(0, 0)
-	s.out, s.buf = sub.out, sub.buf[:len(s.buf)]
+	err := s.child(2*open+1, s.src[open+1:end], func(sub *shellSplitter) error {
+		sub.src = unescapeBackquoted(sub.src, inDouble)
+		return sub.parseList(0, 0)
+	})
 	if err != nil {
 		return fmt.Errorf("inside backquotes at offset %d: %w", open, err)
 	}
 	return nil
+}
+
+// child reads text that is a source of its own (a backquote or a
+// here-document body) with read, adding the commands it finds. While
+// arithmetic is tentative, the result is kept under key for when the same
+// text is read again as commands.
+func (s *shellSplitter) child(key int, text string, read func(*shellSplitter) error) error {
+	if r, ok := s.children[key]; ok {
+		s.out = append(s.out, r.cmds...)
+		return r.err
+	}
+	n := len(s.out)
+	sub := shellSplitter{src: text, depth: s.depth, out: s.out, buf: s.buf}
+	err := read(&sub)
+	s.out, s.buf = sub.out, sub.buf[:len(s.buf)]
+	if s.tentative > 0 {
+		if s.children == nil {
+			s.children = make(map[int]shellChildResult)
+		}
+		s.children[key] = shellChildResult{cmds: slices.Clone(s.out[n:]), err: err}
+	}
+	return err
 }
 
 // unescapeBackquoted removes the backslashes before \ ` $ (and " inside

@@ -2,6 +2,7 @@ package policyengine
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -56,6 +57,8 @@ var shellSplitCases = []struct {
 	{"redirect anywhere", ">out cmd arg", []Command{sc("cmd", "arg").to(">", "out")}},
 	{"fd redirects", "cat < in > out 2>&1", []Command{sc("cat").to("<", "in").to(">", "out").to(">&", "1")}},
 	{"all redirect ops", "c >>a >|b &>c &>>d <>e 3<&0 >&f 4>&-", []Command{sc("c").to(">>", "a").to(">|", "b").to("&>", "c").to("&>>", "d").to("<>", "e").to("<&", "0").to(">&", "f").to(">&", "-")}},
+	{"named fd redirect", "{fd}>log exec", []Command{sc("exec").to(">", "log")}},
+	{"brace word", "{a}", []Command{sc("{a}")}},
 	{"redirect with space", "echo hi >  'my file'", []Command{sc("echo", "hi").to(">", "my file")}},
 	{"digits are words", "echo 2 > x", []Command{sc("echo", "2").to(">", "x")}},
 	{"only redirect", "> file", []Command{sc("").to(">", "file")}},
@@ -72,6 +75,9 @@ var shellSplitCases = []struct {
 	{"for", "for f in a b; do cat $f; done", []Command{sc("cat", "$f")}},
 	{"for over substitution", "for f in $(ls); do rm $f; done", []Command{sc("ls"), sc("rm", "$f")}},
 	{"for on lines", "for f\nin a b\ndo\ncat $f\ndone", []Command{sc("cat", "$f")}},
+	{"for without in", "for x do rm $x; done", []Command{sc("rm", "$x")}},
+	{"for with do as word", "for x in do; do rm $x; done", []Command{sc("rm", "$x")}},
+	{"arithmetic for without separator", "for ((;;)) do ls; done", []Command{sc("ls")}},
 	{"arithmetic for", "for ((i=0; i<3; i++)); do echo $i; done", []Command{sc("echo", "$i")}},
 	{"case", "case $x in a|b) ls;; (c) rm x;& *) id;;& esac; pwd", []Command{sc("ls"), sc("rm", "x"), sc("id"), sc("pwd")}},
 	{"case in substitution", "echo $(case x in x) id;; esac)", []Command{sc("echo", "$(case x in x) id;; esac)"), sc("id")}},
@@ -186,13 +192,44 @@ func TestSplitCommandLinePathological(t *testing.T) {
 		strings.Repeat("`", 10000),
 		strings.Repeat("ls | ", 20000) + "ls",
 		strings.Repeat("cat <<E\n", 2000),
+		shellNestedHeredocArith(20),
 	}
 	for _, line := range lines {
 		start := time.Now()
 		_, _ = SplitCommandLine(line)
-		if d := time.Since(start); d > time.Second {
-			t.Errorf("SplitCommandLine(%.40q...) took %v", line, d)
+		if d := time.Since(start); d > time.Second || testing.Verbose() {
+			t.Logf("SplitCommandLine(%.40q...) took %v", line, d)
+			if d > time.Second {
+				t.Fail()
+			}
 		}
+	}
+}
+
+// shellNestedHeredocArith nests "$((" that turn out to be subshells
+// around here-documents: each level is read once as arithmetic and once as
+// commands, so their bodies must not be parsed again on every level.
+func shellNestedHeredocArith(levels int) string {
+	line := "id"
+	for i := range levels {
+		line = fmt.Sprintf("$(( $(cat <<E%d\n%s\nE%d\n) ) )", i, line, i)
+	}
+	return "echo " + line
+}
+
+func TestSplitCommandLineNestedHeredocArith(t *testing.T) {
+	cmds, err := SplitCommandLine(shellNestedHeredocArith(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each level is a subshell running the output of cat as a program;
+	// "id" is only here-document text.
+	var programs []string
+	for _, c := range cmds {
+		programs = append(programs, c.Program)
+	}
+	if len(cmds) != 7 || strings.Count(strings.Join(programs, " "), " cat") != 3 {
+		t.Errorf("programs %q, want echo and 3 times a dynamic program and cat", programs)
 	}
 }
 
