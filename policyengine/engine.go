@@ -13,11 +13,11 @@ import (
 type Engine struct {
 	perms   Permissions
 	workDir string
-	read    globIndex // fs.read, fs.write (write implies read) and the system baseline
-	write   globIndex // fs.write and the writable system baseline
+	read    globIndex             // fs.read, fs.write (write implies read) and the system baseline
+	write   globIndex             // fs.write and the writable system baseline
 	hosts   []hostRule            // wildcard, IP and preset rules, tried in turn
 	exact   map[string][]hostRule // exact-name rules by host
-	exec    map[string]Entry // program name or absolute path → its entry
+	exec    map[string]Entry      // program name or absolute path → its entry
 	env     []Entry
 
 	// Sentence parts computed once, so a decision costs one concatenation.

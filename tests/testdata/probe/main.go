@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"strconv"
@@ -98,6 +97,26 @@ var commands = map[string]func([]string){
 		need(a, 2)
 		check("write "+a[0], os.WriteFile(a[0], []byte(a[1]), 0o644))
 	},
+	"copy": func(a []string) {
+		// copy SRC DST: DST is created executable (0755).
+		need(a, 2)
+		data, err := os.ReadFile(a[0])
+		if err != nil {
+			fail("read "+a[0], err)
+		}
+		check("copy to "+a[1], os.WriteFile(a[1], data, 0o755))
+	},
+	"rename": func(a []string) {
+		need(a, 2)
+		check("rename "+a[0]+" "+a[1], unix.Rename(a[0], a[1]))
+	},
+	"link": func(a []string) {
+		need(a, 2)
+		check("link "+a[0]+" "+a[1], unix.Link(a[0], a[1]))
+	},
+	"echo": func(a []string) {
+		ok("%s", strings.Join(a, " "))
+	},
 
 	// Sockets and network.
 	"connect-unix": func(a []string) {
@@ -173,6 +192,7 @@ var commands = map[string]func([]string){
 
 	// Executing what is not allowed.
 	"memfd-exec": memfdExec,
+	"memfd-ldso": memfdLdso,
 	"exec": func(a []string) {
 		need(a, 1)
 		err := unix.Exec(a[0], a, os.Environ())
@@ -351,11 +371,44 @@ var commands = map[string]func([]string){
 		if err != nil {
 			fail("start daemon", err)
 		}
+		pid := p.Pid
 		p.Release()
-		ok("daemon %d", p.Pid)
+		ok("daemon %d", pid)
 	},
-	"cat": func(a []string) {
-		io.Copy(os.Stdout, os.Stdin)
+	"alloc": func(a []string) {
+		// alloc MB: allocate and touch MB mebibytes.
+		need(a, 1)
+		n := num(a[0])
+		var keep [][]byte
+		for i := 0; i < n; i++ {
+			b := make([]byte, 1<<20)
+			for j := range b {
+				b[j] = byte(j)
+			}
+			keep = append(keep, b)
+		}
+		ok("allocated %d MiB (%d)", n, len(keep))
+	},
+	"spawn": func(a []string) {
+		// spawn N: start N sleeping children; reports how many started.
+		need(a, 1)
+		exe, _ := os.Executable()
+		var procs []*os.Process
+		defer func() {
+			for _, p := range procs {
+				p.Kill()
+				p.Wait()
+			}
+		}()
+		for i := 0; i < num(a[0]); i++ {
+			p, err := os.StartProcess(exe, []string{exe, "sleep", "spawned"}, &os.ProcAttr{})
+			if err != nil {
+				fmt.Printf("ERR started %d: %v\n", i, err)
+				return
+			}
+			procs = append(procs, p)
+		}
+		fmt.Printf("OK spawned %d\n", len(procs))
 	},
 }
 
@@ -407,6 +460,27 @@ func cStrings(ss []string) []*byte {
 		out = append(out, p)
 	}
 	return append(out, nil)
+}
+
+// memfdLdso copies a program into a memfd sealed against exec
+// (MFD_NOEXEC_SEAL, which the sandbox allows) and runs it through the
+// dynamic loader, which maps it instead of executing it: memfd-ldso LDSO
+// PATH [ARG]...
+func memfdLdso(a []string) {
+	need(a, 2)
+	data, err := os.ReadFile(a[1])
+	if err != nil {
+		fail("read "+a[1], err)
+	}
+	fd, err := unix.MemfdCreate("corral-probe", unix.MFD_NOEXEC_SEAL)
+	if err != nil {
+		fail("memfd_create(MFD_NOEXEC_SEAL)", err)
+	}
+	if _, err := unix.Write(fd, data); err != nil {
+		fail("write memfd", err)
+	}
+	argv := append([]string{a[0], "/proc/self/fd/" + strconv.Itoa(fd)}, a[2:]...)
+	fail("exec "+a[0], unix.Exec(a[0], argv, os.Environ()))
 }
 
 func nsFlag(name string) int {
