@@ -34,4 +34,3 @@ func BenchmarkCheckStream(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*len(qs)*1000)/b.Elapsed().Seconds(), "decisions/s")
 }
-

@@ -258,7 +258,14 @@ var commands = map[string]func([]string){
 		if a[0] != "parent" {
 			pid = num(a[0])
 		}
-		check(fmt.Sprintf("ptrace attach %d", pid), unix.PtraceAttach(pid))
+		if pid == 1 {
+			sandboxOnly()
+		}
+		err := unix.PtraceAttach(pid)
+		if err == nil {
+			unix.PtraceDetach(pid)
+		}
+		check(fmt.Sprintf("ptrace attach %d", pid), err)
 	},
 	"process-vm-readv": func(a []string) {
 		need(a, 1)
@@ -410,6 +417,17 @@ var commands = map[string]func([]string){
 		}
 		fmt.Printf("OK spawned %d\n", len(procs))
 	},
+}
+
+// sandboxOnly refuses to go on unless PID 1 is corral's init, so that an
+// attack on PID 1 never reaches the host's init when the sandbox is
+// broken.
+func sandboxOnly() {
+	cmdline, _ := os.ReadFile("/proc/1/cmdline")
+	if !strings.Contains(string(cmdline), "corral") {
+		fmt.Printf("ERR ENOTSANDBOX PID 1 is not corral's init (%q): no PID namespace?\n", cmdline)
+		os.Exit(1)
+	}
 }
 
 // memfdExec copies a binary into a memfd and executes it: memfd-exec PATH
