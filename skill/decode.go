@@ -3,8 +3,8 @@ package skill
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -57,13 +57,48 @@ func decodeFrontmatter(s *Skill, text []byte, file string, lineOffset int) error
 	if s.Name == "" {
 		return d.errorf(root, "name", "missing: every skill needs a name")
 	}
-	if !validName.MatchString(s.Name) {
+	if !validName(s.Name) {
 		return d.errorf(root, "name", "%q is not a valid skill name (letters, digits, '.', '_' and '-', at most 64)", s.Name)
 	}
 	return nil
 }
 
-var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+// The validators below are plain loops rather than regular expressions:
+// package-level regexps compile at every corral start, including the
+// sandbox's init stage.
+
+func validName(s string) bool {
+	if len(s) == 0 || len(s) > 64 || !isAlnum(s[0]) {
+		return false
+	}
+	return allBytes(s, func(c byte) bool { return isAlnum(c) || c == '.' || c == '_' || c == '-' })
+}
+
+func validEnv(s string) bool {
+	s = strings.TrimSuffix(s, "*")
+	if s == "" || s[0] >= '0' && s[0] <= '9' {
+		return false
+	}
+	return allBytes(s, func(c byte) bool { return isAlnum(c) || c == '_' })
+}
+
+func validService(s string) bool {
+	return s != "" && s[0] >= 'a' && s[0] <= 'z' &&
+		allBytes(s, func(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' })
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+func allBytes(s string, ok func(byte) bool) bool {
+	for i := 0; i < len(s); i++ {
+		if !ok(s[i]) {
+			return false
+		}
+	}
+	return true
+}
 
 func (d *decoder) permissions(p *Permissions, n *yaml.Node, field string) error {
 	return d.mapping(n, field, map[string]func(*yaml.Node, string) error{
@@ -171,11 +206,9 @@ func (d *decoder) hosts(n *yaml.Node, field string) ([]string, error) {
 	})
 }
 
-var validEnv = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*\*?$`)
-
 func (d *decoder) envNames(n *yaml.Node, field string) ([]string, error) {
 	return d.list(n, field, func(v string) error {
-		if !validEnv.MatchString(v) {
+		if !validEnv(v) {
 			return fmt.Errorf("%q is not an environment variable name (a trailing * matches a prefix, as in LC_*)", v)
 		}
 		return nil
@@ -185,8 +218,6 @@ func (d *decoder) envNames(n *yaml.Node, field string) ([]string, error) {
 func (d *decoder) names(n *yaml.Node, field, what string) ([]string, error) {
 	return d.list(n, field, func(v string) error { return checkProgram(v, what) })
 }
-
-var validService = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
 
 // serviceAccess lists the access levels a service may be granted.
 var serviceAccess = []string{"read", "write", "send", "full"}
@@ -203,7 +234,7 @@ func (d *decoder) services(n *yaml.Node, field string) (map[string]string, error
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		sub := join(field, k.Value)
-		if !validService.MatchString(k.Value) {
+		if !validService(k.Value) {
 			return nil, d.errorf(k, sub, "%q is not a service name (lower-case letters, digits and '-')", k.Value)
 		}
 		if _, dup := out[k.Value]; dup {
@@ -301,14 +332,27 @@ func orRoot(field string) string {
 	return field
 }
 
-// yamlMessage shifts the line number of a yaml.v3 error to a file line.
-var yamlLine = regexp.MustCompile(`line (\d+)`)
-
+// yamlMessage shifts the line numbers ("line N") of a yaml.v3 error to
+// file lines.
 func yamlMessage(err error, offset int) string {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	return yamlLine.ReplaceAllStringFunc(msg, func(m string) string {
-		var n int
-		fmt.Sscanf(m, "line %d", &n)
-		return fmt.Sprintf("line %d", n+offset)
-	})
+	var b strings.Builder
+	for {
+		i := strings.Index(msg, "line ")
+		if i < 0 {
+			break
+		}
+		j := i + len("line ")
+		k := j
+		for k < len(msg) && msg[k] >= '0' && msg[k] <= '9' {
+			k++
+		}
+		b.WriteString(msg[:j])
+		if n, err := strconv.Atoi(msg[j:k]); err == nil {
+			b.WriteString(strconv.Itoa(n + offset))
+		}
+		msg = msg[k:]
+	}
+	b.WriteString(msg)
+	return b.String()
 }
