@@ -16,6 +16,8 @@ type Facts struct {
 	// Matches holds, for read globs a kernel rule cannot express, the
 	// paths that match them now.
 	Matches map[string][]string `json:"matches,omitempty"`
+
+	resolver *resolver // Linux: cached symlink resolution while probing
 }
 
 // FileInfo describes one path.

@@ -44,7 +44,7 @@ func RunInit() {
 	step := func(name string) {
 		if plan.Trace {
 			now := time.Now()
-			fmt.Fprintf(os.Stderr, "corral init: %-12s %6.0f µs\n", name, float64(now.Sub(last).Nanoseconds())/1e3)
+			fmt.Fprintf(os.Stderr, "corral init: %-12s %6.0f µs (at %d)\n", name, float64(now.Sub(last).Nanoseconds())/1e3, now.UnixMicro()%1e7)
 			last = now
 		}
 	}

@@ -48,3 +48,6 @@ func (l *Launch) Run(plan *Plan) (*Result, error) { return nil, ErrUnsupported }
 
 // RunInit is unsupported off Linux.
 func RunInit() { os.Exit(125) }
+
+// resolver is Linux-only.
+type resolver struct{}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -78,6 +79,13 @@ func (r *runReport) write(file string, runErr error) error {
 }
 
 func runExec(sf *skillFlags, argv []string, bestEffort bool, r *runReport) error {
+	trace := func(string) {}
+	if os.Getenv("CORRAL_TRACE") == "1" {
+		trace = func(step string) {
+			fmt.Fprintf(os.Stderr, "corral exec: %-12s (at %d)\n", step, time.Now().UnixMicro()%1e7)
+		}
+	}
+	trace("main")
 	l, err := sf.load()
 	if err != nil {
 		return failed(err)
@@ -97,10 +105,12 @@ func runExec(sf *skillFlags, argv []string, bestEffort bool, r *runReport) error
 		return failed(err)
 	}
 	// The init starts now and boots while the plan is built.
+	trace("loaded")
 	launch, err := sandbox.Start(sandbox.Stdio{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
 	if err != nil {
 		return failed(err)
 	}
+	trace("started")
 	spec := sandbox.Spec{Argv: argv, WorkDir: l.vars.WorkDir, Env: os.Environ(), BestEffort: bestEffort}
 	plan, err := sandbox.BuildPlan(l.perms, spec, sandbox.Probe(l.perms, spec))
 	var nf *sandbox.NotFoundError
@@ -120,7 +130,9 @@ func runExec(sf *skillFlags, argv []string, bestEffort bool, r *runReport) error
 			fmt.Fprintf(os.Stderr, "corral exec: warning: running without %s: %s\n", p.Name, p.Detail)
 		}
 	}
+	trace("planned")
 	res, err := launch.Run(plan)
+	trace("done")
 	if res != nil {
 		r.ExitCode, r.Signal, r.WallMS, r.PeakMemory = res.ExitCode, res.Signal, float64(res.Wall.Microseconds())/1000, res.MaxRSS
 	}

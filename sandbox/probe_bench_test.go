@@ -1,0 +1,24 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"testing"
+
+	"corral/policyengine"
+)
+
+func BenchmarkProbeAndPlan(b *testing.B) {
+	p := policyengine.Permissions{
+		Read:         policyengine.NewEntries("bench", []string{"/tmp/**"}),
+		Exec:         policyengine.NewEntries("bench", []string{"sh", "git", "grep", "cat", "ls", "head", "wc", "true"}),
+		Declared:     []string{"bench"},
+		ExecDeclared: []string{"bench"},
+	}
+	spec := Spec{Argv: []string{"/bin/true"}, WorkDir: "/tmp"}
+	for i := 0; i < b.N; i++ {
+		if _, err := BuildPlan(p, spec, Probe(p, spec)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
