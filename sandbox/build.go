@@ -77,14 +77,8 @@ func BuildPlan(p policyengine.Permissions, spec Spec, facts *Facts) (*Plan, erro
 	b.protected()
 	b.devices()
 	b.env()
-	b.plan.Seccomp = SeccompRules()
-	if restricted {
-		b.plan.MemfdSysctl = facts.MemfdNoexec && facts.Uid == 0
-		if !b.plan.MemfdSysctl {
-			b.plan.Seccomp = append(b.plan.Seccomp, SysRule{Syscall: "memfd_create", Errno: "EPERM",
-				Arg: &Arg{Index: 1, Op: "masked_eq", Mask: 0x8, Value: 0}, Why: "memfds not sealed against exec (MFD_NOEXEC_SEAL) could run any binary"})
-		}
-	}
+	b.plan.MemfdSysctl = restricted && facts.MemfdNoexec && facts.Uid == 0
+	b.plan.Seccomp = seccompFor(restricted, b.plan.MemfdSysctl)
 	b.finishMounts()
 	for i, r := range b.plan.Landlock.Rules {
 		b.plan.Landlock.Rules[i].Rights = rightsString(r.Access)

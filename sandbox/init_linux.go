@@ -32,6 +32,11 @@ func RunInit() {
 		report(status{Error: e})
 		os.Exit(1)
 	}
+	// Signals from corral are forwarded to the command. Asking for them
+	// first lets the runtime's signal goroutine start while the plan is
+	// read and the mounts are made.
+	signals := make(chan os.Signal, 8)
+	signal.Notify(signals, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH)
 	unix.CloseOnExec(planFD)
 	unix.CloseOnExec(statusFD)
 	var plan Plan
@@ -78,8 +83,7 @@ func RunInit() {
 	if err := clearCapabilities(); err != nil {
 		fail("capabilities", err)
 	}
-	signals := make(chan os.Signal, 8)
-	signal.Notify(signals, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH)
+	step("capset")
 	// Seccomp goes last: after it, nothing may set up anything.
 	if err := loadBPF(plan.SeccompBPF); err != nil {
 		fail("seccomp", err)

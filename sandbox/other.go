@@ -51,3 +51,6 @@ func RunInit() { os.Exit(125) }
 
 // resolver is Linux-only.
 type resolver struct{}
+
+// Prepare does nothing off Linux.
+func Prepare(p policyengine.Permissions) {}

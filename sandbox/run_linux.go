@@ -121,13 +121,16 @@ func (l *Launch) Abort() {
 // command's own failure is in the Result.
 func (l *Launch) Run(plan *Plan) (*Result, error) {
 	defer signal.Stop(l.signals)
-	bpf, err := compileBPF(plan.Seccomp)
+	bpf, err := bpfFor(plan.Seccomp)
 	if err != nil {
 		l.Abort()
 		return nil, err
 	}
-	plan.SeccompBPF = bpf
-	data, err := json.Marshal(plan)
+	// The init needs the compiled filter, not the table, warnings or
+	// protections: send less to decode.
+	sent := *plan
+	sent.SeccompBPF, sent.Seccomp, sent.Protections, sent.Warnings = bpf, nil, nil, nil
+	data, err := json.Marshal(&sent)
 	if err != nil {
 		l.Abort()
 		return nil, err

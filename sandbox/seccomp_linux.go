@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
+	"sync"
 	"unsafe"
 
 	seccomp "github.com/seccomp/libseccomp-golang"
 	"golang.org/x/sys/unix"
+
+	"corral/policyengine"
 )
 
 var errnos = map[string]int16{"EPERM": int16(unix.EPERM), "ENOSYS": int16(unix.ENOSYS)}
@@ -80,6 +84,45 @@ func wrapRule(r SysRule, err error) error {
 		return fmt.Errorf("seccomp rule %s: %w", r.Syscall, err)
 	}
 	return nil
+}
+
+// precompiled holds a filter compiled in the background by Prepare.
+var precompiled struct {
+	sync.Mutex
+	rules []SysRule
+	done  chan struct{}
+	prog  []byte
+	err   error
+}
+
+// Prepare starts compiling the seccomp filter that a plan for p will
+// need, so the ~1 ms of libseccomp work overlaps loading skills and
+// starting the init. Run uses it if the plan's table matches.
+func Prepare(p policyengine.Permissions) {
+	restricted := p.ExecRestricted()
+	_, err := os.Stat("/proc/sys/vm/memfd_noexec")
+	rules := seccompFor(restricted, restricted && err == nil && os.Getuid() == 0)
+	precompiled.Lock()
+	defer precompiled.Unlock()
+	precompiled.rules, precompiled.done = rules, make(chan struct{})
+	go func() {
+		prog, err := compileBPF(rules)
+		precompiled.prog, precompiled.err = prog, err
+		close(precompiled.done)
+	}()
+}
+
+// bpfFor returns the compiled filter for rules, from Prepare when it
+// compiled the same table.
+func bpfFor(rules []SysRule) ([]byte, error) {
+	precompiled.Lock()
+	same, done := reflect.DeepEqual(precompiled.rules, rules), precompiled.done
+	precompiled.Unlock()
+	if same && done != nil {
+		<-done
+		return precompiled.prog, precompiled.err
+	}
+	return compileBPF(rules)
 }
 
 // compileBPF compiles rules to a classic BPF program (struct sock_filter

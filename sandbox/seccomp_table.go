@@ -79,3 +79,15 @@ func SeccompRules() []SysRule {
 	)
 	return r
 }
+
+// seccompFor is the table for a plan: with an exec allowlist and no way to
+// set vm.memfd_noexec (corral is not root), memfds must be sealed against
+// exec.
+func seccompFor(restricted, memfdSysctl bool) []SysRule {
+	rules := SeccompRules()
+	if restricted && !memfdSysctl {
+		rules = append(rules, SysRule{Syscall: "memfd_create", Errno: "EPERM",
+			Arg: &Arg{Index: 1, Op: "masked_eq", Mask: 0x8, Value: 0}, Why: "memfds not sealed against exec (MFD_NOEXEC_SEAL) could run any binary"})
+	}
+	return rules
+}

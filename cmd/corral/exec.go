@@ -90,6 +90,7 @@ func runExec(sf *skillFlags, argv []string, bestEffort bool, r *runReport) error
 	if err != nil {
 		return failed(err)
 	}
+	sandbox.Prepare(l.perms)
 	if st, err := os.Stat(l.vars.WorkDir); err != nil || !st.IsDir() {
 		return failed(fmt.Errorf("work dir %s is not a folder", l.vars.WorkDir))
 	}
