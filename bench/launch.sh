@@ -16,7 +16,7 @@ if [ ${#pkgs[@]} -gt 0 ]; then apt-get update -qq; DEBIAN_FRONTEND=noninteractiv
 command -v /usr/bin/time >/dev/null || { apt-get install -y -qq time >/dev/null; }
 
 runs=${1:-200}
-go build -o bin/corral ./cmd/corral
+bash scripts/build.sh bin/corral
 ws=$(mktemp -d)
 trap 'rm -rf "$ws"' EXIT
 skills=$(realpath ../shared/skills)

@@ -182,3 +182,4 @@ func startError(err error) error {
 	}
 	return fmt.Errorf("starting the sandbox: %w", err)
 }
+

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
-go build -o bin/corral ./cmd/corral
+bash scripts/build.sh bin/corral
 C=$PWD/bin/corral
 skills=$(realpath "$PWD/../shared/skills")
 ws=$(mktemp -d /tmp/corral-demo.XXXXXX)
