@@ -45,7 +45,10 @@ func SplitCommandLine(line string) ([]Command, error) {
 	if strings.TrimSpace(line) == "" {
 		return nil, ErrEmptyCommand
 	}
-	s := shellSplitter{src: line}
+	// Most lines have a few commands and short words: sized so that
+	// neither grows.
+	var wordBuf [256]byte
+	s := shellSplitter{src: line, out: make([]Command, 0, 4), buf: wordBuf[:0]}
 	if err := s.parseList(0, 0); err != nil {
 		return nil, fmt.Errorf("split command line: %w", err)
 	}
@@ -402,8 +405,14 @@ func (s *shellSplitter) tryArith(start, bodyStart int) (bool, error) {
 	s.tentative++
 	ok, err := s.scanArith(start)
 	s.tentative--
-	if err != nil || ok {
-		return ok, err
+	if err != nil {
+		return false, err
+	}
+	// bash expands "$((" as arithmetic only if its parentheses balance
+	// when counted plainly, even inside $(...); otherwise it runs it as
+	// commands (parse.y parse_comsub, subst.c chk_arithsub).
+	if ok && (s.src[start] != '$' || shellArithBalanced(s.src[bodyStart:s.pos-2])) {
+		return true, nil
 	}
 	if s.notArith == nil {
 		s.notArith = make(map[int]bool)
@@ -412,6 +421,38 @@ func (s *shellSplitter) tryArith(start, bodyStart int) (bool, error) {
 	clear(s.out[outLen:])
 	s.out, s.heredocs, s.pos = s.out[:outLen], s.heredocs[:docLen], start
 	return false, nil
+}
+
+// shellArithBalanced reports whether the parentheses in text balance,
+// skipping only quoted strings and escaped characters, as bash checks
+// the text of "$((...))".
+func shellArithBalanced(text string) bool {
+	depth := 0
+	for i := 0; i < len(text); i++ {
+		switch text[i] {
+		case '(':
+			depth++
+		case ')':
+			if depth--; depth < 0 {
+				return false
+			}
+		case '\\':
+			i++
+		case '\'':
+			if end := strings.IndexByte(text[i+1:], '\''); end >= 0 {
+				i += end + 1
+			} else {
+				i = len(text)
+			}
+		case '"':
+			for i++; i < len(text) && text[i] != '"'; i++ {
+				if text[i] == '\\' {
+					i++
+				}
+			}
+		}
+	}
+	return depth == 0
 }
 
 // wordOrRedirect reads a redirection or a word and gives the word its
@@ -949,23 +990,26 @@ func (s *shellSplitter) scanExpansion(inDouble bool) error {
 // scanExpansionsIn looks into the substitutions of an unquoted
 // here-document body (starting at offset start), where quotes are literal.
 func (s *shellSplitter) scanExpansionsIn(body string, start int) error {
-	return s.child(2*start, body, func(sub *shellSplitter) error {
-		for sub.pos < len(sub.src) {
-			var err error
-			switch sub.src[sub.pos] {
-			case '\\':
-				sub.skip(2)
-			case '$', '`':
-				err = sub.scanExpansion(true)
-			default:
-				sub.pos++
-			}
-			if err != nil {
-				return err
-			}
+	return s.child(2*start, body, true)
+}
+
+// scanHeredocBody is scanExpansionsIn for a splitter whose text is the body.
+func (s *shellSplitter) scanHeredocBody() error {
+	for s.pos < len(s.src) {
+		var err error
+		switch s.src[s.pos] {
+		case '\\':
+			s.skip(2)
+		case '$', '`':
+			err = s.scanExpansion(true)
+		default:
+			s.pos++
 		}
-		return nil
-	})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // backquote reads `...`: its text, with the backslash escapes that
@@ -982,28 +1026,29 @@ func (s *shellSplitter) backquote(inDouble bool) error {
 		return s.syntaxError(open, "unterminated backquote")
 	}
 	s.pos = end + 1
-	err := s.child(2*open+1, s.src[open+1:end], func(sub *shellSplitter) error {
-		sub.src = unescapeBackquoted(sub.src, inDouble)
-		return sub.parseList(0, 0)
-	})
-	if err != nil {
+	if err := s.child(2*open+1, unescapeBackquoted(s.src[open+1:end], inDouble), false); err != nil {
 		return fmt.Errorf("inside backquotes at offset %d: %w", open, err)
 	}
 	return nil
 }
 
-// child reads text that is a source of its own (a backquote or a
-// here-document body) with read, adding the commands it finds. While
+// child reads text that is a source of its own, a here-document body or
+// else a backquoted command list, adding the commands it finds. While
 // arithmetic is tentative, the result is kept under key for when the same
 // text is read again as commands.
-func (s *shellSplitter) child(key int, text string, read func(*shellSplitter) error) error {
+func (s *shellSplitter) child(key int, text string, heredoc bool) error {
 	if r, ok := s.children[key]; ok {
 		s.out = append(s.out, r.cmds...)
 		return r.err
 	}
 	n := len(s.out)
 	sub := shellSplitter{src: text, depth: s.depth, out: s.out, buf: s.buf}
-	err := read(&sub)
+	var err error
+	if heredoc {
+		err = sub.scanHeredocBody()
+	} else {
+		err = sub.parseList(0, 0)
+	}
 	s.out, s.buf = sub.out, sub.buf[:len(s.buf)]
 	if s.tentative > 0 {
 		if s.children == nil {

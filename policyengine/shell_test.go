@@ -94,6 +94,7 @@ var shellSplitCases = []struct {
 	{"conditional", "[[ -f x && $(id) < y ]] && ls", []Command{sc("[[", "-f", "x", "&&", "$(id)", "<", "y", "]]"), sc("id"), sc("ls")}},
 	{"arithmetic", "echo $((1+2))", []Command{sc("echo", "$((1+2))")}},
 	{"arithmetic with substitution", "echo $(( $(id -u) + 1 ))", []Command{sc("echo", "$(( $(id -u) + 1 ))"), sc("id", "-u")}},
+	{"unbalanced arithmetic runs commands", "echo $(( p2 $(case x in x) id;; esac) ))", []Command{sc("echo", "$(( p2 $(case x in x) id;; esac) ))"), sc("p2", "$(case x in x) id;; esac)"), sc("id")}},
 	{"arithmetic command", "(( i++ )) && ls", []Command{sc("ls")}},
 	{"subshell in substitution", "echo $((ls) )", []Command{sc("echo", "$((ls) )"), sc("ls")}},
 	{"nested subshells", "((ls); pwd)", []Command{sc("ls"), sc("pwd")}},

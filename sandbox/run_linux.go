@@ -182,4 +182,3 @@ func startError(err error) error {
 	}
 	return fmt.Errorf("starting the sandbox: %w", err)
 }
-

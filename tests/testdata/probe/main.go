@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command probe is the attack helper of corral's end-to-end tests. The
 // tests build it as a static binary and run it inside the sandbox, where it
 // tries one thing the sandbox must refuse and says what happened:
@@ -261,11 +263,10 @@ var commands = map[string]func([]string){
 		if pid == 1 {
 			sandboxOnly()
 		}
-		err := unix.PtraceAttach(pid)
-		if err == nil {
-			unix.PtraceDetach(pid)
-		}
-		check(fmt.Sprintf("ptrace attach %d", pid), err)
+		// PTRACE_SEIZE, not ATTACH: it does not stop the target, so a
+		// broken sandbox cannot leave the test (or the host) stopped.
+		// The tracee is released when the probe exits.
+		check(fmt.Sprintf("ptrace seize %d", pid), unix.PtraceSeize(pid))
 	},
 	"process-vm-readv": func(a []string) {
 		need(a, 1)
