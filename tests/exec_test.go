@@ -1,0 +1,354 @@
+//go:build linux
+
+package tests
+
+import (
+	"debug/elf"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// execFixture is a skill with an exec allowlist of sh, cat and the probe
+// (by absolute path, in a folder of its own), and the work dir writable.
+type execFixture struct {
+	work, tools, probe, skill string
+}
+
+func newExec(t *testing.T, u user) execFixture {
+	t.Helper()
+	f := execFixture{work: newDir(t, u, "work"), tools: newDir(t, asSelf, "tools")}
+	f.probe = installProbe(t, f.tools)
+	f.skill = writeSkill(t, newDir(t, asSelf, "skills"), "sh-cat", fmt.Sprintf(`  fs:
+    write: ["$WORK_DIR/**"]
+  exec: [sh, cat, %s]
+`, f.probe))
+	return f
+}
+
+// ldso is the ELF interpreter the host's /bin/sh names (the dynamic
+// loader), "" if there is none.
+func ldso(t *testing.T) string {
+	t.Helper()
+	f, err := elf.Open("/bin/sh")
+	if err != nil {
+		t.Skipf("cannot read /bin/sh: %v", err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			b := make([]byte, p.Filesz)
+			if _, err := p.ReadAt(b, 0); err == nil {
+				return strings.TrimRight(string(b), "\x00")
+			}
+		}
+	}
+	t.Skip("/bin/sh is not dynamically linked: there is no dynamic loader to attack through")
+	return ""
+}
+
+// hostRuns is a control: the program prints want when run on the host,
+// so its absence inside the sandbox means something.
+func hostRuns(t *testing.T, want string, name string, args ...string) {
+	t.Helper()
+	if out, _ := runHost(name, args...); !strings.Contains(out, want) {
+		t.Fatalf("control: %s %q on the host does not print %q: %s", name, args, want, out)
+	}
+}
+
+// TestExecNotGranted runs programs outside the exec list from a script,
+// and with execve() from an allowed program.
+func TestExecNotGranted(t *testing.T) {
+	t.Parallel()
+	hostRuns(t, "uid=", "/usr/bin/id")
+	users(t, func(t *testing.T, u user) {
+		attack(t, "exec", "run a program that is not in the exec list")
+		f := newExec(t, u)
+		r := runScript(t, u, f.work, []string{f.skill}, fmt.Sprintf(`
+/usr/bin/id; id; /bin/id; env id
+%[1]s exec /usr/bin/id
+%[1]s exec /bin/id
+`, f.probe))
+		noSecret(t, r, "uid=", "running id")
+	})
+}
+
+// TestExecLibraryFolderProgram executes, with execve(), a program that
+// lives in a readable library folder (/usr/lib/...).
+func TestExecLibraryFolderProgram(t *testing.T) {
+	t.Parallel()
+	progs := libraryPrograms()
+	if len(progs) == 0 {
+		t.Skip("no ELF program found in the library folders")
+	}
+	users(t, func(t *testing.T, u user) {
+		attack(t, "exec", "execve a program from a library folder")
+		f := newExec(t, u)
+		var script strings.Builder
+		for _, p := range progs {
+			fmt.Fprintf(&script, "%s %s\n%s exec %s %s\n", p.path, p.args, f.probe, p.path, p.args)
+		}
+		r := runScript(t, u, f.work, []string{f.skill}, script.String())
+		for _, p := range progs {
+			noSecret(t, r, p.want, "running "+p.path)
+		}
+	})
+}
+
+// TestExecDynamicLoader starts a program that is not allowed through the
+// allowed dynamic loader (ld.so PROGRAM), which maps instead of executing.
+func TestExecDynamicLoader(t *testing.T) {
+	t.Parallel()
+	ld := ldso(t)
+	hostRuns(t, "uid=", ld, "/usr/bin/id")
+	users(t, func(t *testing.T, u user) {
+		attack(t, "exec", "run a program through the dynamic loader")
+		f := newExec(t, u)
+		r := runScript(t, u, f.work, []string{f.skill}, fmt.Sprintf(`
+%[1]s /usr/bin/id
+%[1]s /bin/id
+%[2]s exec %[1]s /usr/bin/id
+`, ld, f.probe))
+		noSecret(t, r, "uid=", "running id through "+ld)
+	})
+}
+
+// libraryProgram is an ELF program in a folder the exec allowlist leaves
+// readable for libraries, with arguments and what it prints.
+type libraryProgram struct{ path, args, want string }
+
+func libraryPrograms() []libraryProgram {
+	var out []libraryProgram
+	if exists("/usr/lib/git-core/git") {
+		out = append(out, libraryProgram{"/usr/lib/git-core/git", "--version", "git version"})
+	}
+	javas, _ := filepath.Glob("/usr/lib/jvm/*/bin/java")
+	if len(javas) > 0 {
+		out = append(out, libraryProgram{javas[0], "-version", "Runtime Environment"})
+	}
+	return out
+}
+
+// TestExecDynamicLoaderLibraryFolder starts, through the dynamic loader,
+// a program that lives in a library folder (git in /usr/lib/git-core, a
+// JVM in /usr/lib/jvm): those folders stay readable for libraries.
+func TestExecDynamicLoaderLibraryFolder(t *testing.T) {
+	t.Parallel()
+	ld := ldso(t)
+	progs := libraryPrograms()
+	if len(progs) == 0 {
+		t.Skip("no ELF program found in the library folders")
+	}
+	users(t, func(t *testing.T, u user) {
+		attack(t, "exec", "run a library-folder program through the dynamic loader")
+		f := newExec(t, u)
+		var script strings.Builder
+		for _, p := range progs {
+			fmt.Fprintf(&script, "%s %s %s 2>&1\n", ld, p.path, p.args)
+		}
+		r := runScript(t, u, f.work, []string{f.skill}, script.String())
+		var ran []string
+		for _, p := range progs {
+			if strings.Contains(r.output(), p.want) {
+				ran = append(ran, p.path)
+			}
+		}
+		if len(ran) > 0 {
+			knownBug(t, "with exec [sh, cat] the command runs %v through the allowed dynamic loader (%s PROGRAM): library folders stay readable and ld.so only mmaps (DESIGN §4 says running another binary through the dynamic loader must fail; sandbox/build.go execTargets() only warns)", ran, ld)
+		}
+	})
+}
+
+// TestExecWrittenCopy writes a program into the writable work dir, /tmp
+// and /dev/shm and runs it: directly, through execve() and through the
+// dynamic loader.
+func TestExecWrittenCopy(t *testing.T) {
+	t.Parallel()
+	ld := ldso(t)
+	users(t, func(t *testing.T, u user) {
+		attack(t, "exec", "run a program the command wrote")
+		f := newExec(t, u)
+		payload := token("PAYLOAD")
+		writeFile(t, filepath.Join(f.work, "payload.txt"), payload, 0o644)
+		own(t, u, filepath.Join(f.work, "payload.txt"))
+		var script strings.Builder
+		name := token("copy")
+		for _, dir := range []string{".", "/tmp", "/dev/shm"} {
+			p, c := dir+"/"+name, dir+"/"+name+"-cat"
+			if dir != "." {
+				// The sandbox's /tmp and /dev/shm are private: nothing may
+				// land on the host's.
+				t.Cleanup(func() {
+					for _, f := range []string{p, c} {
+						if exists(f) {
+							os.Remove(f)
+							t.Errorf("the copy %s landed on the host", f)
+						}
+					}
+				})
+			}
+			fmt.Fprintf(&script, `
+%[1]s copy %[1]s %[2]s
+%[2]s echo %[3]s
+%[1]s exec %[2]s echo %[3]s
+%[1]s copy /usr/bin/cat %[4]s
+%[4]s payload.txt
+%[5]s %[4]s payload.txt
+`, f.probe, p, payload, c, ld)
+		}
+		r := runScript(t, u, f.work, []string{f.skill}, script.String())
+		noSecret(t, r, "OK "+payload, "running a copy of the probe")
+		noSecret(t, r, payload, "running a copy of cat")
+		if !strings.Contains(r.stdout, "OK copy to /tmp/"+name) {
+			t.Errorf("control: the copies were not written, so the test proves nothing:\n%s", r)
+		}
+	})
+}
+
+// TestExecMemfd copies a program into a memfd and executes it, with and
+// without MFD_EXEC, through execveat(AT_EMPTY_PATH) and /proc/self/fd.
+func TestExecMemfd(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		t.Run("sysctl lowered first", func(t *testing.T) {
+			attack(t, "exec", "lower vm.memfd_noexec, then execute a memfd copy")
+			f := newExec(t, u)
+			payload := token("PAYLOAD")
+			r := runScript(t, u, f.work, []string{f.skill}, fmt.Sprintf(`
+echo 0 > /proc/sys/vm/memfd_noexec
+cat /proc/sys/vm/memfd_noexec
+%[1]s memfd-exec %[1]s none echo %[2]s
+%[1]s memfd-exec %[1]s exec echo %[2]s
+`, f.probe, payload))
+			noSecret(t, r, payload, "executing a memfd")
+		})
+		// (MFD_NOEXEC_SEAL memfds cannot be executed anywhere: see
+		// TestExecMemfdDynamicLoader for what they can do.)
+		for _, mode := range []string{"none", "exec"} {
+			t.Run(mode, func(t *testing.T) {
+				attack(t, "exec", "execute a memfd copy ("+mode+")")
+				f := newExec(t, u)
+				payload := token("PAYLOAD")
+				r := u.exec(t, f.work, []string{f.skill}, f.probe, "memfd-exec", f.probe, mode, "echo", payload)
+				noSecret(t, r, payload, "executing a memfd")
+				if lines := probeLines(r.stdout); len(lines) != 1 || !strings.HasPrefix(lines[0], "ERR ") {
+					t.Errorf("want one ERR line from the probe:\n%s", r)
+				}
+			})
+		}
+	})
+}
+
+// TestExecMemfdDynamicLoader puts a program that is not allowed into a
+// memfd sealed against exec (allowed) and has the allowed dynamic loader
+// map it from /proc/self/fd: nothing is executed, so neither the memfd
+// seal nor Landlock's EXECUTE right applies.
+func TestExecMemfdDynamicLoader(t *testing.T) {
+	t.Parallel()
+	ld := ldso(t)
+	users(t, func(t *testing.T, u user) {
+		attack(t, "exec", "map a memfd copy through the dynamic loader")
+		f := newExec(t, u)
+		// The command could write these bytes itself; the test saves it
+		// the trouble.
+		id, err := os.ReadFile("/usr/bin/id")
+		if err != nil {
+			t.Skip(err)
+		}
+		writeFile(t, filepath.Join(f.work, "idcopy"), string(id), 0o644)
+		own(t, u, filepath.Join(f.work, "idcopy"))
+		r := u.exec(t, f.work, []string{f.skill}, f.probe, "memfd-ldso", ld, "./idcopy")
+		if strings.Contains(r.stdout, "uid=") {
+			knownBug(t, "with exec [sh, cat, probe] an allowed program runs any binary: it copies it into a memfd with MFD_NOEXEC_SEAL (allowed by seccomp and by vm.memfd_noexec=2) and runs %s /proc/self/fd/N; the memfd is not on a noexec mount and Landlock does not check mmap(PROT_EXEC)", ld)
+		}
+		if lines := probeLines(r.stdout); len(lines) != 1 || !strings.HasPrefix(lines[0], "ERR ") {
+			t.Errorf("want one ERR line from the probe:\n%s", r)
+		}
+	})
+}
+
+// TestExecPreflight checks that command lines naming programs outside
+// the exec list are refused before anything starts, with one line naming
+// the program and saying how to grant it.
+func TestExecPreflight(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		argv []string
+		prog string
+	}{
+		{"python3", []string{"python3", "-c", "1"}, "python3"},
+		{"sh -c id", []string{"sh", "-c", "id"}, "id"},
+		{"pipeline", []string{"sh", "-c", "cat /etc/hostname | id"}, "id"},
+		{"command substitution", []string{"sh", "-c", "echo $(id -u)"}, "id"},
+		{"absolute path", []string{"/usr/bin/id"}, "id"},
+	}
+	users(t, func(t *testing.T, u user) {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				attack(t, "exec", "preflight: "+c.name)
+				f := newExec(t, u)
+				report := filepath.Join(f.work, "report.json")
+				args := append([]string{"exec", "--work-dir", f.work, "--skill", f.skill, "--report", report, "--"}, c.argv...)
+				r := u.run(t, runOpts{args: args, dir: f.work})
+				if r.code != 126 {
+					t.Errorf("exit %d, want 126:\n%s", r.code, r)
+				}
+				if r.stdout != "" {
+					t.Errorf("something ran and printed:\n%s", r)
+				}
+				line := strings.TrimSuffix(r.stderr, "\n")
+				if strings.Contains(line, "\n") || !strings.Contains(line, c.prog) || !strings.Contains(line, "permissions.exec") {
+					t.Errorf("want one stderr line naming %s and saying how to grant it (permissions.exec):\n%s", c.prog, r)
+				}
+				var rep struct {
+					ExitCode int               `json:"exit_code"`
+					Denials  []json.RawMessage `json:"denials"`
+				}
+				data, err := os.ReadFile(report)
+				if err != nil || json.Unmarshal(data, &rep) != nil {
+					t.Fatalf("no readable report: %v\n%s", err, data)
+				}
+				if rep.ExitCode != 126 || len(rep.Denials) == 0 {
+					t.Errorf("report: exit_code %d with %d denials, want 126 and the preflight's denial:\n%s", rep.ExitCode, len(rep.Denials), data)
+				}
+			})
+		}
+	})
+}
+
+// TestExecNotFound runs a program that does not exist in the default
+// sandbox: 127, and nothing else runs.
+func TestExecNotFound(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "exec", "run a program that does not exist")
+		work := newDir(t, u, "work")
+		name := token("no-such-program")
+		r := u.exec(t, work, nil, name, "--help")
+		if r.code != 127 || !strings.Contains(r.stderr, name) {
+			t.Errorf("exit %d, want 127 and a line naming %s:\n%s", r.code, name, r)
+		}
+	})
+}
+
+// TestExecSkillWithoutWorkDir runs an allowed, installed program under a
+// skill that grants no folder (like an API skill: network and exec only).
+// Not an attack: a correctness check of the exit-code contract.
+func TestExecSkillWithoutWorkDir(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		work := newDir(t, u, "work")
+		sk := writeSkill(t, newDir(t, asSelf, "skills"), "no-folders", "  exec: [sh]\n  env: [LANG]\n")
+		r := u.exec(t, work, []string{sk}, "sh", "-c", "echo started")
+		if r.code == 127 && strings.Contains(r.stderr, "command not found") {
+			knownBug(t, "a skill that grants no folder cannot run anything: `sh -c 'echo started'` ends with 127 %q; the init chdirs into the work dir, which is not in the sandbox (ENOENT), and execFailure reports ENOENT as command not found", strings.TrimSpace(r.stderr))
+		}
+		if r.code != 0 || !strings.Contains(r.stdout, "started") {
+			t.Errorf("want the command to run:\n%s", r)
+		}
+	})
+}

