@@ -142,6 +142,9 @@ func TestCheckExec(t *testing.T) {
 		{"echo 'rm -rf /'", Allow, ""},
 		{"curl x\nrm y", Deny, "rm"},
 		{"a=1 b=2 python3 x", Allow, ""},
+		{"trap 'rm -rf /' EXIT", Deny, "rm"},
+		{"trap 'curl x' EXIT; true", Allow, ""},
+		{"shopt -s expand_aliases; alias ls='rm -rf /'; ls", Deny, "rm"},
 	}
 	for _, tt := range tests {
 		d := e.CheckExec(tt.line)

@@ -127,6 +127,22 @@ func (e *Engine) checkCommand(c Command, depth int, inShell bool) (Decision, err
 		}
 	case name == "eval" && inShell && prog == "eval":
 		return e.checkLine(strings.Join(c.Args, " "), depth+1)
+	case inShell && prog == "trap" && len(c.Args) > 1 && c.Args[0] != "-" && !strings.HasPrefix(c.Args[0], "-"):
+		// trap ACTION SIGNAL...: the action is a command line run later.
+		if strings.TrimSpace(c.Args[0]) == "" {
+			return Decision{Action: Allow, Reason: "trap with an empty action"}, nil
+		}
+		return e.checkLine(c.Args[0], depth+1)
+	case inShell && prog == "alias":
+		// alias NAME=VALUE: the value runs wherever NAME is used.
+		for _, a := range c.Args {
+			if _, value, ok := strings.Cut(a, "="); ok && strings.TrimSpace(value) != "" {
+				if d, err := e.checkLine(value, depth+1); err != nil || d.Action != Allow {
+					return d, err
+				}
+			}
+		}
+		return Decision{Action: Allow, Reason: "every alias runs allowed programs"}, nil
 	case inShell && shellBuiltins[prog]:
 		return Decision{Action: Allow, Reason: prog + " is a shell builtin"}, nil
 	}

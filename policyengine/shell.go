@@ -39,8 +39,14 @@ const maxShellNesting = 64
 // `...`, <(...), >(...), (subshells), { groups; }, compound commands and
 // unquoted here-documents. A command comes before the commands nested in
 // its words. Syntax it cannot follow (unterminated quotes, unbalanced $(,
-// ( or backquotes) is an error rather than a guess; a line that runs
-// nothing is ErrEmptyCommand.
+// ( or backquotes, a quoted empty program name) is an error rather than a
+// guess; a line that runs nothing is ErrEmptyCommand.
+//
+// Words are split as bash reads them, not expanded: a Program holding $,
+// `, a glob or a brace is decided at run time. Text that bash evaluates
+// again later (eval and trap arguments, sh -c scripts, variables used in
+// arithmetic such as x='a[$(cmd)]'; $((x)), ${x@P}) is reported only as
+// the arguments or words it is here; judging it is the caller's part.
 func SplitCommandLine(line string) ([]Command, error) {
 	if strings.TrimSpace(line) == "" {
 		return nil, ErrEmptyCommand
@@ -145,14 +151,14 @@ type shellSimple struct {
 	headerIn    bool // the for header has its "in"
 }
 
-func (s *shellSplitter) syntaxError(offset int, format string, args ...any) error {
+func shellSyntaxErrorf(offset int, format string, args ...any) error {
 	return &shellSyntaxError{offset: offset, msg: fmt.Sprintf(format, args...)}
 }
 
 func (s *shellSplitter) enter(offset int) error {
 	s.depth++
 	if s.depth > maxShellNesting {
-		return s.syntaxError(offset, "nested more than %d levels deep", maxShellNesting)
+		return shellSyntaxErrorf(offset, "nested more than %d levels deep", maxShellNesting)
 	}
 	return nil
 }
@@ -183,7 +189,7 @@ func (s *shellSplitter) parseList(closer byte, open int) error {
 		s.skipBlanks()
 		if s.pos >= len(s.src) {
 			if closer != 0 {
-				return s.syntaxError(open, "unterminated %q", s.src[open:min(open+2, len(s.src))])
+				return shellSyntaxErrorf(open, "unterminated %q", s.src[open:min(open+2, len(s.src))])
 			}
 			s.finish(&sc)
 			return nil
@@ -221,7 +227,7 @@ func (s *shellSplitter) parseList(closer byte, open int) error {
 			}
 		case ')':
 			if closer != ')' {
-				return s.syntaxError(s.pos, "unexpected \")\"")
+				return shellSyntaxErrorf(s.pos, "unexpected \")\"")
 			}
 			s.finish(&sc)
 			s.pos++
@@ -306,7 +312,7 @@ func (s *shellSplitter) newline() error {
 		body := s.heredocBody(doc)
 		if !doc.quoted {
 			// An unquoted body is expanded, so $(...) in it runs.
-			if err := s.scanExpansionsIn(body, start); err != nil {
+			if err := s.child(2*start, body, true); err != nil {
 				return fmt.Errorf("in here-document at offset %d: %w", start, err)
 			}
 		}
@@ -375,7 +381,7 @@ func (s *shellSplitter) openParen(sc *shellSimple) error {
 			end++
 		}
 		if len(sc.cmd.Args) > 0 || s.at(end) != ')' {
-			return s.syntaxError(start, "unexpected \"(\" after %q", sc.cmd.Program)
+			return shellSyntaxErrorf(start, "unexpected \"(\" after %q", sc.cmd.Program)
 		}
 		// NAME() BODY defines a function: NAME runs nothing now, and the
 		// body is reported as if it ran, since it may be called.
@@ -467,7 +473,7 @@ func (s *shellSplitter) wordOrRedirect(sc *shellSimple, cases *[]shellCaseState)
 		return err
 	}
 	if s.pos == start {
-		return s.syntaxError(start, "unexpected %q", s.src[start])
+		return shellSyntaxErrorf(start, "unexpected %q", s.src[start])
 	}
 	return s.addWord(sc, w, cases)
 }
@@ -517,7 +523,7 @@ func (s *shellSplitter) redirect(sc *shellSimple, op string, end int) error {
 		return err
 	}
 	if s.pos == wordStart {
-		return s.syntaxError(start, "redirection %q has no target", op)
+		return shellSyntaxErrorf(start, "redirection %q has no target", op)
 	}
 	if op == "<<" || op == "<<-" {
 		s.heredocs = append(s.heredocs, shellHeredoc{delim: w.value, quoted: w.quoted, stripTabs: op == "<<-"})
@@ -579,7 +585,7 @@ func (s *shellSplitter) addWord(sc *shellSimple, w shellWord, cases *[]shellCase
 	case w.value == "":
 		// bash fails on an empty command name and runs nothing after it;
 		// refuse rather than report a command without a program.
-		return s.syntaxError(s.pos, "empty command name")
+		return shellSyntaxErrorf(s.pos, "empty command name")
 	default:
 		sc.cmd.Program, sc.hasProgram = w.value, true
 		sc.cond = w.is("[[")
@@ -738,7 +744,7 @@ func (s *shellSplitter) arrayLiteral() error {
 	for {
 		s.skipBlanks()
 		if s.pos >= len(s.src) {
-			return s.syntaxError(open, "unterminated array \"(\"")
+			return shellSyntaxErrorf(open, "unterminated array \"(\"")
 		}
 		switch s.src[s.pos] {
 		case ')':
@@ -756,7 +762,7 @@ func (s *shellSplitter) arrayLiteral() error {
 				return err
 			}
 			if s.pos == start {
-				return s.syntaxError(start, "unexpected %q in array", s.src[start])
+				return shellSyntaxErrorf(start, "unexpected %q in array", s.src[start])
 			}
 		}
 	}
@@ -767,7 +773,7 @@ func (s *shellSplitter) singleQuoted() (string, error) {
 	open := s.pos
 	end := strings.IndexByte(s.src[open+1:], '\'')
 	if end < 0 {
-		return "", s.syntaxError(open, "unterminated single quote")
+		return "", shellSyntaxErrorf(open, "unterminated single quote")
 	}
 	s.pos = open + 2 + end
 	return s.src[open+1 : open+1+end], nil
@@ -812,7 +818,7 @@ func (s *shellSplitter) readDouble(emit bool) error {
 			s.buf = append(s.buf, s.src[nested:s.pos]...)
 		}
 	}
-	return s.syntaxError(open, "unterminated double quote")
+	return shellSyntaxErrorf(open, "unterminated double quote")
 }
 
 func (s *shellSplitter) appendIf(emit bool, b ...byte) {
@@ -865,7 +871,7 @@ func (s *shellSplitter) ansiC() error {
 		}
 		s.buf = append(s.buf, byte(v))
 	}
-	return s.syntaxError(open, "unterminated $' quote")
+	return shellSyntaxErrorf(open, "unterminated $' quote")
 }
 
 func shellDigitValue(c byte) int {
@@ -930,7 +936,7 @@ func (s *shellSplitter) scanArith(open int) (bool, error) {
 			return false, err
 		}
 	}
-	return false, s.syntaxError(open, "unterminated arithmetic %q", s.src[open:min(open+3, len(s.src))])
+	return false, shellSyntaxErrorf(open, "unterminated arithmetic %q", s.src[open:min(open+3, len(s.src))])
 }
 
 // scanParam reads ${...} after its "${", looking into substitutions in
@@ -958,7 +964,7 @@ func (s *shellSplitter) scanParam(open int, inDouble bool) error {
 			return err
 		}
 	}
-	return s.syntaxError(open, "unterminated \"${\"")
+	return shellSyntaxErrorf(open, "unterminated \"${\"")
 }
 
 // scanExpansion steps over one byte, escape, quoted string or expansion
@@ -987,13 +993,8 @@ func (s *shellSplitter) scanExpansion(inDouble bool) error {
 	return nil
 }
 
-// scanExpansionsIn looks into the substitutions of an unquoted
-// here-document body (starting at offset start), where quotes are literal.
-func (s *shellSplitter) scanExpansionsIn(body string, start int) error {
-	return s.child(2*start, body, true)
-}
-
-// scanHeredocBody is scanExpansionsIn for a splitter whose text is the body.
+// scanHeredocBody looks into the substitutions of an unquoted
+// here-document body, the splitter's text, where quotes are literal.
 func (s *shellSplitter) scanHeredocBody() error {
 	for s.pos < len(s.src) {
 		var err error
@@ -1023,7 +1024,7 @@ func (s *shellSplitter) backquote(inDouble bool) error {
 		}
 	}
 	if end >= len(s.src) {
-		return s.syntaxError(open, "unterminated backquote")
+		return shellSyntaxErrorf(open, "unterminated backquote")
 	}
 	s.pos = end + 1
 	if err := s.child(2*open+1, unescapeBackquoted(s.src[open+1:end], inDouble), false); err != nil {
@@ -1035,7 +1036,9 @@ func (s *shellSplitter) backquote(inDouble bool) error {
 // child reads text that is a source of its own, a here-document body or
 // else a backquoted command list, adding the commands it finds. While
 // arithmetic is tentative, the result is kept under key for when the same
-// text is read again as commands.
+// text is read again as commands. Keys are 2*offset for here-document
+// bodies and 2*offset+1 for backquotes: one offset can start either,
+// depending on how the text before it is read.
 func (s *shellSplitter) child(key int, text string, heredoc bool) error {
 	if r, ok := s.children[key]; ok {
 		s.out = append(s.out, r.cmds...)

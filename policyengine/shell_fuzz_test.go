@@ -6,6 +6,12 @@ import (
 	"testing"
 )
 
+// shellFuzzRedirectOps are the redirection operators Redirect documents.
+var shellFuzzRedirectOps = map[string]bool{
+	">": true, ">>": true, "<": true, ">|": true, "&>": true, "&>>": true,
+	"<>": true, ">&": true, "<&": true, "<<": true, "<<<": true,
+}
+
 // FuzzSplitCommandLine checks that any input is either refused or split
 // into commands that each run a program or redirect, and that splitting
 // is deterministic. A panic or a hang fails the fuzzer by itself.
@@ -30,6 +36,11 @@ func FuzzSplitCommandLine(f *testing.F) {
 		for i, c := range cmds {
 			if c.Program == "" && len(c.Redirects) == 0 {
 				t.Errorf("SplitCommandLine(%q)[%d] = %#v runs and redirects nothing", line, i, c)
+			}
+			for _, r := range c.Redirects {
+				if !shellFuzzRedirectOps[r.Op] {
+					t.Errorf("SplitCommandLine(%q)[%d] has unknown redirection %q", line, i, r.Op)
+				}
 			}
 		}
 		again, err := SplitCommandLine(line)

@@ -41,6 +41,10 @@ var (
 		"/usr/share", "/usr/include", "/usr/local/lib", "/usr/local/share"}
 )
 
+// ErrUnsafeGrant means a grant resolves through a symlink the sandbox
+// itself could have planted, or into a folder the sandbox hides.
+var ErrUnsafeGrant = errors.New("unsafe grant")
+
 // ErrProtection means a protection the permissions need cannot be
 // enforced on this host.
 var ErrProtection = errors.New("protection unavailable")
@@ -77,9 +81,12 @@ func BuildPlan(p policyengine.Permissions, spec Spec, facts *Facts) (*Plan, erro
 	b.protected()
 	b.devices()
 	b.env()
-	b.plan.MemfdSysctl = restricted && facts.MemfdNoexec && facts.Uid == 0
-	b.plan.Seccomp = seccompFor(restricted, b.plan.MemfdSysctl)
+	b.plan.Seccomp = seccompFor(restricted)
+	b.workDir()
 	b.finishMounts()
+	if len(b.errs) > 0 {
+		return nil, fmt.Errorf("%w: %s", ErrUnsafeGrant, strings.Join(b.errs, "; "))
+	}
 	for i, r := range b.plan.Landlock.Rules {
 		b.plan.Landlock.Rules[i].Rights = rightsString(r.Access)
 	}
@@ -95,6 +102,7 @@ type builder struct {
 	facts *Facts
 	plan  *Plan
 	binds []Mount // bind mounts of grants, sorted before use
+	errs  []string
 }
 
 func (b *builder) warn(format string, args ...any) {
@@ -229,10 +237,54 @@ func (b *builder) grants() {
 					b.warn("%s: %s does not exist; nothing to grant", e.Value, r)
 					continue
 				}
+				if !b.safeGrant(e.Value, r) {
+					continue
+				}
 				b.rule(r, w.access, from)
 				b.bind(r, !w.write, restricted, from)
 			}
 		}
+	}
+}
+
+// safeGrant refuses a grant whose path goes through a symlink inside the
+// work dir or a writable grant (an earlier run could have planted it to
+// point the grant anywhere) or that lands in a folder the sandbox hides.
+func (b *builder) safeGrant(glob, p string) bool {
+	info := b.facts.file(p)
+	for _, link := range info.Links {
+		for _, writable := range b.writableRoots() {
+			if strings.HasPrefix(link, writable+"/") {
+				b.errs = append(b.errs, fmt.Sprintf("%s resolves through the symlink %s inside the writable %s, which a sandboxed command could have planted (it points to %s); remove the link or grant the real path", glob, link, writable, info.Real))
+				return false
+			}
+		}
+	}
+	if h := hiddenUnder(info.Real); h != "" && info.Real != p {
+		b.errs = append(b.errs, fmt.Sprintf("%s resolves to %s, inside %s, which the sandbox keeps private", glob, info.Real, h))
+		return false
+	}
+	return true
+}
+
+// writableRoots are the folders a sandboxed command can write: the work
+// dir (writable in the default sandbox, so an earlier run may have written
+// there) and the bases of the write grants.
+func (b *builder) writableRoots() []string {
+	roots := []string{b.spec.WorkDir}
+	for _, w := range b.perms.Write {
+		if g, err := policyengine.CompileGlob(w.Value); err == nil {
+			roots = append(roots, g.Base())
+		}
+	}
+	return roots
+}
+
+// workDir makes sure the work dir exists in the new root, so the command
+// can start there even when no grant covers it.
+func (b *builder) workDir() {
+	if b.spec.WorkDir != "" {
+		b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountDir, Target: b.spec.WorkDir, Why: "the command's working directory"})
 	}
 }
 
@@ -292,10 +344,25 @@ func (b *builder) protected() {
 		if !root.Exists || !root.Dir {
 			continue
 		}
+		why := "protected path inside writable " + w.Value
+		if git := path.Join(root.Real, ".git"); b.facts.file(git).Dir {
+			// .git itself becomes a mount point, writable as its root
+			// is, so it cannot be renamed away from its protected hooks
+			// and config (renaming a mount point fails with EBUSY).
+			b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountBind, Source: git, Target: git, NoExec: b.plan.Exec.Restricted, Dir: true, Why: why + " (pinned in place)"})
+		}
+		var paths []string
 		for _, name := range ProtectedNames {
-			p := path.Join(root.Real, name)
-			if b.facts.file(p).Exists {
-				b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountBind, Source: p, Target: p, ReadOnly: true, Dir: b.facts.file(p).Dir, Why: "protected path inside writable " + w.Value})
+			paths = append(paths, path.Join(root.Real, name))
+		}
+		for _, m := range b.facts.Submodules {
+			if strings.HasPrefix(m, root.Real+"/") {
+				paths = append(paths, m+"/hooks", m+"/config")
+			}
+		}
+		for _, p := range paths {
+			if info := b.facts.file(p); info.Exists && info.Real == p {
+				b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountBind, Source: p, Target: p, ReadOnly: true, Dir: info.Dir, Why: why})
 			}
 		}
 	}
@@ -348,10 +415,12 @@ func (b *builder) finishMounts() {
 	// Private mounts first (/tmp, /proc, /dev), then grants (a work dir
 	// inside /tmp lands in the private /tmp), then symlinks, then the
 	// protected paths on top of the grants that hold them.
-	var private, links, protected []Mount
+	var private, links, protected, dirs []Mount
 	seenLink := map[string]bool{}
 	for _, m := range b.plan.Mounts {
 		switch {
+		case m.Kind == MountDir:
+			dirs = append(dirs, m)
 		case m.Kind == MountSymlnk:
 			if !seenLink[m.Target] {
 				seenLink[m.Target] = true
@@ -363,7 +432,7 @@ func (b *builder) finishMounts() {
 			private = append(private, m)
 		}
 	}
-	b.plan.Mounts = append(append(append(private, kept...), links...), protected...)
+	b.plan.Mounts = append(append(append(append(private, kept...), links...), protected...), dirs...)
 }
 
 // env keeps the variables the env rules allow and sets the sandbox's own.
@@ -419,11 +488,7 @@ func (b *builder) protections() {
 	add("private-mounts", f.UserNSErr == "", "new root holding only granted paths, private /proc, /tmp and /dev; host UNIX sockets hidden")
 	if b.plan.Exec.Restricted {
 		add("exec-allowlist", f.LandlockABI >= 1, "only the allowed programs and their interpreters are executable; granted folders are mounted noexec")
-		detail := "memfds cannot be executed: vm.memfd_noexec=2 in the sandbox's PID namespace"
-		if !(f.MemfdNoexec && f.Uid == 0) {
-			detail = "memfds cannot be executed: seccomp refuses memfd_create without MFD_NOEXEC_SEAL"
-		}
-		add("memfd-noexec", f.Seccomp, detail)
+		add("memfd-noexec", f.Seccomp, "seccomp refuses memfd_create: a memfd holds a copy of any binary, and even a sealed one can be run through the dynamic loader")
 	}
 }
 

@@ -83,8 +83,12 @@ func TestPlanExecAllowlist(t *testing.T) {
 	if m, _ := findMount(plan, MountTmpfs, "/tmp"); !m.NoExec {
 		t.Error("/tmp is executable with an exec allowlist")
 	}
-	if !plan.MemfdSysctl && facts.Uid == 0 {
-		t.Error("memfd_noexec sysctl not used as root")
+	memfd := false
+	for _, r := range plan.Seccomp {
+		memfd = memfd || r.Syscall == "memfd_create" && r.Arg == nil
+	}
+	if !memfd {
+		t.Error("memfd_create is not refused with an exec allowlist")
 	}
 }
 
@@ -111,7 +115,7 @@ func TestPlanProtectedPaths(t *testing.T) {
 	}
 	last := -1
 	for i, m := range plan.Mounts {
-		if m.Target == "/ws" {
+		if m.Target == "/ws" && m.Kind == MountBind {
 			last = i
 		}
 	}
@@ -228,5 +232,47 @@ func TestPlanIsPure(t *testing.T) {
 		if a.Mounts[i] != b.Mounts[i] {
 			t.Errorf("mount %d differs: %+v vs %+v", i, a.Mounts[i], b.Mounts[i])
 		}
+	}
+}
+
+func TestPlanRefusesPlantedSymlinks(t *testing.T) {
+	perms := policyengine.Permissions{Write: entries("/ws/out/**"), Read: entries("/ws/in/**"), Declared: []string{"t"}}
+	facts := fakeFacts([]string{"/ws", "/etc"}, nil, "true")
+	facts.Files["/ws/out"] = FileInfo{Exists: true, Dir: true, Real: "/etc", Links: []string{"/ws/out"}}
+	facts.Files["/ws/in"] = FileInfo{Exists: true, Dir: true, Real: "/run", Links: []string{"/ws/in"}}
+	_, err := BuildPlan(perms, Spec{Argv: []string{"true"}, WorkDir: "/ws"}, facts)
+	if !errors.Is(err, ErrUnsafeGrant) || !strings.Contains(err.Error(), "/ws/out") || !strings.Contains(err.Error(), "/ws/in") {
+		t.Fatalf("err = %v, want ErrUnsafeGrant naming both links", err)
+	}
+	// A symlink above the work dir (/home -> /data/home) is fine.
+	facts = fakeFacts([]string{"/home/u/ws"}, nil, "true")
+	facts.Files["/home/u/ws/out"] = FileInfo{Exists: true, Dir: true, Real: "/data/home/u/ws/out", Links: []string{"/home"}}
+	perms = policyengine.Permissions{Write: entries("/home/u/ws/out/**"), Declared: []string{"t"}}
+	if _, err := BuildPlan(perms, Spec{Argv: []string{"true"}, WorkDir: "/home/u/ws"}, facts); err != nil {
+		t.Errorf("symlink above the work dir refused: %v", err)
+	}
+}
+
+func TestPlanPinsGitDir(t *testing.T) {
+	perms := policyengine.Permissions{Write: entries("/ws/**"), Declared: []string{"t"}}
+	facts := fakeFacts([]string{"/ws", "/ws/.git", "/ws/.git/hooks"}, []string{"/ws/.git/config"}, "true")
+	plan, err := BuildPlan(perms, Spec{Argv: []string{"true"}, WorkDir: "/ws"}, facts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	git, hooks := -1, -1
+	for i, m := range plan.Mounts {
+		switch m.Target {
+		case "/ws/.git":
+			git = i
+			if m.ReadOnly {
+				t.Error(".git itself is read-only: git could not commit")
+			}
+		case "/ws/.git/hooks":
+			hooks = i
+		}
+	}
+	if git < 0 || hooks < git {
+		t.Errorf(".git pinned at %d, hooks at %d", git, hooks)
 	}
 }

@@ -16,15 +16,18 @@ type Facts struct {
 	// Matches holds, for read globs a kernel rule cannot express, the
 	// paths that match them now.
 	Matches map[string][]string `json:"matches,omitempty"`
+	// Submodules are the .git/modules/NAME folders inside writable roots.
+	Submodules []string `json:"submodules,omitempty"`
 
 	resolver *resolver // Linux: cached symlink resolution while probing
 }
 
 // FileInfo describes one path.
 type FileInfo struct {
-	Exists bool   `json:"exists"`
-	Dir    bool   `json:"dir"`
-	Real   string `json:"real"` // symlinks resolved
+	Exists bool     `json:"exists"`
+	Dir    bool     `json:"dir"`
+	Real   string   `json:"real"`            // symlinks resolved
+	Links  []string `json:"links,omitempty"` // the symlinks followed to get there
 }
 
 // Program is a program name or path resolved on the sandbox's PATH.

@@ -68,11 +68,6 @@ func RunInit() {
 	if err := unix.Sethostname([]byte(plan.Hostname)); err != nil {
 		fail("hostname", &os.SyscallError{Syscall: "sethostname", Err: err})
 	}
-	if plan.Exec.Restricted && plan.MemfdSysctl {
-		if err := os.WriteFile("/proc/sys/vm/memfd_noexec", []byte("2"), 0); err != nil {
-			fail("memfd_noexec", err)
-		}
-	}
 	if err := dropPrivileges(); err != nil {
 		fail("capabilities", err)
 	}

@@ -60,9 +60,16 @@ func setupMounts(plan *Plan) error {
 }
 
 // setFlags makes the whole new root read-only, nosuid and nodev with one
-// recursive mount_setattr, then lifts read-only where the plan writes
-// (and nodev on device nodes) and adds noexec where it asks. One call per
-// exception is far cheaper than a remount per bind.
+// recursive mount_setattr, then handles the exceptions one mount at a
+// time, in plan order (parents before children):
+//
+//   - noexec is set recursively, so nothing under a noexec grant escapes it;
+//   - read-only is lifted (and nodev, for device nodes) on the mount itself
+//     only, never recursively, so a read-only bind inside a writable one
+//     (a protected path, a read grant under the work dir) stays read-only;
+//   - an executable bind (an allowed program) clears noexec on itself.
+//
+// One call per exception is far cheaper than a remount per bind.
 func setFlags(root string, mounts []Mount) error {
 	all := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
 	err := unix.MountSetattr(unix.AT_FDCWD, root, unix.AT_RECURSIVE, all)
@@ -73,36 +80,50 @@ func setFlags(root string, mounts []Mount) error {
 		return &os.SyscallError{Syscall: "mount_setattr(new root)", Err: err}
 	}
 	for _, m := range mounts {
-		var attr unix.MountAttr
+		target := filepath.Join(root, m.Target)
+		if m.NoExec {
+			if err := setattr(target, unix.AT_RECURSIVE, unix.MOUNT_ATTR_NOEXEC, 0); err != nil {
+				return err
+			}
+		}
+		var clr uint64
 		switch m.Kind {
 		case MountTmpfs:
 			if m.Target != "/dev" {
-				attr.Attr_clr = unix.MOUNT_ATTR_RDONLY
+				clr = unix.MOUNT_ATTR_RDONLY
 			}
 		case MountProc:
-			attr.Attr_clr = unix.MOUNT_ATTR_RDONLY
+			clr = unix.MOUNT_ATTR_RDONLY
 		case MountDev:
-			attr.Attr_clr = unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NODEV
+			clr = unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NODEV
 		case MountBind:
 			if !m.ReadOnly {
-				attr.Attr_clr = unix.MOUNT_ATTR_RDONLY
+				clr = unix.MOUNT_ATTR_RDONLY
 			}
-			if m.NoExec {
-				attr.Attr_set = unix.MOUNT_ATTR_NOEXEC
+			if !m.NoExec {
+				clr |= unix.MOUNT_ATTR_NOEXEC
 			}
 		}
-		if attr == (unix.MountAttr{}) {
+		if clr == 0 {
 			continue
 		}
-		err := unix.MountSetattr(unix.AT_FDCWD, filepath.Join(root, m.Target), unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW, &attr)
-		if errors.Is(err, unix.EPERM) && attr.Attr_set == 0 {
-			// The host locked the mount read-only: it stays so, which is
-			// narrower than the plan.
+		err := setattr(target, 0, 0, clr)
+		if errors.Is(err, unix.EPERM) {
+			// The host locked the flag on this mount (read-only or
+			// noexec there too): it stays, which is narrower.
 			continue
 		}
 		if err != nil {
-			return &os.SyscallError{Syscall: "mount_setattr(" + m.Target + ")", Err: err}
+			return err
 		}
+	}
+	return nil
+}
+
+func setattr(target string, flags uint, set, clr uint64) error {
+	attr := &unix.MountAttr{Attr_set: set, Attr_clr: clr}
+	if err := unix.MountSetattr(unix.AT_FDCWD, target, flags|unix.AT_SYMLINK_NOFOLLOW, attr); err != nil {
+		return &os.SyscallError{Syscall: "mount_setattr(" + target + ")", Err: err}
 	}
 	return nil
 }
@@ -143,6 +164,8 @@ func mountOne(root string, m Mount, src int) error {
 			return err
 		}
 		return mount("proc", target, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
+	case MountDir:
+		return os.MkdirAll(target, 0o755)
 	case MountSymlnk:
 		if _, err := os.Lstat(target); err == nil {
 			return nil // a bound folder already holds it

@@ -44,6 +44,7 @@ const (
 	MountBind   MountKind = "bind"  // bind Source (opened before any tmpfs hides it) to Target
 	MountDev    MountKind = "dev"   // Target is a device node bound from the host
 	MountSymlnk MountKind = "symlink"
+	MountDir    MountKind = "dir" // an empty folder, unless one is already there
 )
 
 // Mount is one step of the sandbox's mount namespace set-up, applied in

@@ -55,8 +55,16 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 			continue
 		}
 		if root := f.Files[g.Base()]; root.Exists && root.Dir {
+			f.stat(path.Join(root.Real, ".git"))
 			for _, name := range ProtectedNames {
 				f.stat(path.Join(root.Real, name))
+			}
+			// Submodules keep their hooks and config under .git/modules.
+			modules, _ := filepath.Glob(path.Join(root.Real, ".git/modules/*"))
+			for _, m := range modules {
+				f.stat(m + "/hooks")
+				f.stat(m + "/config")
+				f.Submodules = append(f.Submodules, m)
 			}
 		}
 	}
@@ -126,7 +134,7 @@ func (f *Facts) stat(p string) FileInfo {
 	info := FileInfo{Real: p}
 	if filepath.IsAbs(p) {
 		if r := f.resolver.resolve(filepath.Clean(p), 0); r.err == nil {
-			info = FileInfo{Exists: true, Dir: r.mode == unix.S_IFDIR, Real: r.real}
+			info = FileInfo{Exists: true, Dir: r.mode == unix.S_IFDIR, Real: r.real, Links: r.links}
 		}
 	}
 	f.Files[p] = info

@@ -16,9 +16,10 @@ type resolver struct {
 }
 
 type resolved struct {
-	real string
-	mode uint32 // unix.S_IFMT bits of the final file
-	err  error
+	real  string
+	mode  uint32   // unix.S_IFMT bits of the final file
+	links []string // the symlinks followed on the way, as paths
+	err   error
 }
 
 var errLoop = errors.New("too many levels of symbolic links")
@@ -56,9 +57,12 @@ func (r *resolver) resolve(p string, depth int) resolved {
 				target = filepath.Join(parent.real, target)
 			}
 			v = r.resolve(filepath.Clean(target), depth+1)
+			if v.err == nil {
+				v.links = append(append(append([]string{}, parent.links...), candidate), v.links...)
+			}
 		}
 	} else {
-		v = resolved{real: candidate, mode: st.Mode & unix.S_IFMT}
+		v = resolved{real: candidate, mode: st.Mode & unix.S_IFMT, links: parent.links}
 	}
 	r.seen[p] = v
 	return v

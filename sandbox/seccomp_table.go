@@ -74,20 +74,18 @@ func SeccompRules() []SysRule {
 		argEq("socket", 0, 40, "AF_VSOCK reaches the hypervisor and host"),
 		argEq("socket", 0, 15, "AF_KEY manages IPsec keys"),
 		argEq("socket", 2, 262, "MPTCP is not covered by Landlock's TCP rules"),
-		SysRule{Syscall: "socket", Errno: "EPERM", Arg: &Arg{Index: 1, Op: "masked_eq", Mask: 0xf, Value: 3}, Why: "raw sockets (SOCK_RAW) forge packets"},
 		SysRule{Syscall: "memfd_create", Errno: "EPERM", Arg: &Arg{Index: 1, Op: "any_bit", Mask: 0x10}, Why: "MFD_EXEC memfds run a copy of any binary"},
 	)
 	return r
 }
 
-// seccompFor is the table for a plan: with an exec allowlist and no way to
-// set vm.memfd_noexec (corral is not root), memfds must be sealed against
-// exec.
-func seccompFor(restricted, memfdSysctl bool) []SysRule {
+// seccompFor is the table for a plan. With an exec allowlist memfds are
+// refused outright: one can hold a copy of any binary, and even a memfd
+// sealed against exec can be mapped and run by the dynamic loader.
+func seccompFor(restricted bool) []SysRule {
 	rules := SeccompRules()
-	if restricted && !memfdSysctl {
-		rules = append(rules, SysRule{Syscall: "memfd_create", Errno: "EPERM",
-			Arg: &Arg{Index: 1, Op: "masked_eq", Mask: 0x8, Value: 0}, Why: "memfds not sealed against exec (MFD_NOEXEC_SEAL) could run any binary"})
+	if restricted {
+		rules = append(rules, always("memfd_create", "EPERM", "with an exec allowlist, a memfd could hold and run any binary"))
 	}
 	return rules
 }

@@ -162,7 +162,8 @@ func execFailure(prog string, e *sandbox.StageError) error {
 
 // createWriteRoots creates missing folders that fs.write grants as a whole
 // (such as $WORK_DIR/out/**) inside the work dir or a $DATA_DIR, so the
-// kernel has something to attach the grant to.
+// kernel has something to attach the grant to, and a missing .git/hooks in
+// a writable repository, so it can be protected.
 func createWriteRoots(l *loaded) ([]string, error) {
 	var created []string
 	for _, e := range l.perms.Write {
@@ -171,18 +172,65 @@ func createWriteRoots(l *loaded) ([]string, error) {
 			continue
 		}
 		dir := g.Base()
-		if !within(dir, l.vars.WorkDir) && !within(dir, l.vars.DataDir) {
-			continue
+		root := l.vars.WorkDir
+		if !within(dir, root) {
+			root = l.vars.DataDir
+			if !within(dir, root) {
+				continue
+			}
 		}
-		if _, err := os.Lstat(dir); err == nil {
-			continue
-		}
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+		made, err := mkdirNoFollow(root, dir)
+		created = append(created, made...)
+		if err != nil {
 			return created, fmt.Errorf("creating %s for %s: %w", dir, e.Value, err)
 		}
-		created = append(created, dir)
+		// A repository without a hooks folder would let the command
+		// create one; an empty one is what git init makes anyway, and it
+		// is then protected read-only like any other.
+		git := filepath.Join(dir, ".git")
+		if st, err := os.Lstat(git); err == nil && st.IsDir() {
+			hooks := filepath.Join(git, "hooks")
+			if _, err := os.Lstat(hooks); err != nil {
+				if err := os.Mkdir(hooks, 0o755); err != nil {
+					return created, fmt.Errorf("creating %s: %w", hooks, err)
+				}
+				created = append(created, hooks)
+			}
+		}
 	}
 	return created, nil
+}
+
+// mkdirNoFollow creates dir and its missing parents below root without
+// following symlinks: a link planted by an earlier sandboxed run must not
+// send corral's own mkdir outside the work dir.
+func mkdirNoFollow(root, dir string) ([]string, error) {
+	var made []string
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, err
+	}
+	rel, err := filepath.Rel(root, dir)
+	if err != nil || rel == "." {
+		return nil, err
+	}
+	p := root
+	for _, part := range strings.Split(rel, "/") {
+		p = filepath.Join(p, part)
+		st, err := os.Lstat(p)
+		switch {
+		case err == nil && st.Mode()&os.ModeSymlink != 0:
+			return made, fmt.Errorf("%s is a symlink", p)
+		case err == nil:
+			continue
+		case !errors.Is(err, os.ErrNotExist):
+			return made, err
+		}
+		if err := os.Mkdir(p, 0o700); err != nil {
+			return made, err
+		}
+		made = append(made, p)
+	}
+	return made, nil
 }
 
 func within(p, root string) bool {
