@@ -70,12 +70,9 @@ func Start(stdio Stdio) (*Launch, error) {
 		Stdout:     stdio.Stdout,
 		Stderr:     stdio.Stderr,
 		ExtraFiles: []*os.File{planR, statusW},
+		// No namespace flags: nsinit_linux.c makes the namespaces in the
+		// new process, so Go can start it with a cheap vfork.
 		SysProcAttr: &syscall.SysProcAttr{
-			Cloneflags: unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID |
-				unix.CLONE_NEWNET | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS,
-			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
-			GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
-			GidMappingsEnableSetgroups: false,
 			// If corral dies, even by SIGKILL, the init dies, and with
 			// it every process of its PID namespace.
 			Pdeathsig: unix.SIGKILL,
@@ -152,6 +149,12 @@ func (l *Launch) Run(plan *Plan) (*Result, error) {
 	}
 	werr := l.cmd.Wait()
 	res.Wall = time.Since(l.start)
+	if res.Stage != nil && res.Stage.Stage == "namespaces" {
+		if why := userNSRefusal(); why != "" {
+			return res, fmt.Errorf("%w: %s (%s)", ErrProtection, why, res.Stage.Message)
+		}
+		return res, fmt.Errorf("%w: creating the sandbox's namespaces: %s", ErrProtection, res.Stage.Message)
+	}
 	if res.Stage != nil && res.Stage.Stage != "exec" {
 		return res, fmt.Errorf("building the sandbox: %w", res.Stage)
 	}
