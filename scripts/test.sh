@@ -24,8 +24,15 @@ if ! command -v staticcheck >/dev/null; then
 fi
 if command -v staticcheck >/dev/null; then staticcheck ./... || fail=1; else echo "staticcheck could not be installed; skipped"; fi
 
-step "tests (unit, kernel, end to end; fuzz seed corpora included)"
-go test -count=1 ./... || fail=1
+step "unit and kernel tests (fuzz seed corpora included)"
+go test -count=1 $(go list ./... | grep -v '/tests$') || fail=1
+
+step "end-to-end attack suite (as root and as an unprivileged user)"
+# -v for the per-class tally; only the tally, skips, failures and the
+# result are shown.
+go test -count=1 -v ./tests 2>&1 | tee /tmp/corral-e2e.log |
+	grep -E '^(attacks:|ok |FAIL|--- FAIL|panic:)|KNOWN BUG|--- SKIP' || true
+grep -qE '^ok ' /tmp/corral-e2e.log || { tail -50 /tmp/corral-e2e.log; fail=1; }
 
 step "fuzzing each parser briefly"
 fuzztime=${CORRAL_FUZZTIME:-8s}
