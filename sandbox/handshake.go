@@ -3,23 +3,19 @@ package sandbox
 // The parent and the init stage talk over two pipes the init inherits:
 //
 //	fd  direction       content
-//	3   parent → init   the Plan as JSON, then EOF
+//	3   parent → init   the Plan in the wire format of encodePlan, then EOF
 //	4   init → parent   status messages, one JSON object per line:
 //	                    {"started":PID}                      the command runs
 //	                    {"error":{"stage":S,"message":M,"errno":E}}  set-up failed; init exits
 //	                    {"exit":{"code":C,"signal":N,"max_rss_kb":K}} the command ended
 //
-// The init writes nothing else and reads nothing from its environment or
-// argv beyond InitArg, so a hostile environment cannot steer it.
+// The init (nsinit_linux.c, init_linux.c) writes nothing else and reads
+// nothing from its environment or argv beyond InitArg, so a hostile
+// environment cannot steer it.
 
 // InitArg is argv[1] of the init stage; cmd/corral dispatches on it before
 // parsing flags.
 const InitArg = "__corral_init"
-
-const (
-	planFD   = 3
-	statusFD = 4
-)
 
 // status is one message on the status pipe.
 type status struct {

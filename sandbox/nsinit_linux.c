@@ -6,8 +6,8 @@
 // lets the process map its own uid, as `unshare -r` does.
 //
 // This process becomes a small shim: it forks the sandbox's PID 1 (which
-// returns from this constructor into the Go init stage), forwards signals
-// to it and exits with its status. Both die with their parent
+// runs corral_init_main, init_linux.c), forwards signals to it and exits
+// with its status. Both die with their parent
 // (PR_SET_PDEATHSIG), so nothing outlives corral.
 #define _GNU_SOURCE
 #include <errno.h>
@@ -19,6 +19,8 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "init_linux.h"
 
 #define INIT_ARG "__corral_init"
 #define STATUS_FD 4
@@ -86,13 +88,13 @@ __attribute__((constructor)) static void corral_nsinit(int argc, char **argv, ch
 	if (pid < 0)
 		corral_fail("fork");
 	if (pid == 0) {
-		// PID 1 of the sandbox: dies with the shim, then goes on into
-		// the Go init stage. (Its parent is outside its PID namespace,
-		// so getppid() cannot tell whether the shim already died; if it
-		// did, corral died too and the plan pipe reads EOF.)
+		// PID 1 of the sandbox: dies with the shim. (Its parent is
+		// outside its PID namespace, so getppid() cannot tell whether
+		// the shim already died; if it did, corral died too and the
+		// plan pipe reads EOF.) The Go runtime never starts here.
 		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 		sigprocmask(SIG_SETMASK, &old, NULL);
-		return;
+		corral_init_main();
 	}
 
 	// The shim: keep no pipe to corral open, forward signals, pass on

@@ -11,13 +11,11 @@ type Plan struct {
 	Dir  string   `json:"dir"`
 	Env  []string `json:"env"`
 
-	Hostname string    `json:"hostname"`
-	Mounts   []Mount   `json:"mounts"`
-	Landlock Landlock  `json:"landlock"`
-	Seccomp  []SysRule `json:"seccomp"`
-	// SeccompBPF is Seccomp compiled by the parent (Linux only).
-	SeccompBPF []byte     `json:"seccomp_bpf,omitempty"`
-	Exec       ExecPolicy `json:"exec"`
+	Hostname string     `json:"hostname"`
+	Mounts   []Mount    `json:"mounts"`
+	Landlock Landlock   `json:"landlock"`
+	Seccomp  []SysRule  `json:"seccomp"`
+	Exec     ExecPolicy `json:"exec"`
 	// MemfdSysctl sets vm.memfd_noexec=2 in the sandbox's PID namespace
 	// (possible when the caller is root); otherwise seccomp refuses
 	// memfds that are not sealed against exec.

@@ -123,14 +123,9 @@ func (l *Launch) Run(plan *Plan) (*Result, error) {
 		l.Abort()
 		return nil, err
 	}
-	// The init needs the compiled filter, not the table, warnings or
-	// protections: send less to decode.
-	sent := *plan
-	sent.SeccompBPF, sent.Seccomp, sent.Protections, sent.Warnings = bpf, nil, nil, nil
-	data, err := json.Marshal(&sent)
-	if err != nil {
-		l.Abort()
-		return nil, err
+	data := encodePlan(plan, bpf)
+	if plan.Trace {
+		fmt.Fprintf(os.Stderr, "corral exec: plan sent   (at %d)\n", time.Now().UnixMicro()%1e7)
 	}
 	go func() {
 		l.planW.Write(data)

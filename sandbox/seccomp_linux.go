@@ -1,13 +1,11 @@
 package sandbox
 
 import (
-	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
 	"reflect"
 	"sync"
-	"unsafe"
 
 	seccomp "github.com/seccomp/libseccomp-golang"
 	"golang.org/x/sys/unix"
@@ -124,8 +122,8 @@ func bpfFor(rules []SysRule) ([]byte, error) {
 }
 
 // compileBPF compiles rules to a classic BPF program (struct sock_filter
-// array) that the init stage loads with one seccomp(2) call, so the init
-// needs neither libseccomp nor its ~1 ms of filter generation.
+// array) that the init stage (C, init_linux.c) loads with one prctl, so
+// the init needs neither libseccomp nor its ~1 ms of filter generation.
 func compileBPF(rules []SysRule) ([]byte, error) {
 	f, err := compileSeccomp(rules)
 	if err != nil {
@@ -152,27 +150,4 @@ func compileBPF(rules []SysRule) ([]byte, error) {
 		return nil, fmt.Errorf("seccomp filter export is %d bytes, not a whole number of instructions", len(prog))
 	}
 	return prog, nil
-}
-
-// loadBPF installs a program from compileBPF on the calling thread only:
-// the command is forked from this thread. no_new_privs must be set.
-func loadBPF(prog []byte) error {
-	if len(prog) == 0 || len(prog)%8 != 0 {
-		return fmt.Errorf("seccomp program of %d bytes", len(prog))
-	}
-	filters := make([]unix.SockFilter, len(prog)/8)
-	for i := range filters {
-		b := prog[i*8:]
-		filters[i] = unix.SockFilter{
-			Code: binary.NativeEndian.Uint16(b[0:]),
-			Jt:   b[2],
-			Jf:   b[3],
-			K:    binary.NativeEndian.Uint32(b[4:]),
-		}
-	}
-	fprog := unix.SockFprog{Len: uint16(len(filters)), Filter: &filters[0]}
-	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog))); errno != 0 {
-		return &os.SyscallError{Syscall: "seccomp(SECCOMP_SET_MODE_FILTER)", Err: errno}
-	}
-	return nil
 }

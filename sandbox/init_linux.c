@@ -1,0 +1,653 @@
+// The sandbox's init stage, PID 1 of its namespaces (see nsinit_linux.c,
+// which calls corral_init_main in the new PID namespace).
+//
+// It is C, not Go, because it runs on every tool call: a Go init spent
+// about 6 ms starting its runtime and decoding a JSON plan, this one well
+// under one. It does, in order: read the plan (fd 3), build a new root
+// holding only the plan's mounts and pivot into it, bring lo up, drop every
+// capability and lock the securebits, set no_new_privs, apply Landlock,
+// load the seccomp filter the parent compiled (last), then fork the command
+// in its own session, forward signals to it, reap every orphan, and report
+// on fd 4 (the handshake table is in handshake.go).
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <net/if.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "init_linux.h"
+
+#define PLAN_FD 3
+#define STATUS_FD 4
+#define STAGING "/tmp"
+#define MAX_PLAN (16 << 20)
+
+// ---- reporting ----
+
+static int trace;
+static struct timespec last;
+
+static void step(const char *name) {
+	if (!trace)
+		return;
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	long us = (now.tv_sec - last.tv_sec) * 1000000L + (now.tv_nsec - last.tv_nsec) / 1000;
+	dprintf(2, "corral init: %-12s %6ld µs\n", name, us);
+	last = now;
+}
+
+// json_append appends s to buf as the inside of a JSON string.
+static size_t json_append(char *buf, size_t n, size_t size, const char *s) {
+	for (; *s && n + 7 < size; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\') {
+			buf[n++] = '\\';
+			buf[n++] = (char)c;
+		} else if (c < 0x20) {
+			n += (size_t)snprintf(buf + n, size - n, "\\u%04x", c);
+		} else {
+			buf[n++] = (char)c;
+		}
+	}
+	buf[n] = 0;
+	return n;
+}
+
+static void report(const char *line) {
+	size_t len = strlen(line);
+	(void)!write(STATUS_FD, line, len);
+}
+
+// fail reports a failed stage and ends the init (and with it the sandbox).
+static void fail(const char *stage, int err, const char *fmt, ...) {
+	char msg[1024], buf[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (err) {
+		size_t n = strlen(msg);
+		snprintf(msg + n, sizeof msg - n, ": %s", strerror(err));
+	}
+	size_t n = (size_t)snprintf(buf, sizeof buf, "{\"error\":{\"stage\":\"%s\",\"message\":\"", stage);
+	n = json_append(buf, n, sizeof buf - 64, msg);
+	snprintf(buf + n, sizeof buf - n, "\",\"errno\":%d}}\n", err);
+	report(buf);
+	_exit(1);
+}
+
+// ---- the plan ----
+
+struct mount_step {
+	char kind;  // 't' tmpfs, 'p' proc, 'b' bind, 'v' device, 'l' symlink, 'd' folder
+	int ro, noexec, dir;
+	const char *source, *target;
+	int fd;
+};
+
+struct rule {
+	uint64_t access;
+	const char *path;
+};
+
+struct plan {
+	const char *hostname, *dir, *path;
+	const char **argv, **env;
+	size_t nargv, nenv;
+	struct mount_step *mounts;
+	size_t nmounts;
+	int abi;
+	uint64_t handled_fs, handled_net, scoped;
+	struct rule *rules;
+	size_t nrules;
+	const unsigned char *bpf;
+	size_t bpf_len;
+};
+
+static void *grow(void *p, size_t n, size_t size) {
+	if ((n & (n - 1)) == 0) { // n is 0 or a power of two: double
+		p = realloc(p, (n ? 2 * n : 8) * size);
+		if (!p)
+			fail("plan", ENOMEM, "allocating");
+	}
+	return p;
+}
+
+// next returns the next NUL-terminated field of a record payload.
+static const char *next(const char **p, const char *end) {
+	const char *s = *p;
+	if (s >= end)
+		fail("plan", 0, "truncated record");
+	const char *z = memchr(s, 0, (size_t)(end - s));
+	if (!z)
+		fail("plan", 0, "unterminated field");
+	*p = z + 1;
+	return s;
+}
+
+// read_plan reads records: one tag byte, a 4-byte little-endian length,
+// then the payload (fields separated by NUL bytes).
+static void read_plan(struct plan *pl) {
+	size_t cap = 1 << 16, len = 0;
+	char *buf = malloc(cap);
+	for (;;) {
+		if (len == cap) {
+			if (cap >= MAX_PLAN)
+				fail("plan", 0, "plan larger than %d bytes", MAX_PLAN);
+			buf = realloc(buf, cap *= 2);
+		}
+		if (!buf)
+			fail("plan", ENOMEM, "reading plan");
+		ssize_t n = read(PLAN_FD, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			fail("plan", errno, "reading plan");
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	close(PLAN_FD);
+	if (len == 0)
+		fail("plan", 0, "no plan");
+	memset(pl, 0, sizeof *pl);
+	size_t off = 0;
+	while (off < len) {
+		if (len - off < 5)
+			fail("plan", 0, "truncated record header");
+		char tag = buf[off];
+		uint32_t n = (uint32_t)(unsigned char)buf[off + 1] | (uint32_t)(unsigned char)buf[off + 2] << 8 |
+			     (uint32_t)(unsigned char)buf[off + 3] << 16 | (uint32_t)(unsigned char)buf[off + 4] << 24;
+		off += 5;
+		if (n > len - off)
+			fail("plan", 0, "truncated record");
+		const char *p = buf + off, *end = buf + off + n;
+		off += n;
+		switch (tag) {
+		case 'T':
+			trace = 1;
+			break;
+		case 'h':
+			pl->hostname = next(&p, end);
+			break;
+		case 'd':
+			pl->dir = next(&p, end);
+			break;
+		case 'p':
+			pl->path = next(&p, end);
+			break;
+		case 'a':
+			pl->argv = grow(pl->argv, pl->nargv, sizeof *pl->argv);
+			pl->argv[pl->nargv++] = next(&p, end);
+			break;
+		case 'e':
+			pl->env = grow(pl->env, pl->nenv, sizeof *pl->env);
+			pl->env[pl->nenv++] = next(&p, end);
+			break;
+		case 'm': {
+			pl->mounts = grow(pl->mounts, pl->nmounts, sizeof *pl->mounts);
+			struct mount_step *m = &pl->mounts[pl->nmounts++];
+			const char *kind = next(&p, end), *flags = next(&p, end);
+			m->kind = kind[0];
+			m->ro = strchr(flags, 'r') != NULL;
+			m->noexec = strchr(flags, 'x') != NULL;
+			m->dir = strchr(flags, 'D') != NULL;
+			m->source = next(&p, end);
+			m->target = next(&p, end);
+			m->fd = -1;
+			break;
+		}
+		case 'l':
+			pl->abi = atoi(next(&p, end));
+			pl->handled_fs = strtoull(next(&p, end), NULL, 10);
+			pl->handled_net = strtoull(next(&p, end), NULL, 10);
+			pl->scoped = strtoull(next(&p, end), NULL, 10);
+			break;
+		case 'r':
+			pl->rules = grow(pl->rules, pl->nrules, sizeof *pl->rules);
+			pl->rules[pl->nrules].access = strtoull(next(&p, end), NULL, 10);
+			pl->rules[pl->nrules++].path = next(&p, end);
+			break;
+		case 's':
+			pl->bpf = (const unsigned char *)p;
+			pl->bpf_len = n;
+			break;
+		default:
+			fail("plan", 0, "unknown record %c", tag);
+		}
+	}
+	if (!pl->path || !pl->dir || !pl->hostname || pl->nargv == 0)
+		fail("plan", 0, "plan lacks the command, folder or hostname");
+	pl->argv = grow(pl->argv, pl->nargv, sizeof *pl->argv);
+	pl->argv[pl->nargv] = NULL;
+	pl->env = grow(pl->env, pl->nenv, sizeof *pl->env);
+	pl->env[pl->nenv] = NULL;
+}
+
+// ---- mounts ----
+
+static void mkdir_p(const char *path, mode_t mode) {
+	char tmp[4096];
+	size_t len = strlen(path);
+	if (len >= sizeof tmp)
+		fail("mounts", ENAMETOOLONG, "%s", path);
+	memcpy(tmp, path, len + 1);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(tmp, mode) < 0 && errno != EEXIST)
+			fail("mounts", errno, "mkdir %s", tmp);
+		*p = '/';
+	}
+	if (mkdir(tmp, mode) < 0 && errno != EEXIST)
+		fail("mounts", errno, "mkdir %s", tmp);
+}
+
+static void parent_dirs(const char *path) {
+	char tmp[4096];
+	snprintf(tmp, sizeof tmp, "%s", path);
+	char *slash = strrchr(tmp, '/');
+	if (slash && slash != tmp) {
+		*slash = 0;
+		mkdir_p(tmp, 0755);
+	}
+}
+
+struct mount_attr_v0 {
+	uint64_t attr_set, attr_clr, propagation, userns_fd;
+};
+
+static int setattr(const char *path, unsigned flags, uint64_t set, uint64_t clr) {
+	struct mount_attr_v0 a = {set, clr, 0, 0};
+	return (int)syscall(SYS_mount_setattr, AT_FDCWD, path, flags | AT_SYMLINK_NOFOLLOW, &a, sizeof a);
+}
+
+// remount is the fallback for kernels without mount_setattr: one remount
+// per bind, keeping the flags the source mount had.
+static void remount(const char *target, const struct mount_step *m) {
+	struct statfs st;
+	if (statfs(target, &st) < 0)
+		fail("mounts", errno, "statfs %s", target);
+	unsigned long flags = MS_REMOUNT | MS_BIND | MS_NOSUID | (unsigned long)(st.f_flags & (MS_RDONLY | MS_NODEV | MS_NOEXEC | MS_NOATIME | MS_NODIRATIME | MS_RELATIME));
+	if (m->ro)
+		flags |= MS_RDONLY;
+	if (m->noexec)
+		flags |= MS_NOEXEC;
+	if (m->kind != 'v')
+		flags |= MS_NODEV;
+	if (mount(NULL, target, NULL, flags, NULL) < 0)
+		fail("mounts", errno, "remount %s", target);
+}
+
+// set_flags makes the new root read-only, nosuid and nodev with one
+// recursive mount_setattr, then makes the exceptions one mount at a time
+// in plan order: noexec recursively (nothing under a noexec grant escapes
+// it), read-only and nodev lifted on the mount itself only, never below
+// (a read-only bind inside a writable one stays read-only).
+static void set_flags(const char *root, struct plan *pl) {
+	char target[4096];
+	if (setattr(root, AT_RECURSIVE, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0) < 0) {
+		if (errno != ENOSYS)
+			fail("mounts", errno, "mount_setattr %s", root);
+		for (size_t i = 0; i < pl->nmounts; i++) {
+			struct mount_step *m = &pl->mounts[i];
+			if ((m->kind == 'b' || m->kind == 'v') && m->fd >= 0) {
+				snprintf(target, sizeof target, "%s%s", root, m->target);
+				remount(target, m);
+			}
+		}
+		if (mount(NULL, root, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "mode=0755") < 0)
+			fail("mounts", errno, "remount new root read-only");
+		return;
+	}
+	for (size_t i = 0; i < pl->nmounts; i++) {
+		struct mount_step *m = &pl->mounts[i];
+		uint64_t clr = 0;
+		snprintf(target, sizeof target, "%s%s", root, m->target);
+		if ((m->kind == 'b' || m->kind == 'v') && m->fd < 0)
+			continue;
+		if (m->noexec && setattr(target, AT_RECURSIVE, MOUNT_ATTR_NOEXEC, 0) < 0)
+			fail("mounts", errno, "mount_setattr noexec %s", m->target);
+		switch (m->kind) {
+		case 't':
+			if (strcmp(m->target, "/dev") != 0)
+				clr = MOUNT_ATTR_RDONLY;
+			break;
+		case 'p':
+			clr = MOUNT_ATTR_RDONLY;
+			break;
+		case 'v':
+			clr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV;
+			break;
+		case 'b':
+			if (!m->ro)
+				clr = MOUNT_ATTR_RDONLY;
+			if (!m->noexec)
+				clr |= MOUNT_ATTR_NOEXEC;
+			break;
+		}
+		// EPERM: the host locked the flag on this mount; it stays, which
+		// is narrower than the plan.
+		if (clr && setattr(target, 0, 0, clr) < 0 && errno != EPERM)
+			fail("mounts", errno, "mount_setattr %s", m->target);
+	}
+}
+
+// setup_mounts builds a new root holding only the plan's mounts and pivots
+// into it. Bind sources are opened first, so the staging tmpfs over /tmp
+// cannot hide a work dir under /tmp.
+static void setup_mounts(struct plan *pl) {
+	char target[4096], src[64];
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		fail("mounts", errno, "making / private");
+	for (size_t i = 0; i < pl->nmounts; i++) {
+		struct mount_step *m = &pl->mounts[i];
+		if (m->kind != 'b' && m->kind != 'v')
+			continue;
+		m->fd = open(m->source, O_PATH | O_CLOEXEC);
+		if (m->fd < 0 && errno != ENOENT) // vanished since the plan: narrower
+			fail("mounts", errno, "opening %s", m->source);
+	}
+	if (mount("tmpfs", STAGING, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") < 0)
+		fail("mounts", errno, "mounting the new root");
+	for (size_t i = 0; i < pl->nmounts; i++) {
+		struct mount_step *m = &pl->mounts[i];
+		struct stat st;
+		snprintf(target, sizeof target, "%s%s", STAGING, m->target);
+		switch (m->kind) {
+		case 't':
+			mkdir_p(target, 0755);
+			if (mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV | (m->noexec ? MS_NOEXEC : 0),
+				  strcmp(m->target, "/dev") == 0 ? "mode=0755" : "mode=1777") < 0)
+				fail("mounts", errno, "tmpfs on %s", m->target);
+			break;
+		case 'p':
+			mkdir_p(target, 0555);
+			if (mount("proc", target, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+				fail("mounts", errno, "proc on %s", m->target);
+			break;
+		case 'd':
+			mkdir_p(target, 0755);
+			break;
+		case 'l':
+			if (lstat(target, &st) == 0)
+				break; // a bound folder already holds it
+			parent_dirs(target);
+			if (symlink(m->source, target) < 0)
+				fail("mounts", errno, "symlink %s", m->target);
+			break;
+		case 'b':
+		case 'v':
+			if (m->fd < 0)
+				break;
+			if (lstat(target, &st) < 0) {
+				if (m->dir) {
+					mkdir_p(target, 0755);
+				} else {
+					parent_dirs(target);
+					int fd = open(target, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+					if (fd < 0)
+						fail("mounts", errno, "mount point %s", m->target);
+					close(fd);
+				}
+			}
+			snprintf(src, sizeof src, "/proc/self/fd/%d", m->fd);
+			if (mount(src, target, NULL, MS_BIND | MS_REC, NULL) < 0)
+				fail("mounts", errno, "binding %s", m->target);
+			break;
+		default:
+			fail("mounts", 0, "unknown mount kind %c", m->kind);
+		}
+	}
+	set_flags(STAGING, pl);
+	for (size_t i = 0; i < pl->nmounts; i++)
+		if (pl->mounts[i].fd >= 0)
+			close(pl->mounts[i].fd);
+	if (chdir(STAGING) < 0)
+		fail("mounts", errno, "chdir new root");
+	if (syscall(SYS_pivot_root, ".", ".") < 0)
+		fail("mounts", errno, "pivot_root");
+	if (umount2(".", MNT_DETACH) < 0)
+		fail("mounts", errno, "detaching the old root");
+	if (chdir("/") < 0)
+		fail("mounts", errno, "chdir /");
+}
+
+// ---- network, privileges, Landlock, seccomp ----
+
+static void loopback_up(void) {
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		fail("network", errno, "socket");
+	struct ifreq ifr;
+	memset(&ifr, 0, sizeof ifr);
+	strcpy(ifr.ifr_name, "lo");
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
+		fail("network", errno, "SIOCGIFFLAGS lo");
+	ifr.ifr_flags |= IFF_UP;
+	if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
+		fail("network", errno, "SIOCSIFFLAGS lo");
+	close(fd);
+}
+
+// Securebits that make uid 0 inside the user namespace an ordinary user,
+// locked so the command cannot undo them: SECBIT_NOROOT,
+// SECBIT_NO_SETUID_FIXUP, SECBIT_KEEP_CAPS_LOCKED and
+// SECBIT_NO_CAP_AMBIENT_RAISE, each with its lock.
+#define CORRAL_SECUREBITS (0x01 | 0x02 | 0x04 | 0x08 | 0x20 | 0x40 | 0x80)
+
+static void drop_privileges(void) {
+	if (prctl(PR_SET_SECUREBITS, CORRAL_SECUREBITS, 0, 0, 0) < 0)
+		fail("capabilities", errno, "prctl(PR_SET_SECUREBITS)");
+	for (int c = 0; c <= 63; c++) {
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0) {
+			if (errno == EINVAL)
+				break; // past the kernel's last capability
+			fail("capabilities", errno, "prctl(PR_CAPBSET_DROP, %d)", c);
+		}
+	}
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
+		fail("capabilities", errno, "prctl(PR_CAP_AMBIENT_CLEAR_ALL)");
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		fail("capabilities", errno, "prctl(PR_SET_NO_NEW_PRIVS)");
+}
+
+static void clear_capabilities(void) {
+	struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct data[2];
+	memset(data, 0, sizeof data);
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		fail("capabilities", errno, "capset");
+}
+
+struct ll_ruleset_attr {
+	uint64_t handled_access_fs, handled_access_net, scoped;
+};
+
+struct ll_path_beneath {
+	uint64_t allowed_access;
+	int32_t parent_fd;
+} __attribute__((packed));
+
+#define LL_FILE_RIGHTS (1 | 2 | 4 | (1 << 14) | (1 << 15))
+
+static void apply_landlock(struct plan *pl) {
+	if (pl->abi < 1)
+		return; // best effort was asked for; the plan says it is missing
+	struct ll_ruleset_attr attr = {pl->handled_fs, pl->handled_net, pl->scoped};
+	int rs = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
+	if (rs < 0)
+		fail("landlock", errno, "landlock_create_ruleset");
+	for (size_t i = 0; i < pl->nrules; i++) {
+		struct rule *r = &pl->rules[i];
+		int fd = open(r->path, O_PATH | O_CLOEXEC);
+		if (fd < 0 && errno == ENOENT)
+			continue; // gone since the plan: granting nothing is narrower
+		if (fd < 0)
+			fail("landlock", errno, "opening %s for a rule", r->path);
+		struct stat st;
+		uint64_t access = r->access;
+		if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode))
+			access &= LL_FILE_RIGHTS;
+		if (access) {
+			struct ll_path_beneath pb = {access, fd};
+			if (syscall(SYS_landlock_add_rule, rs, 1 /* LANDLOCK_RULE_PATH_BENEATH */, &pb, 0) < 0)
+				fail("landlock", errno, "rule for %s", r->path);
+		}
+		close(fd);
+	}
+	if (syscall(SYS_landlock_restrict_self, rs, 0) < 0)
+		fail("landlock", errno, "landlock_restrict_self");
+	close(rs);
+}
+
+static void load_seccomp(struct plan *pl) {
+	if (pl->bpf_len == 0 || pl->bpf_len % sizeof(struct sock_filter) != 0)
+		fail("seccomp", 0, "seccomp program of %zu bytes", pl->bpf_len);
+	struct sock_filter *filter = malloc(pl->bpf_len);
+	if (!filter)
+		fail("seccomp", ENOMEM, "allocating");
+	memcpy(filter, pl->bpf, pl->bpf_len);
+	struct sock_fprog prog = {(unsigned short)(pl->bpf_len / sizeof(struct sock_filter)), filter};
+	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) < 0)
+		fail("seccomp", errno, "loading the filter");
+}
+
+// ---- running the command ----
+
+static volatile pid_t command_pid;
+
+static void forward(int sig) {
+	if (command_pid > 0)
+		kill(command_pid, sig);
+}
+
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
+#define NFORWARDED (sizeof forwarded / sizeof forwarded[0])
+
+void corral_init_main(void) {
+	struct plan pl;
+	clock_gettime(CLOCK_MONOTONIC, &last);
+	fcntl(STATUS_FD, F_SETFD, FD_CLOEXEC);
+	read_plan(&pl);
+	step("plan");
+	// Nothing may trace or dump this process's memory.
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	setup_mounts(&pl);
+	step("mounts");
+	loopback_up();
+	if (sethostname(pl.hostname, strlen(pl.hostname)) < 0)
+		fail("hostname", errno, "sethostname");
+	step("lo, hostname");
+	drop_privileges();
+	apply_landlock(&pl);
+	clear_capabilities();
+	step("landlock");
+
+	// Signals that arrive from now on are forwarded; until the command
+	// exists they wait, blocked.
+	sigset_t block, old;
+	sigemptyset(&block);
+	for (size_t i = 0; i < NFORWARDED; i++)
+		sigaddset(&block, forwarded[i]);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = forward;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	for (size_t i = 0; i < NFORWARDED; i++)
+		sigaction(forwarded[i], &sa, NULL);
+
+	// Seccomp goes last: after it, nothing may set up anything.
+	load_seccomp(&pl);
+	step("seccomp");
+
+	int errpipe[2];
+	if (pipe2(errpipe, O_CLOEXEC) < 0)
+		fail("exec", errno, "pipe");
+	pid_t pid = fork();
+	if (pid < 0)
+		fail("exec", errno, "fork");
+	if (pid == 0) {
+		struct sigaction dfl;
+		memset(&dfl, 0, sizeof dfl);
+		dfl.sa_handler = SIG_DFL;
+		for (size_t i = 0; i < NFORWARDED; i++)
+			sigaction(forwarded[i], &dfl, NULL);
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		int err[2] = {0, 0};
+		if (setsid() < 0) {
+			err[0] = 1, err[1] = errno;
+		} else if (chdir(pl.dir) < 0) {
+			err[0] = 2, err[1] = errno;
+		} else {
+			execve(pl.path, (char *const *)pl.argv, (char *const *)pl.env);
+			err[0] = 3, err[1] = errno;
+		}
+		(void)!write(errpipe[1], err, sizeof err);
+		_exit(127);
+	}
+	command_pid = pid;
+	close(errpipe[1]);
+	int err[2];
+	ssize_t n;
+	do {
+		n = read(errpipe[0], err, sizeof err);
+	} while (n < 0 && errno == EINTR);
+	close(errpipe[0]);
+	if (n == (ssize_t)sizeof err) {
+		waitpid(pid, NULL, 0);
+		if (err[0] == 3)
+			fail("exec", err[1], "%s", pl.path);
+		fail(err[0] == 2 ? "chdir" : "setsid", err[1], "%s", err[0] == 2 ? pl.dir : "setsid");
+	}
+	char line[64];
+	snprintf(line, sizeof line, "{\"started\":%d}\n", (int)pid);
+	report(line);
+	step("fork+exec");
+	sigprocmask(SIG_SETMASK, &old, NULL);
+
+	// Reap every child (orphans are re-parented to PID 1) until the
+	// command itself ends.
+	int status = 0;
+	for (;;) {
+		pid_t w = waitpid(-1, &status, 0);
+		if (w == pid)
+			break;
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			fail("wait", errno, "waiting for the command");
+	}
+	struct rusage ru;
+	getrusage(RUSAGE_CHILDREN, &ru);
+	char buf[160];
+	int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+	int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+	snprintf(buf, sizeof buf, "{\"exit\":{\"code\":%d,\"signal\":%d,\"max_rss_kb\":%ld}}\n", code, sig, ru.ru_maxrss);
+	report(buf);
+	// Leaving kills every process still in the PID namespace.
+	_exit(0);
+}

@@ -1,0 +1,67 @@
+package sandbox
+
+import (
+	"encoding/binary"
+	"strconv"
+	"strings"
+)
+
+// encodePlan writes the plan in the init stage's wire format (read by
+// read_plan in init_linux.c): records of one tag byte, a 4-byte
+// little-endian payload length, and the payload, whose fields are
+// NUL-terminated. A format this small needs no JSON parser in C.
+func encodePlan(p *Plan, bpf []byte) []byte {
+	var b []byte
+	rec := func(tag byte, fields ...string) {
+		n := 0
+		for _, f := range fields {
+			n += len(f) + 1
+		}
+		b = append(b, tag)
+		b = binary.LittleEndian.AppendUint32(b, uint32(n))
+		for _, f := range fields {
+			b = append(append(b, f...), 0)
+		}
+	}
+	if p.Trace {
+		rec('T')
+	}
+	rec('h', p.Hostname)
+	rec('d', p.Dir)
+	rec('p', p.Path)
+	for _, a := range p.Argv {
+		rec('a', a)
+	}
+	for _, e := range p.Env {
+		rec('e', e)
+	}
+	kinds := map[MountKind]string{MountTmpfs: "t", MountProc: "p", MountBind: "b", MountDev: "v", MountSymlnk: "l", MountDir: "d"}
+	for _, m := range p.Mounts {
+		var flags strings.Builder
+		flags.WriteByte('-')
+		if m.ReadOnly {
+			flags.WriteByte('r')
+		}
+		if m.NoExec {
+			flags.WriteByte('x')
+		}
+		if m.Dir {
+			flags.WriteByte('D')
+		}
+		rec('m', kinds[m.Kind], flags.String(), m.Source, m.Target)
+	}
+	l := p.Landlock
+	rec('l', strconv.Itoa(l.ABI), strconv.FormatUint(l.HandledFS, 10), strconv.FormatUint(l.HandledNet, 10), strconv.FormatUint(l.Scoped, 10))
+	for _, r := range l.Rules {
+		rec('r', strconv.FormatUint(r.Access, 10), r.Path)
+	}
+	b = append(b, 's')
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(bpf)))
+	return append(b, bpf...)
+}
+
+// RunInit is reached only if the C init stage did not take over (it never
+// returns into Go): say so and fail.
+func RunInit() {
+	panic("corral: the init stage runs in C (init_linux.c); its constructor did not run")
+}
