@@ -188,6 +188,12 @@ func (b *builder) baseline() {
 		}
 		for _, r := range roots {
 			b.rule(r, readRights|exec, policyengine.SystemSource)
+			if info := b.facts.file(r); info.Exists && !info.Dir && info.Real == r && isUnder(r, "/etc") {
+				// Small /etc files are copied into the new root: a copy
+				// costs a few syscalls, a bind a mount and its teardown.
+				b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountCopy, Source: r, Target: r, Why: policyengine.SystemSource})
+				continue
+			}
 			b.bind(r, true, false, policyengine.SystemSource)
 		}
 	}
@@ -415,7 +421,7 @@ func (b *builder) finishMounts() {
 	// Private mounts first (/tmp, /proc, /dev), then grants (a work dir
 	// inside /tmp lands in the private /tmp), then symlinks, then the
 	// protected paths on top of the grants that hold them.
-	var private, links, protected, dirs []Mount
+	var private, links, protected, dirs, copies []Mount
 	seenLink := map[string]bool{}
 	for _, m := range b.plan.Mounts {
 		switch {
@@ -428,11 +434,14 @@ func (b *builder) finishMounts() {
 			}
 		case m.Kind == MountBind:
 			protected = append(protected, m)
+		case m.Kind == MountCopy:
+			copies = append(copies, m)
 		default:
 			private = append(private, m)
 		}
 	}
-	b.plan.Mounts = append(append(append(append(private, kept...), links...), protected...), dirs...)
+	// Copies go first: a grant that binds /etc itself then covers them.
+	b.plan.Mounts = append(append(append(append(append(copies, private...), kept...), links...), protected...), dirs...)
 }
 
 // env keeps the variables the env rules allow and sets the sandbox's own.

@@ -99,7 +99,7 @@ static void fail(const char *stage, int err, const char *fmt, ...) {
 // ---- the plan ----
 
 struct mount_step {
-	char kind;  // 't' tmpfs, 'p' proc, 'b' bind, 'v' device, 'l' symlink, 'd' folder
+	char kind;  // 't' tmpfs, 'p' proc, 'b' bind, 'v' device, 'l' symlink, 'd' folder, 'c' copy
 	int ro, noexec, dir;
 	const char *source, *target;
 	int fd;
@@ -274,6 +274,38 @@ static void parent_dirs(const char *path) {
 	}
 }
 
+// copy_file copies a small system file into the new root; a file that
+// vanished since the plan is skipped (narrower).
+static void copy_file(const char *source, const char *target) {
+	int in = open(source, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (in < 0 && errno == ENOENT)
+		return;
+	if (in < 0)
+		fail("mounts", errno, "opening %s", source);
+	parent_dirs(target);
+	int out = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (out < 0)
+		fail("mounts", errno, "creating %s", target);
+	char buf[65536];
+	for (;;) {
+		ssize_t n = read(in, buf, sizeof buf);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			fail("mounts", errno, "reading %s", source);
+		if (n == 0)
+			break;
+		for (ssize_t off = 0; off < n;) {
+			ssize_t w = write(out, buf + off, (size_t)(n - off));
+			if (w < 0)
+				fail("mounts", errno, "writing %s", target);
+			off += w;
+		}
+	}
+	close(in);
+	close(out);
+}
+
 struct mount_attr_v0 {
 	uint64_t attr_set, attr_clr, propagation, userns_fd;
 };
@@ -389,6 +421,9 @@ static void setup_mounts(struct plan *pl) {
 			break;
 		case 'd':
 			mkdir_p(target, 0755);
+			break;
+		case 'c':
+			copy_file(m->source, target);
 			break;
 		case 'l':
 			if (lstat(target, &st) == 0)

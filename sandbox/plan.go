@@ -42,7 +42,8 @@ const (
 	MountBind   MountKind = "bind"  // bind Source (opened before any tmpfs hides it) to Target
 	MountDev    MountKind = "dev"   // Target is a device node bound from the host
 	MountSymlnk MountKind = "symlink"
-	MountDir    MountKind = "dir" // an empty folder, unless one is already there
+	MountDir    MountKind = "dir"  // an empty folder, unless one is already there
+	MountCopy   MountKind = "copy" // a read-only copy of a small system file (cheaper than a bind)
 )
 
 // Mount is one step of the sandbox's mount namespace set-up, applied in

@@ -35,7 +35,7 @@ func encodePlan(p *Plan, bpf []byte) []byte {
 	for _, e := range p.Env {
 		rec('e', e)
 	}
-	kinds := map[MountKind]string{MountTmpfs: "t", MountProc: "p", MountBind: "b", MountDev: "v", MountSymlnk: "l", MountDir: "d"}
+	kinds := map[MountKind]string{MountTmpfs: "t", MountProc: "p", MountBind: "b", MountDev: "v", MountSymlnk: "l", MountDir: "d", MountCopy: "c"}
 	for _, m := range p.Mounts {
 		var flags strings.Builder
 		flags.WriteByte('-')
