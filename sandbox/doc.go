@@ -6,10 +6,13 @@
 // pure function from permissions and facts to a Plan: every mount, Landlock
 // rule, seccomp rule and environment variable, with the glob each came from
 // and a warning wherever the kernel's form is wider or narrower than the
-// glob. Run renders the Plan: it re-executes corral as the sandbox's PID 1
-// in new user, mount, PID, network, IPC and UTS namespaces; that init sets
-// up mounts, drops every capability, restricts itself with Landlock, sets
-// no_new_privs, loads seccomp last and starts the command.
+// glob. Start and Run render the Plan: corral is re-executed, and before
+// its Go runtime would start, C code (nsinit_linux.c) makes new user,
+// mount, PID, network, IPC and UTS namespaces and forks the sandbox's
+// PID 1 (init_linux.c), which reads the plan, builds a new root holding
+// only granted paths, drops every capability, sets no_new_privs, restricts
+// itself with Landlock, loads the seccomp program compiled by the parent
+// last, and starts the command.
 //
 // The threat is the command itself: it is hostile, knows corral, and tries
 // to read, write, execute or connect beyond its grants, to outlive corral,
