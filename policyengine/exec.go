@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -101,7 +103,7 @@ func (e *Engine) allowAll(programs []string) Decision {
 	if !e.perms.ExecRestricted() {
 		return Decision{Action: Allow, Reason: "no skill declares an exec list, so any program may run"}
 	}
-	return Decision{Action: Allow, Reason: fmt.Sprintf("every program (%s) is in the exec list", strings.Join(dedupe(programs), ", "))}
+	return Decision{Action: Allow, Reason: "every program (" + strings.Join(dedupe(programs), ", ") + ") is in the exec list"}
 }
 
 // checkCommand checks one simple command: its redirections, its program,
@@ -146,9 +148,9 @@ func (e *Engine) checkCommand(c Command, depth int, inShell bool) (Decision, err
 	case inShell && shellBuiltins[prog]:
 		return Decision{Action: Allow, Reason: prog + " is a shell builtin"}, nil
 	}
-	if !(inShell && builtinWrappers[prog]) {
-		if d := e.checkProgram(prog); d.Action != Allow {
-			return d, nil
+	if !(inShell && builtinWrappers[prog]) && e.perms.ExecRestricted() {
+		if _, ok := e.lookupProgram(prog); !ok {
+			return e.checkProgram(prog), nil
 		}
 	}
 	if opts, ok := wrappers[name]; ok {
@@ -182,28 +184,36 @@ func (e *Engine) checkProgram(prog string) Decision {
 	if !e.perms.ExecRestricted() {
 		return Decision{Action: Allow, Reason: "no skill declares an exec list, so any program may run"}
 	}
-	if x, ok := e.exec[prog]; ok {
-		return Decision{Action: Allow, Reason: fmt.Sprintf("%s is in the exec list (from %s)", prog, strings.Join(x.From, ", ")), Rule: x.Value}
+	if x, ok := e.lookupProgram(prog); ok {
+		return Decision{Action: Allow, Reason: prog + " is in the exec list as " + x.Value + " (from " + strings.Join(x.From, ", ") + ")", Rule: x.Value}
 	}
-	name := path.Base(prog)
-	if strings.HasPrefix(prog, "/") {
-		// /usr/bin/curl is granted by "curl" when it is where PATH finds it.
-		if x, ok := e.exec[name]; ok && onSandboxPath(path.Dir(prog)) {
-			return Decision{Action: Allow, Reason: fmt.Sprintf("%s is in the exec list as %s (from %s)", prog, name, strings.Join(x.From, ", ")), Rule: x.Value}
-		}
-	} else if !strings.Contains(prog, "/") {
-		// "curl" is granted by "/usr/bin/curl".
-		for _, dir := range sandboxPath {
-			if x, ok := e.exec[dir+"/"+prog]; ok {
-				return Decision{Action: Allow, Reason: fmt.Sprintf("%s is in the exec list as %s (from %s)", prog, x.Value, strings.Join(x.From, ", ")), Rule: x.Value}
-			}
-		}
-	}
-	grant := name
+	grant := path.Base(prog)
 	if strings.Contains(prog, "/") && !strings.HasPrefix(prog, "/") {
 		grant = "an absolute path"
 	}
-	return Decision{Action: Deny, Reason: fmt.Sprintf("%s is not in the exec list of skills %s; to allow it, add %q to permissions.exec", prog, strings.Join(e.perms.ExecDeclared, ", "), grant)}
+	return Decision{Action: Deny, Reason: prog + " is not in the exec list of skills " + e.execFrom + "; to allow it, add " + strconv.Quote(grant) + " to permissions.exec"}
+}
+
+// lookupProgram finds the exec entry that grants prog: the same name or
+// path, a name whose PATH location prog is (/usr/bin/curl for "curl"), or
+// an absolute entry on the sandbox's PATH that prog names ("curl" for
+// /usr/bin/curl).
+func (e *Engine) lookupProgram(prog string) (Entry, bool) {
+	if x, ok := e.exec[prog]; ok {
+		return x, true
+	}
+	if strings.HasPrefix(prog, "/") {
+		if x, ok := e.exec[path.Base(prog)]; ok && onSandboxPath(path.Dir(prog)) {
+			return x, true
+		}
+	} else if !strings.Contains(prog, "/") {
+		for _, dir := range sandboxPath {
+			if x, ok := e.exec[dir+"/"+prog]; ok {
+				return x, true
+			}
+		}
+	}
+	return Entry{}, false
 }
 
 func onSandboxPath(dir string) bool {
@@ -288,11 +298,9 @@ func isDigits(s string) bool {
 }
 
 func dedupe(in []string) []string {
-	seen := map[string]bool{}
-	var out []string
+	out := make([]string, 0, len(in))
 	for _, s := range in {
-		if !seen[s] {
-			seen[s] = true
+		if !slices.Contains(out, s) {
 			out = append(out, s)
 		}
 	}

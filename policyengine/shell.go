@@ -51,6 +51,9 @@ func SplitCommandLine(line string) ([]Command, error) {
 	if strings.TrimSpace(line) == "" {
 		return nil, ErrEmptyCommand
 	}
+	if cmds, ok := splitPlain(line); ok {
+		return cmds, nil
+	}
 	// Most lines have a few commands and short words: sized so that
 	// neither grows.
 	var wordBuf [256]byte
