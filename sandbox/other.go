@@ -5,29 +5,12 @@ package sandbox
 import (
 	"errors"
 	"os"
-	"time"
 
 	"corral/policyengine"
 )
 
 // ErrUnsupported means the kernel sandbox is Linux-only.
 var ErrUnsupported = errors.New("the kernel sandbox needs Linux")
-
-// Result is how a run ended.
-type Result struct {
-	ExitCode int           `json:"exit_code"`
-	Signal   int           `json:"signal,omitempty"`
-	Wall     time.Duration `json:"wall_ns"`
-	MaxRSS   int64         `json:"peak_memory_bytes"`
-	Started  bool          `json:"started"`
-	Stage    *StageError   `json:"stage_error,omitempty"`
-}
-
-// Stdio are the streams the command gets.
-type Stdio struct {
-	Stdin          *os.File
-	Stdout, Stderr *os.File
-}
 
 // Probe reports no kernel features off Linux.
 func Probe(p policyengine.Permissions, spec Spec) *Facts {
