@@ -25,7 +25,8 @@ fi
 if command -v staticcheck >/dev/null; then staticcheck ./... || fail=1; else echo "staticcheck could not be installed; skipped"; fi
 
 step "unit and kernel tests (fuzz seed corpora included)"
-go test -count=1 $(go list ./... | grep -v '/tests$') || fail=1
+go test -count=1 $(go list ./... | grep -v '/tests$') 2>&1 | tee /tmp/corral-unit.log || true
+grep -q '^FAIL' /tmp/corral-unit.log && fail=1
 
 step "end-to-end attack suite (as root and as an unprivileged user)"
 # -v for the per-class tally; only the tally, skips, failures and the
@@ -43,5 +44,9 @@ for pkg in ./skill ./policyengine ./cmd/corral; do
 	done
 done
 
-if [ $fail -ne 0 ]; then echo; echo "FAILED"; exit 1; fi
-echo; echo "all checks passed"
+passed=$(cat /tmp/corral-unit.log /tmp/corral-e2e.log | grep -cE '^ok ')
+failed=$(cat /tmp/corral-unit.log /tmp/corral-e2e.log | grep -cE '^(FAIL|--- FAIL)' || true)
+echo
+echo "packages: $passed passed, $failed failed"
+if [ $fail -ne 0 ]; then echo "FAILED"; exit 1; fi
+echo "all checks passed"
