@@ -40,7 +40,18 @@ fuzztime=${CORRAL_FUZZTIME:-8s}
 for pkg in ./skill ./policyengine ./cmd/corral; do
 	for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz'); do
 		echo "-- $pkg $target ($fuzztime)"
-		go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" >/tmp/corral-fuzz.log 2>&1 || { cat /tmp/corral-fuzz.log; fail=1; }
+		if ! go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" >/tmp/corral-fuzz.log 2>&1; then
+			cat /tmp/corral-fuzz.log
+			# A finding writes its input under testdata/fuzz and fails.
+			# "context deadline exceeded" alone is the fuzzing engine
+			# timing out a stalled worker when the run ends on a busy
+			# machine: reported, not fatal.
+			if grep -q 'Failing input written\|panic:' /tmp/corral-fuzz.log || ! grep -q 'context deadline exceeded' /tmp/corral-fuzz.log; then
+				fail=1
+			else
+				echo "(fuzz engine timeout at the end of the run, no failing input: not counted as a failure)"
+			fi
+		fi
 	done
 done
 
