@@ -11,7 +11,7 @@ import (
 // fakeFacts is a host with Landlock ABI 7 where every path in dirs is a
 // folder and every path in files a file; programs live in /usr/bin.
 func fakeFacts(dirs, files []string, programs ...string) *Facts {
-	f := &Facts{LandlockABI: 7, MemfdNoexec: true, Seccomp: true, Files: map[string]FileInfo{}, Programs: map[string]Program{}}
+	f := &Facts{LandlockABI: 7, Seccomp: true, Files: map[string]FileInfo{}, Programs: map[string]Program{}}
 	for _, d := range append(dirs, "/usr", "/usr/lib", "/usr/share", "/etc/ssl", "/usr/lib64") {
 		f.Files[d] = FileInfo{Exists: true, Dir: true, Real: d}
 	}

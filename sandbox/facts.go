@@ -6,10 +6,8 @@ type Facts struct {
 	LandlockABI int    `json:"landlock_abi"`
 	LandlockErr string `json:"landlock_error,omitempty"` // why Landlock is unavailable
 	UserNSErr   string `json:"userns_error,omitempty"`   // why user namespaces are refused
-	MemfdNoexec bool   `json:"memfd_noexec"`             // vm.memfd_noexec exists (Linux ≥ 6.3)
 	Seccomp     bool   `json:"seccomp"`
 	Uid         int    `json:"uid"`
-	Gid         int    `json:"gid"`
 
 	Files    map[string]FileInfo `json:"files"`
 	Programs map[string]Program  `json:"programs"`

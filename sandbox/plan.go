@@ -16,11 +16,7 @@ type Plan struct {
 	Landlock Landlock   `json:"landlock"`
 	Seccomp  []SysRule  `json:"seccomp"`
 	Exec     ExecPolicy `json:"exec"`
-	// MemfdSysctl sets vm.memfd_noexec=2 in the sandbox's PID namespace
-	// (possible when the caller is root); otherwise seccomp refuses
-	// memfds that are not sealed against exec.
-	MemfdSysctl bool   `json:"memfd_sysctl,omitempty"`
-	Limits      Limits `json:"limits"`
+	Limits   Limits     `json:"limits"`
 
 	// Trace makes the init stage print how long each step took to stderr
 	// (CORRAL_TRACE=1), for performance work.

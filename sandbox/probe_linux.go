@@ -23,7 +23,6 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 		Programs: map[string]Program{},
 		Matches:  map[string][]string{},
 		Uid:      os.Getuid(),
-		Gid:      os.Getgid(),
 	}
 	f.probeKernel()
 	for _, glob := range policyengine.SystemRead {
@@ -90,8 +89,6 @@ func (f *Facts) probeKernel() {
 		f.LandlockErr = fmt.Sprintf("Landlock ABI query failed: %v", err)
 	}
 	f.UserNSErr = userNSRefusal()
-	_, err = os.Stat("/proc/sys/vm/memfd_noexec")
-	f.MemfdNoexec = err == nil
 	// PR_GET_SECCOMP answers EINVAL when the kernel lacks seccomp.
 	_, err = unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0)
 	f.Seccomp = err == nil

@@ -33,7 +33,7 @@ var doctorCommand = command{
 				enc.SetIndent("", "  ")
 				return enc.Encode(map[string]any{"facts": kernelFacts(facts), "protections": plan.Protections})
 			}
-			fmt.Printf("host: uid %d, Landlock ABI %d, seccomp %v, memfd_noexec sysctl %v\n", facts.Uid, facts.LandlockABI, facts.Seccomp, facts.MemfdNoexec)
+			fmt.Printf("host: uid %d, Landlock ABI %d, seccomp %v\n", facts.Uid, facts.LandlockABI, facts.Seccomp)
 			if facts.UserNSErr != "" {
 				fmt.Printf("user namespaces: refused: %s\n", facts.UserNSErr)
 			} else {
@@ -61,5 +61,5 @@ var doctorCommand = command{
 
 func kernelFacts(f *sandbox.Facts) map[string]any {
 	return map[string]any{"uid": f.Uid, "landlock_abi": f.LandlockABI, "landlock_error": f.LandlockErr,
-		"userns_error": f.UserNSErr, "seccomp": f.Seccomp, "memfd_noexec": f.MemfdNoexec}
+		"userns_error": f.UserNSErr, "seccomp": f.Seccomp}
 }
