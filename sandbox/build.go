@@ -32,9 +32,12 @@ var ProtectedNames = []string{
 // sandbox gets a private /tmp instead.
 var hiddenRoots = []string{"/tmp", "/var/tmp", "/run", "/var/run", "/dev/shm", "/proc", "/dev", "/sys"}
 
-// programRoots hold programs; with an exec allowlist they are replaced by
-// libraryRoots, so a program that is not allowed is not even readable (the
-// dynamic loader cannot start it).
+// programRoots hold programs. With an exec allowlist /usr is still bound
+// whole (one mount instead of one per library folder and program), but
+// Landlock grants read only on libraryRoots and read+execute only on the
+// allowed programs, so a program that is not allowed is neither executable
+// nor readable (the dynamic loader cannot open it). /bin and /sbin stay
+// symlinks into /usr; /opt is left out.
 var (
 	programRoots = []string{"/usr", "/bin", "/sbin", "/opt"}
 	libraryRoots = []string{"/usr/lib", "/usr/lib32", "/usr/lib64", "/usr/libx32",
@@ -180,6 +183,7 @@ func (b *builder) baseline() {
 			roots = nil
 			if root == "/usr" {
 				roots = libraryRoots
+				b.bind(root, true, false, policyengine.SystemSource+" (Landlock: only library folders and allowed programs)")
 			}
 			if info := b.facts.file(root); info.Exists && info.Real != root {
 				// /bin -> usr/bin stays, so #!/bin/sh finds an allowed sh.
@@ -187,6 +191,10 @@ func (b *builder) baseline() {
 			}
 		}
 		for _, r := range roots {
+			if restricted && isUnder(r, "/usr") {
+				b.rule(r, readRights, policyengine.SystemSource)
+				continue // inside the /usr bind
+			}
 			b.rule(r, readRights|exec, policyengine.SystemSource)
 			if info := b.facts.file(r); info.Exists && !info.Dir && info.Real == r && isUnder(r, "/etc") {
 				// Small /etc files are copied into the new root: a copy
@@ -334,7 +342,7 @@ func (b *builder) execTargets() {
 			}
 		}
 	}
-	b.warn("exec allowlist: programs outside it are neither executable nor readable in /usr/bin and /usr/sbin; ELF programs inside readable library folders (such as /usr/lib) can still be started through the dynamic loader, but only with the allowed programs' Landlock, seccomp and namespace limits")
+	b.warn("exec allowlist: Landlock leaves programs outside it neither executable nor readable (outside the library folders); ELF programs inside readable library folders (such as /usr/lib) can still be started through the dynamic loader, but only with the allowed programs' Landlock, seccomp and namespace limits")
 	sort.Slice(b.plan.Exec.Allowed, func(i, j int) bool { return b.plan.Exec.Allowed[i].Path < b.plan.Exec.Allowed[j].Path })
 }
 

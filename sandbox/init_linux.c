@@ -247,21 +247,24 @@ static void read_plan(struct plan *pl) {
 // ---- mounts ----
 
 static void mkdir_p(const char *path, mode_t mode) {
+	// Most parents exist already: try the folder itself first and walk up
+	// only on ENOENT, which keeps the common case at one syscall.
+	if (mkdir(path, mode) == 0 || errno == EEXIST)
+		return;
+	if (errno != ENOENT)
+		fail("mounts", errno, "mkdir %s", path);
 	char tmp[4096];
 	size_t len = strlen(path);
 	if (len >= sizeof tmp)
 		fail("mounts", ENAMETOOLONG, "%s", path);
 	memcpy(tmp, path, len + 1);
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(tmp, mode) < 0 && errno != EEXIST)
-			fail("mounts", errno, "mkdir %s", tmp);
-		*p = '/';
-	}
-	if (mkdir(tmp, mode) < 0 && errno != EEXIST)
-		fail("mounts", errno, "mkdir %s", tmp);
+	char *slash = strrchr(tmp, '/');
+	if (!slash || slash == tmp)
+		fail("mounts", ENOENT, "mkdir %s", path);
+	*slash = 0;
+	mkdir_p(tmp, mode);
+	if (mkdir(path, mode) < 0 && errno != EEXIST)
+		fail("mounts", errno, "mkdir %s", path);
 }
 
 static void parent_dirs(const char *path) {
