@@ -3,6 +3,7 @@ package policyengine
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 )
@@ -113,4 +114,26 @@ func joinHostPort(host string, port int) string {
 		return "[" + host + "]:" + strconv.Itoa(port)
 	}
 	return host + ":" + strconv.Itoa(port)
+}
+
+// CheckAddr decides whether addr, one of the addresses host resolved to,
+// may be dialled on port once CheckNetwork allowed host by name. A public
+// address is allowed with its name. An address in a category (loopback,
+// private network, link-local, cloud metadata) needs a rule that grants
+// that category or that very address: a name pattern such as
+// "api.example.com:443" never lets a name that resolves to 127.0.0.1 or
+// 169.254.169.254 through.
+func (e *Engine) CheckAddr(host string, addr netip.Addr, port int) Decision {
+	addr = normalizeAddr(addr)
+	cat := CategoryOf(addr)
+	if cat == CatNone {
+		return Decision{Action: Allow, Reason: joinHostPort(addr.String(), port) + " is a public address"}
+	}
+	d := e.CheckNetwork(addr.String(), port)
+	if d.Action != Allow {
+		target := joinHostPort(addr.String(), port)
+		d.Reason = host + " resolves to " + target + ", a " + categoryWords[cat] + " address; to allow it, add " +
+			`"preset:` + string(cat) + ":" + strconv.Itoa(port) + `" or "` + target + `" to permissions.network.allow`
+	}
+	return d
 }

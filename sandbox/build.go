@@ -6,6 +6,7 @@ import (
 	"path"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"corral/policyengine"
@@ -71,10 +72,11 @@ func BuildPlan(p policyengine.Permissions, spec Spec, facts *Facts) (*Plan, erro
 	b.protections()
 	b.plan.Landlock = Landlock{ABI: facts.LandlockABI, HandledFS: handledFS(facts.LandlockABI)}
 	if facts.LandlockABI >= 4 {
-		// No TCP rule: the sandbox's network namespace has only lo, and
-		// even there nothing may connect or bind over TCP.
+		// The sandbox's network namespace has only lo, and even there
+		// nothing may bind over TCP or connect anywhere but the proxy.
 		b.plan.Landlock.HandledNet = netBindTCP | netConnectTCP
 	}
+	b.network()
 	if facts.LandlockABI >= 6 {
 		b.plan.Landlock.Scoped = scopeAbstractUnix | scopeSignal
 	}
@@ -470,6 +472,12 @@ func (b *builder) env() {
 			set[k] = v
 		}
 	}
+	if b.plan.Proxy != nil {
+		for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"} {
+			set[k], set[strings.ToLower(k)] = ProxyURL, ProxyURL
+		}
+		set["NO_PROXY"], set["no_proxy"] = "localhost,127.0.0.1,::1", "localhost,127.0.0.1,::1"
+	}
 	set["PATH"] = policyengine.SandboxPATH
 	set["TMPDIR"] = "/tmp"
 	if _, ok := set["HOME"]; !ok {
@@ -488,6 +496,27 @@ func (b *builder) env() {
 	}
 }
 
+// ProxyPort is where the egress proxy listens inside a sandbox, on
+// 127.0.0.1 and [::1].
+const ProxyPort = 3128
+
+// ProxyURL is what the sandbox's HTTP_PROXY and friends say.
+var ProxyURL = "http://127.0.0.1:" + strconv.Itoa(ProxyPort)
+
+// network plans the egress proxy when any skill allows network access;
+// without a rule there is no proxy and no way out at all.
+func (b *builder) network() {
+	if len(b.perms.Network) == 0 {
+		return
+	}
+	b.plan.Proxy = &ProxyPlan{Port: ProxyPort, Rules: len(b.perms.Network),
+		Addrs: []string{"127.0.0.1:" + strconv.Itoa(ProxyPort), "[::1]:" + strconv.Itoa(ProxyPort)}}
+	if b.plan.Landlock.HandledNet&netConnectTCP != 0 {
+		b.plan.Landlock.PortRules = append(b.plan.Landlock.PortRules, PortRule{Port: ProxyPort, Access: netConnectTCP,
+			Rights: "connect_tcp", From: "the egress proxy"})
+	}
+}
+
 // protections lists what is enforced.
 func (b *builder) protections() {
 	f := b.facts
@@ -496,12 +525,17 @@ func (b *builder) protections() {
 	}
 	add("namespaces", f.UserNSErr == "", orText(f.UserNSErr, "user, mount, pid, network, ipc and uts namespaces"))
 	add("landlock-fs", f.LandlockABI >= 1, orText(f.LandlockErr, fmt.Sprintf("Landlock ABI %d filesystem rules", f.LandlockABI)))
-	add("landlock-net", f.LandlockABI >= 4, landlockDetail(f.LandlockABI, 4, "no TCP bind or connect (the network namespace has no way out anyway)"))
+	netDetail, llNet := "private network namespace with only lo: no network", "no TCP bind or connect (the network namespace has no way out anyway)"
+	if len(b.perms.Network) > 0 {
+		netDetail = fmt.Sprintf("private network namespace with only lo; the one way out is corral's egress proxy at 127.0.0.1:%d and [::1]:%d, enforcing %d network.allow rule(s); no UDP, no DNS", ProxyPort, ProxyPort, len(b.perms.Network))
+		llNet = fmt.Sprintf("TCP connect only to the proxy port %d; no TCP bind", ProxyPort)
+	}
+	add("landlock-net", f.LandlockABI >= 4, landlockDetail(f.LandlockABI, 4, llNet))
 	add("landlock-scope", f.LandlockABI >= 6, landlockDetail(f.LandlockABI, 6, "no signals or abstract UNIX sockets beyond the sandbox"))
 	add("seccomp", f.Seccomp, orText(map[bool]string{false: "seccomp filters are unavailable"}[f.Seccomp], fmt.Sprintf("%d rules refusing namespaces, mounts, ptrace, bpf, io_uring, keyrings, TIOCSTI and more", len(SeccompRules()))))
 	add("no-new-privs", true, "set before exec")
 	add("capabilities", f.UserNSErr == "", "bounding, ambient, permitted, effective and inheritable sets emptied; securebits locked")
-	add("network", f.UserNSErr == "", "private network namespace with only lo: no network")
+	add("network", f.UserNSErr == "", netDetail)
 	add("private-mounts", f.UserNSErr == "", "new root holding only granted paths, private /proc, /tmp and /dev; host UNIX sockets hidden")
 	if b.plan.Exec.Restricted {
 		add("exec-allowlist", f.LandlockABI >= 1, "only the allowed programs and their interpreters are executable; granted folders are mounted noexec")

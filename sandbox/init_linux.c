@@ -15,7 +15,9 @@
 #include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <arpa/inet.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -30,6 +32,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,6 +41,7 @@
 
 #define PLAN_FD 3
 #define STATUS_FD 4
+#define PROXY_FD 5 // a UNIX socket: the proxy listeners go to corral over it
 #define STAGING "/tmp"
 #define MAX_PLAN (16 << 20)
 
@@ -110,6 +114,11 @@ struct rule {
 	const char *path;
 };
 
+struct port_rule {
+	uint64_t access;
+	uint64_t port;
+};
+
 struct plan {
 	const char *hostname, *dir, *path;
 	const char **argv, **env;
@@ -120,6 +129,9 @@ struct plan {
 	uint64_t handled_fs, handled_net, scoped;
 	struct rule *rules;
 	size_t nrules;
+	struct port_rule *port_rules;
+	size_t nport_rules;
+	int proxy_port; // 0: no proxy
 	const unsigned char *bpf;
 	size_t bpf_len;
 };
@@ -227,6 +239,14 @@ static void read_plan(struct plan *pl) {
 			pl->rules = grow(pl->rules, pl->nrules, sizeof *pl->rules);
 			pl->rules[pl->nrules].access = strtoull(next(&p, end), NULL, 10);
 			pl->rules[pl->nrules++].path = next(&p, end);
+			break;
+		case 'n':
+			pl->port_rules = grow(pl->port_rules, pl->nport_rules, sizeof *pl->port_rules);
+			pl->port_rules[pl->nport_rules].access = strtoull(next(&p, end), NULL, 10);
+			pl->port_rules[pl->nport_rules++].port = strtoull(next(&p, end), NULL, 10);
+			break;
+		case 'P':
+			pl->proxy_port = atoi(next(&p, end));
 			break;
 		case 's':
 			pl->bpf = (const unsigned char *)p;
@@ -489,6 +509,56 @@ static void loopback_up(void) {
 	close(fd);
 }
 
+// listen_on makes a listening TCP socket on addr inside the sandbox's
+// network namespace.
+static int listen_on(int family, const void *addr, socklen_t len) {
+	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		fail("network", errno, "proxy socket");
+	int one = 1;
+	if (family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+	if (bind(fd, addr, len) < 0)
+		fail("network", errno, "binding the proxy port");
+	if (listen(fd, 4096) < 0)
+		fail("network", errno, "listen");
+	return fd;
+}
+
+// proxy_listeners listens on 127.0.0.1 and [::1] at the proxy port and
+// hands both sockets to corral, which serves the proxy from outside the
+// namespace: the sandbox's one way out is a socket corral holds, with no
+// helper process. [::1] is skipped when the host has IPv6 disabled.
+static void proxy_listeners(int port) {
+	struct sockaddr_in v4 = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	v4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	struct sockaddr_in6 v6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port), .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+	int fds[2], n = 0;
+	fds[n++] = listen_on(AF_INET, &v4, sizeof v4);
+	int probe = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (probe >= 0) {
+		close(probe);
+		fds[n++] = listen_on(AF_INET6, &v6, sizeof v6);
+	}
+	char byte = 'L';
+	struct iovec iov = {&byte, 1};
+	union {
+		char buf[CMSG_SPACE(sizeof fds)];
+		struct cmsghdr align;
+	} u;
+	memset(&u, 0, sizeof u);
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = CMSG_SPACE(n * sizeof(int))};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(n * sizeof(int));
+	memcpy(CMSG_DATA(c), fds, n * sizeof(int));
+	if (sendmsg(PROXY_FD, &msg, MSG_NOSIGNAL) < 0)
+		fail("network", errno, "handing the proxy listeners to corral");
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+}
+
 // Securebits that make uid 0 inside the user namespace an ordinary user,
 // locked so the command cannot undo them: SECBIT_NOROOT,
 // SECBIT_NO_SETUID_FIXUP, SECBIT_KEEP_CAPS_LOCKED and
@@ -528,6 +598,11 @@ struct ll_path_beneath {
 	int32_t parent_fd;
 } __attribute__((packed));
 
+struct ll_net_port {
+	uint64_t allowed_access;
+	uint64_t port;
+};
+
 #define LL_FILE_RIGHTS (1 | 2 | 4 | (1 << 14) | (1 << 15))
 
 static void apply_landlock(struct plan *pl) {
@@ -554,6 +629,11 @@ static void apply_landlock(struct plan *pl) {
 				fail("landlock", errno, "rule for %s", r->path);
 		}
 		close(fd);
+	}
+	for (size_t i = 0; i < pl->nport_rules; i++) {
+		struct ll_net_port np = {pl->port_rules[i].access, pl->port_rules[i].port};
+		if (syscall(SYS_landlock_add_rule, rs, 2 /* LANDLOCK_RULE_NET_PORT */, &np, 0) < 0)
+			fail("landlock", errno, "rule for TCP port %llu", (unsigned long long)np.port);
 	}
 	if (syscall(SYS_landlock_restrict_self, rs, 0) < 0)
 		fail("landlock", errno, "landlock_restrict_self");
@@ -595,6 +675,9 @@ void corral_init_main(void) {
 	setup_mounts(&pl);
 	step("mounts");
 	loopback_up();
+	if (pl.proxy_port)
+		proxy_listeners(pl.proxy_port);
+	close(PROXY_FD);
 	if (sethostname(pl.hostname, strlen(pl.hostname)) < 0)
 		fail("hostname", errno, "sethostname");
 	step("lo, hostname");

@@ -101,6 +101,7 @@ __attribute__((constructor)) static void corral_nsinit(int argc, char **argv, ch
 	// PID 1's exit status.
 	close(3);
 	close(STATUS_FD);
+	close(5); // the proxy socket
 	corral_init_pid = pid;
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);

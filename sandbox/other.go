@@ -27,7 +27,7 @@ func Start(stdio Stdio) (*Launch, error) { return nil, ErrUnsupported }
 func (l *Launch) Abort() {}
 
 // Run is unsupported off Linux.
-func (l *Launch) Run(plan *Plan) (*Result, error) { return nil, ErrUnsupported }
+func (l *Launch) Run(plan *Plan, serve func([]*os.File)) (*Result, error) { return nil, ErrUnsupported }
 
 // RunInit is unsupported off Linux.
 func RunInit() { os.Exit(125) }

@@ -17,6 +17,9 @@ type Plan struct {
 	Seccomp  []SysRule  `json:"seccomp"`
 	Exec     ExecPolicy `json:"exec"`
 	Limits   Limits     `json:"limits"`
+	// Proxy is set when the permissions allow any network: the sandbox's
+	// one way out is corral's egress proxy, listening inside it.
+	Proxy *ProxyPlan `json:"proxy,omitempty"`
 
 	// Trace makes the init stage print how long each step took to stderr
 	// (CORRAL_TRACE=1), for performance work.
@@ -61,6 +64,22 @@ type Landlock struct {
 	HandledNet uint64     `json:"handled_net"`
 	Scoped     uint64     `json:"scoped"`
 	Rules      []PathRule `json:"rules"`
+	PortRules  []PortRule `json:"port_rules,omitempty"`
+}
+
+// PortRule grants Access (TCP bind or connect) on a TCP port.
+type PortRule struct {
+	Port   int    `json:"port"`
+	Access uint64 `json:"access"`
+	Rights string `json:"rights"`
+	From   string `json:"from"`
+}
+
+// ProxyPlan is where the egress proxy listens inside the sandbox.
+type ProxyPlan struct {
+	Addrs []string `json:"addrs"` // 127.0.0.1:PORT and [::1]:PORT
+	Port  int      `json:"port"`
+	Rules int      `json:"rules"` // network.allow entries it enforces
 }
 
 // PathRule grants Access beneath Path (or on the file Path).

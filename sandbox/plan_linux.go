@@ -55,6 +55,12 @@ func encodePlan(p *Plan, bpf []byte) []byte {
 	for _, r := range l.Rules {
 		rec('r', strconv.FormatUint(r.Access, 10), r.Path)
 	}
+	for _, r := range l.PortRules {
+		rec('n', strconv.FormatUint(r.Access, 10), strconv.Itoa(r.Port))
+	}
+	if p.Proxy != nil {
+		rec('P', strconv.Itoa(p.Proxy.Port))
+	}
 	b = append(b, 's')
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(bpf)))
 	return append(b, bpf...)

@@ -25,6 +25,7 @@ var forwarded = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT
 type Launch struct {
 	cmd      *exec.Cmd
 	planW    *os.File
+	proxyR   *os.File // receives the proxy listeners from the init
 	statuses chan status
 	signals  chan os.Signal
 	start    time.Time
@@ -44,6 +45,17 @@ func Start(stdio Stdio) (*Launch, error) {
 		planW.Close()
 		return nil, err
 	}
+	// The init hands corral the proxy's listening sockets over this pair
+	// when the plan has a proxy; otherwise it just closes its end.
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		planW.Close()
+		statusR.Close()
+		statusW.Close()
+		return nil, err
+	}
+	proxyR, proxyW := os.NewFile(uintptr(pair[0]), "proxy"), os.NewFile(uintptr(pair[1]), "proxy-init")
+	defer proxyW.Close()
 	l.cmd = &exec.Cmd{
 		Path:       "/proc/self/exe",
 		Args:       []string{"corral", InitArg},
@@ -51,7 +63,7 @@ func Start(stdio Stdio) (*Launch, error) {
 		Stdin:      stdio.Stdin,
 		Stdout:     stdio.Stdout,
 		Stderr:     stdio.Stderr,
-		ExtraFiles: []*os.File{planR, statusW},
+		ExtraFiles: []*os.File{planR, statusW, proxyW},
 		// No namespace flags: nsinit_linux.c makes the namespaces in the
 		// new process, so Go can start it with a cheap vfork.
 		SysProcAttr: &syscall.SysProcAttr{
@@ -74,9 +86,10 @@ func Start(stdio Stdio) (*Launch, error) {
 		signal.Stop(l.signals)
 		planW.Close()
 		statusR.Close()
+		proxyR.Close()
 		return nil, startError(err)
 	}
-	l.planW = planW
+	l.planW, l.proxyR = planW, proxyR
 	l.statuses = make(chan status, 4)
 	go readStatus(statusR, l.statuses)
 	go func() {
@@ -90,16 +103,21 @@ func Start(stdio Stdio) (*Launch, error) {
 // Abort ends an init that will get no plan.
 func (l *Launch) Abort() {
 	l.planW.Close()
+	l.proxyR.Close()
 	l.cmd.Process.Kill()
 	l.cmd.Wait()
 	signal.Stop(l.signals)
 }
 
-// Run hands the init its plan and waits for the command. The returned
-// error means corral failed (the sandbox could not be built); the
+// Run hands the init its plan and waits for the command. When the plan has
+// a proxy, serve gets the listening sockets the init made inside the
+// sandbox (127.0.0.1, and [::1] where the host has IPv6) before the
+// command starts; it must return at once (serve from goroutines). The
+// returned error means corral failed (the sandbox could not be built); the
 // command's own failure is in the Result.
-func (l *Launch) Run(plan *Plan) (*Result, error) {
+func (l *Launch) Run(plan *Plan, serve func([]*os.File)) (*Result, error) {
 	defer signal.Stop(l.signals)
+	defer l.proxyR.Close()
 	bpf, err := bpfFor(plan.Seccomp)
 	if err != nil {
 		l.Abort()
@@ -113,6 +131,15 @@ func (l *Launch) Run(plan *Plan) (*Result, error) {
 		l.planW.Write(data)
 		l.planW.Close()
 	}()
+	if plan.Proxy != nil {
+		files, err := receiveFiles(l.proxyR)
+		if err != nil {
+			// The init failed before it listened; its status says why.
+			l.planW.Close()
+		} else {
+			serve(files)
+		}
+	}
 	res := &Result{ExitCode: 255}
 	for s := range l.statuses {
 		switch {
@@ -139,6 +166,36 @@ func (l *Launch) Run(plan *Plan) (*Result, error) {
 		return res, fmt.Errorf("the sandbox's init ended before the command started: %v", werr)
 	}
 	return res, nil
+}
+
+// receiveFiles reads one message carrying file descriptors.
+func receiveFiles(f *os.File) ([]*os.File, error) {
+	buf, oob := make([]byte, 1), make([]byte, unix.CmsgSpace(4*4))
+	n, oobn, _, _, err := unix.Recvmsg(int(f.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, io.EOF
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil {
+		return nil, err
+	}
+	var files []*os.File
+	for _, m := range msgs {
+		fds, err := unix.ParseUnixRights(&m)
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			files = append(files, os.NewFile(uintptr(fd), "proxy-listener"))
+		}
+	}
+	if len(files) == 0 {
+		return nil, errors.New("no listeners received")
+	}
+	return files, nil
 }
 
 func readStatus(r io.Reader, out chan<- status) {

@@ -74,6 +74,8 @@ func SeccompRules() []SysRule {
 		argEq("socket", 0, 40, "AF_VSOCK reaches the hypervisor and host"),
 		argEq("socket", 0, 15, "AF_KEY manages IPsec keys"),
 		argEq("socket", 2, 262, "MPTCP is not covered by Landlock's TCP rules"),
+		SysRule{Syscall: "socket", Errno: "EPERM", Arg: &Arg{Index: 1, Op: "masked_eq", Mask: 0xf, Value: 3}, Why: "SOCK_RAW sockets forge packets past Landlock's TCP rules"},
+		SysRule{Syscall: "socket", Errno: "EPERM", Arg: &Arg{Index: 1, Op: "masked_eq", Mask: 0xf, Value: 10}, Why: "SOCK_PACKET sockets see and forge raw frames"},
 		SysRule{Syscall: "memfd_create", Errno: "EPERM", Arg: &Arg{Index: 1, Op: "any_bit", Mask: 0x10}, Why: "MFD_EXEC memfds run a copy of any binary"},
 	)
 	return r

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,19 +13,22 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"corral/netns"
 	"corral/policyengine"
 	"corral/sandbox"
 )
 
 var execCommand = command{
 	name:  "exec",
-	usage: "[--skill DIR]... [--work-dir D] [--data-dir D] [--report FILE] [--best-effort] -- CMD [ARG]...",
+	usage: "[--skill DIR]... [--work-dir D] [--data-dir D] [--report FILE] [--audit-log FILE] [--resolve NAME=ADDR]... [--best-effort] -- CMD [ARG]...",
 	summary: `Run CMD in a sandbox built from the skills' merged permissions.
 Exit status: the command's own; 128+N if a signal N killed it; 125 corral
 failed; 126 the command is not permitted; 127 the command was not found.`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
 		var sf skillFlags
 		sf.register(fs)
+		var nf netFlags
+		nf.register(fs)
 		report := fs.String("report", "", "write a JSON report of the run to `file`")
 		bestEffort := fs.Bool("best-effort", false, "run even if a protection cannot be enforced, naming each one that is missing")
 		return func(args []string) error {
@@ -32,7 +36,7 @@ failed; 126 the command is not permitted; 127 the command was not found.`,
 				return failed(errors.New("no command: write corral exec [flags] -- CMD [ARG]"))
 			}
 			r := &runReport{Argv: args}
-			err := runExec(&sf, args, *bestEffort, r)
+			err := runExec(&sf, &nf, args, *bestEffort, r)
 			if *report != "" {
 				if werr := r.write(*report, err); werr != nil && err == nil {
 					err = failed(werr)
@@ -55,9 +59,13 @@ type runReport struct {
 	Protections []sandbox.Protection    `json:"protections"`
 	Dropped     []string                `json:"dropped,omitempty"`
 	Denials     []policyengine.Decision `json:"denials"`
-	Warnings    []string                `json:"warnings,omitempty"`
-	Created     []string                `json:"created,omitempty"`
-	Error       string                  `json:"error,omitempty"`
+	// ProxyDenials are the requests the egress proxy refused (at most
+	// 1000; ProxyDenialsMore counts the rest).
+	ProxyDenials     []netns.Event `json:"proxy_denials,omitempty"`
+	ProxyDenialsMore int           `json:"proxy_denials_more,omitempty"`
+	Warnings         []string      `json:"warnings,omitempty"`
+	Created          []string      `json:"created,omitempty"`
+	Error            string        `json:"error,omitempty"`
 }
 
 func (r *runReport) write(file string, runErr error) error {
@@ -78,7 +86,7 @@ func (r *runReport) write(file string, runErr error) error {
 	return os.WriteFile(file, append(data, '\n'), 0o644)
 }
 
-func runExec(sf *skillFlags, argv []string, bestEffort bool, r *runReport) error {
+func runExec(sf *skillFlags, nf *netFlags, argv []string, bestEffort bool, r *runReport) error {
 	trace := func(string) {}
 	if os.Getenv("CORRAL_TRACE") == "1" {
 		trace = func(step string) {
@@ -114,9 +122,9 @@ func runExec(sf *skillFlags, argv []string, bestEffort bool, r *runReport) error
 	trace("started")
 	spec := sandbox.Spec{Argv: argv, WorkDir: l.vars.WorkDir, Env: os.Environ(), BestEffort: bestEffort}
 	plan, err := sandbox.BuildPlan(l.perms, spec, sandbox.Probe(l.perms, spec))
-	var nf *sandbox.NotFoundError
+	var notFound *sandbox.NotFoundError
 	switch {
-	case errors.As(err, &nf):
+	case errors.As(err, &notFound):
 		launch.Abort()
 		return &exitError{Code: exitNotFound, Err: err}
 	case err != nil:
@@ -132,8 +140,40 @@ func runExec(sf *skillFlags, argv []string, bestEffort bool, r *runReport) error
 		}
 	}
 	trace("planned")
-	res, err := launch.Run(plan)
+	var proxy *netns.Proxy
+	var audit *netns.Audit
+	if plan.Proxy != nil {
+		var closeLog func() error
+		audit, closeLog, err = nf.audit()
+		if err != nil {
+			launch.Abort()
+			return failed(err)
+		}
+		defer closeLog()
+		proxy = netns.New(nf.config(l, audit))
+	}
+	res, err := launch.Run(plan, func(files []*os.File) {
+		for _, f := range files {
+			ln, lerr := net.FileListener(f)
+			f.Close()
+			if lerr != nil {
+				fmt.Fprintf(os.Stderr, "corral exec: proxy listener: %v\n", lerr)
+				continue
+			}
+			go proxy.Serve(ln)
+		}
+	})
 	trace("done")
+	if proxy != nil {
+		proxy.Close()
+		r.ProxyDenials, r.ProxyDenialsMore = audit.Denials()
+		if s := denialSummary(audit); s != "" {
+			fmt.Fprint(os.Stderr, s)
+		}
+		if aerr := audit.Err(); aerr != nil {
+			fmt.Fprintf(os.Stderr, "corral exec: writing the audit log: %v\n", aerr)
+		}
+	}
 	if res != nil {
 		r.ExitCode, r.Signal, r.WallMS, r.PeakMemory = res.ExitCode, res.Signal, float64(res.Wall.Microseconds())/1000, res.MaxRSS
 	}

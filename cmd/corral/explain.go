@@ -169,6 +169,19 @@ func writePlan(w io.Writer, p *sandbox.Plan) {
 	for _, r := range p.Landlock.Rules {
 		fmt.Fprintf(w, "    %-45s %-22s from %s\n", r.Path, rightsOrCustom(r), r.From)
 	}
+	for _, r := range p.Landlock.PortRules {
+		fmt.Fprintf(w, "    %-45s %-22s from %s\n", fmt.Sprintf("TCP port %d", r.Port), r.Rights, r.From)
+	}
+	if p.Landlock.HandledNet != 0 && len(p.Landlock.PortRules) == 0 {
+		fmt.Fprintf(w, "    %-45s %-22s\n", "TCP (any port)", "no bind, no connect")
+	}
+	if p.Proxy != nil {
+		fmt.Fprintf(w, "  egress proxy (served by corral, enforcing %d network.allow rule(s)):\n", p.Proxy.Rules)
+		fmt.Fprintf(w, "    listens on %s inside the sandbox\n", strings.Join(p.Proxy.Addrs, " and "))
+		fmt.Fprintf(w, "    HTTP_PROXY, HTTPS_PROXY and ALL_PROXY (and lower-case) are %s; NO_PROXY covers localhost\n", sandbox.ProxyURL)
+	} else {
+		fmt.Fprintf(w, "  network: none (no network.allow rule: no proxy, only lo)\n")
+	}
 	fmt.Fprintf(w, "  mounts (new root holding only these):\n")
 	for _, m := range p.Mounts {
 		flags := ""

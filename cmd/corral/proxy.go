@@ -1,0 +1,134 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"corral/netns"
+)
+
+// netFlags are the egress proxy's flags, shared by exec and proxy.
+type netFlags struct {
+	auditLog string
+	pins     map[string][]netip.Addr
+}
+
+func (n *netFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&n.auditLog, "audit-log", "", "append every proxy decision to `file` as JSON lines")
+	fs.Func("resolve", "answer `NAME=ADDR[,ADDR]` for NAME in the proxy instead of DNS (repeatable); the addresses are still checked", func(s string) error {
+		name, addrs, err := netns.ParsePin(s)
+		if err != nil {
+			return err
+		}
+		if n.pins == nil {
+			n.pins = map[string][]netip.Addr{}
+		}
+		n.pins[name] = append(n.pins[name], addrs...)
+		return nil
+	})
+}
+
+// audit opens the audit log, if one was asked for.
+func (n *netFlags) audit() (*netns.Audit, func() error, error) {
+	if n.auditLog == "" {
+		return netns.NewAudit(nil), func() error { return nil }, nil
+	}
+	f, err := netns.OpenAuditFile(n.auditLog)
+	if err != nil {
+		return nil, nil, err
+	}
+	return netns.NewAudit(f), f.Close, nil
+}
+
+func (n *netFlags) config(l *loaded, a *netns.Audit) netns.Config {
+	cfg := netns.Config{Engine: l.engine, Audit: a.Record}
+	if len(n.pins) > 0 {
+		cfg.Resolver = &netns.Pinned{Names: n.pins, Next: netns.SystemResolver()}
+	}
+	return cfg
+}
+
+// denialSummary is the stderr summary of the proxy's refusals.
+func denialSummary(a *netns.Audit) string {
+	denials, more := a.Denials()
+	if len(denials) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "corral: the egress proxy refused %d request(s):\n", len(denials)+more)
+	seen := map[string]bool{}
+	for _, d := range denials {
+		line := fmt.Sprintf("  %s %s:%d: %d %s", d.Method, d.Host, d.Port, d.Status, d.Reason)
+		if d.Host == "" {
+			line = fmt.Sprintf("  %d %s", d.Status, d.Reason)
+		}
+		if !seen[line] {
+			seen[line] = true
+			b.WriteString(line + "\n")
+		}
+	}
+	return b.String()
+}
+
+var proxyCommand = command{
+	name:  "proxy",
+	usage: "[--skill DIR]... --listen ADDR [--audit-log FILE] [--resolve NAME=ADDR]...",
+	summary: `Run the egress proxy alone (for containers and macOS): HTTP and CONNECT
+on ADDR, allowing what the skills' network.allow allows. Ends on SIGINT or
+SIGTERM.`,
+	setup: func(fs *flag.FlagSet) func([]string) error {
+		var sf skillFlags
+		sf.register(fs)
+		var nf netFlags
+		nf.register(fs)
+		listen := fs.String("listen", "", "listen on `addr` (host:port)")
+		return func(args []string) error {
+			if len(args) > 0 {
+				return failed(fmt.Errorf("unexpected arguments %q", args))
+			}
+			if *listen == "" {
+				return failed(fmt.Errorf("--listen ADDR is required, as in --listen 127.0.0.1:3128"))
+			}
+			return runProxy(&sf, &nf, *listen)
+		}
+	},
+}
+
+func runProxy(sf *skillFlags, nf *netFlags, listen string) error {
+	l, err := sf.load()
+	if err != nil {
+		return failed(err)
+	}
+	a, closeLog, err := nf.audit()
+	if err != nil {
+		return failed(err)
+	}
+	defer closeLog()
+	ln, err := netns.Listen(listen)
+	if err != nil {
+		return failed(err)
+	}
+	cfg := nf.config(l, a)
+	if ap, err := netip.ParseAddrPort(ln.Addr().String()); err == nil {
+		cfg.Self = []netip.AddrPort{ap}
+	}
+	p := netns.New(cfg)
+	fmt.Fprintf(os.Stderr, "corral proxy: listening on %s with %d network.allow rule(s)\n", ln.Addr(), len(l.perms.Network))
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		<-stop
+		p.Close()
+	}()
+	p.Serve(ln)
+	p.Close()
+	if s := denialSummary(a); s != "" {
+		fmt.Fprint(os.Stderr, s)
+	}
+	return nil
+}

@@ -1,0 +1,249 @@
+package netns
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"corral/policyengine"
+)
+
+// Limits on a request head. Anything larger is refused with 431 before a
+// single byte goes upstream.
+const (
+	maxHeadBytes = 32 << 10
+	maxHeaders   = 100
+)
+
+// request is the parsed head of one proxy request.
+type request struct {
+	method  string
+	connect bool
+	host    string // as the client wrote it (name or IP literal, no brackets)
+	port    int
+	target  string // origin-form request target for plain HTTP ("/path?q")
+	proto   string // "HTTP/1.1"
+	headers [][2]string
+}
+
+// headError is a malformed or oversized head: status is the answer.
+type headError struct {
+	status int
+	msg    string
+}
+
+func (e *headError) Error() string { return e.msg }
+
+func badRequest(format string, args ...any) error {
+	return &headError{status: 400, msg: fmt.Sprintf(format, args...)}
+}
+
+// readHead reads and parses one request head from br, refusing heads over
+// maxHeadBytes or maxHeaders.
+func readHead(br *bufio.Reader) (*request, error) {
+	budget := maxHeadBytes
+	line := func() (string, error) {
+		var buf []byte
+		for {
+			frag, err := br.ReadSlice('\n')
+			budget -= len(frag)
+			if budget < 0 {
+				return "", &headError{status: 431, msg: fmt.Sprintf("request head larger than %d bytes", maxHeadBytes)}
+			}
+			buf = append(buf, frag...)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, bufio.ErrBufferFull) {
+				return "", err
+			}
+		}
+		return string(bytes.TrimRight(buf, "\r\n")), nil
+	}
+	first, err := line()
+	if err != nil {
+		return nil, err
+	}
+	method, rest, ok1 := strings.Cut(first, " ")
+	target, proto, ok2 := strings.Cut(rest, " ")
+	if !ok1 || !ok2 || method == "" || target == "" || !strings.HasPrefix(proto, "HTTP/1.") || len(proto) != 8 {
+		return nil, badRequest("malformed request line %q", clip(first))
+	}
+	for _, c := range method {
+		if c < 'A' || c > 'Z' {
+			return nil, badRequest("malformed method %q", clip(method))
+		}
+	}
+	r := &request{method: method, proto: proto}
+	for {
+		l, err := line()
+		if err != nil {
+			return nil, err
+		}
+		if l == "" {
+			break
+		}
+		if len(r.headers) == maxHeaders {
+			return nil, &headError{status: 431, msg: fmt.Sprintf("more than %d request headers", maxHeaders)}
+		}
+		k, v, ok := strings.Cut(l, ":")
+		if !ok || k == "" || strings.ContainsAny(k, " \t") {
+			return nil, badRequest("malformed header line %q", clip(l))
+		}
+		r.headers = append(r.headers, [2]string{k, strings.TrimSpace(v)})
+	}
+	return r, r.parseTarget(target)
+}
+
+// parseTarget fills host, port and the origin-form target from the request
+// target: an authority for CONNECT, an absolute http:// URI, or an origin
+// form with a Host header.
+func (r *request) parseTarget(target string) error {
+	var authority string
+	defPort := 80
+	switch {
+	case r.method == "CONNECT":
+		r.connect = true
+		authority, defPort = target, 0
+	case hasPrefixFold(target, "http://"):
+		rest := target[len("http://"):]
+		i := strings.IndexAny(rest, "/?#")
+		if i < 0 {
+			authority, r.target = rest, "/"
+		} else {
+			authority, r.target = rest[:i], rest[i:]
+			if r.target[0] != '/' {
+				r.target = "/" + r.target
+			}
+		}
+		if strings.Contains(authority, "@") {
+			return badRequest("credentials in the proxy URL %q are not relayed", clip(target))
+		}
+	case hasPrefixFold(target, "https://"):
+		return badRequest("https:// must go through a CONNECT tunnel (set HTTPS_PROXY)")
+	case strings.HasPrefix(target, "/"):
+		authority, r.target = r.header("Host"), target
+		if authority == "" {
+			return badRequest("origin-form request %q without a Host header", clip(target))
+		}
+	default:
+		return badRequest("unsupported request target %q", clip(target))
+	}
+	host, port, err := splitAuthority(authority, defPort)
+	if err != nil {
+		return badRequest("%v", err)
+	}
+	r.host, r.port = host, port
+	return nil
+}
+
+// splitAuthority splits host[:port] and [v6][:port]; defPort 0 means the
+// port is required.
+func splitAuthority(a string, defPort int) (string, int, error) {
+	if a == "" {
+		return "", 0, errors.New("empty host")
+	}
+	host, portStr := a, ""
+	if strings.HasPrefix(a, "[") {
+		end := strings.IndexByte(a, ']')
+		if end < 0 {
+			return "", 0, fmt.Errorf("%q: missing ']'", clip(a))
+		}
+		host, portStr = a[1:end], a[end+1:]
+		if portStr != "" && portStr[0] != ':' {
+			return "", 0, fmt.Errorf("%q: unexpected text after ']'", clip(a))
+		}
+		portStr = strings.TrimPrefix(portStr, ":")
+	} else if i := strings.LastIndexByte(a, ':'); i >= 0 {
+		host, portStr = a[:i], a[i+1:]
+		if strings.Contains(host, ":") {
+			return "", 0, fmt.Errorf("%q: IPv6 addresses need brackets", clip(a))
+		}
+	}
+	if host == "" {
+		return "", 0, fmt.Errorf("%q: empty host", clip(a))
+	}
+	if portStr == "" {
+		if defPort == 0 {
+			return "", 0, fmt.Errorf("%q: CONNECT needs host:port", clip(a))
+		}
+		return host, defPort, nil
+	}
+	p, err := strconv.Atoi(portStr)
+	if err != nil || p < 1 || p > 65535 {
+		return "", 0, fmt.Errorf("%q: port is not a number in 1-65535", clip(a))
+	}
+	return host, p, nil
+}
+
+func (r *request) header(name string) string {
+	for _, h := range r.headers {
+		if strings.EqualFold(h[0], name) {
+			return h[1]
+		}
+	}
+	return ""
+}
+
+// hopByHop are headers meant for the proxy, not the origin.
+var hopByHop = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authorization",
+	"Proxy-Authenticate", "TE", "Trailer", "Upgrade"}
+
+// originHead is the head sent upstream for a plain HTTP request: the origin
+// form, hop-by-hop headers dropped, Host set to the checked authority, and
+// "Connection: close" so one upstream connection carries one exchange.
+func (r *request) originHead() []byte {
+	var b bytes.Buffer
+	b.WriteString(r.method + " " + r.target + " " + r.proto + "\r\n")
+	drop := map[string]bool{}
+	for _, h := range hopByHop {
+		drop[strings.ToLower(h)] = true
+	}
+	for _, tok := range strings.Split(r.header("Connection"), ",") {
+		drop[strings.ToLower(strings.TrimSpace(tok))] = true
+	}
+	b.WriteString("Host: " + authority(r.host, r.port, 80) + "\r\n")
+	for _, h := range r.headers {
+		k := strings.ToLower(h[0])
+		if drop[k] || k == "host" {
+			continue
+		}
+		b.WriteString(h[0] + ": " + h[1] + "\r\n")
+	}
+	b.WriteString("Connection: close\r\n\r\n")
+	return b.Bytes()
+}
+
+func authority(host string, port, defPort int) string {
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if port == defPort {
+		return host
+	}
+	return host + ":" + strconv.Itoa(port)
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+// clip shortens s for an error message; %q makes it printable.
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "..."
+	}
+	return s
+}
+
+// canonicalHost is the host as the policy engine names it, or the raw host
+// when it is unparseable (the engine denies those).
+func canonicalHost(h string) string {
+	if c, err := policyengine.CanonicalHost(h); err == nil {
+		return c
+	}
+	return h
+}

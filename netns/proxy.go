@@ -1,0 +1,398 @@
+// Package netns is the sandbox's one way out of its private network
+// namespace: corral's egress proxy. It serves HTTP (absolute-URI requests)
+// and CONNECT tunnels, decides every request with the policy engine,
+// resolves names itself, checks every address a name resolves to, and dials
+// exactly the address it checked, so DNS rebinding and names that point at
+// loopback or the cloud metadata service get nowhere.
+//
+// It speaks just enough HTTP/1.1 to route a request and does not import
+// net/http or crypto/tls: their package init would cost every corral start,
+// also the ones with no network.
+package netns
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"corral/policyengine"
+)
+
+// Resolver turns a name into addresses. *net.Resolver is one; tests inject
+// their own.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// Event is one audited decision.
+type Event struct {
+	Time     time.Time `json:"time"`
+	Method   string    `json:"method"`
+	Host     string    `json:"host"`
+	Port     int       `json:"port"`
+	Addr     string    `json:"addr,omitempty"` // the address dialled, for an allowed request
+	Decision string    `json:"decision"`       // allow, deny or error
+	Status   int       `json:"status"`         // the answer to the client
+	Rule     string    `json:"rule,omitempty"`
+	Reason   string    `json:"reason"`
+}
+
+// Config configures a Proxy. Zero durations and counts take the defaults.
+type Config struct {
+	Engine   *policyengine.Engine
+	Resolver Resolver    // default: the pure-Go resolver
+	Audit    func(Event) // called for every decision, from many goroutines
+	// MaxConns caps concurrent client connections (default 4096); one over
+	// the cap is answered 503.
+	MaxConns int
+	// HeadTimeout bounds reading a request head (default 10s), DialTimeout
+	// name resolution plus connecting (default 10s), IdleTimeout a tunnel
+	// with no bytes in either direction (default 5m).
+	HeadTimeout, DialTimeout, IdleTimeout time.Duration
+	// Self are the proxy's own listening addresses: it never relays to them.
+	Self []netip.AddrPort
+}
+
+// Proxy is the egress proxy. Serve it on one or more listeners; Close ends
+// every listener and connection.
+type Proxy struct {
+	cfg   Config
+	slots chan struct{}
+
+	mu        sync.Mutex
+	closed    bool
+	listeners map[net.Listener]struct{}
+	conns     map[net.Conn]struct{}
+	wg        sync.WaitGroup
+}
+
+// New returns a proxy deciding with cfg.Engine.
+func New(cfg Config) *Proxy {
+	if cfg.Resolver == nil {
+		cfg.Resolver = SystemResolver()
+	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = 4096
+	}
+	if cfg.HeadTimeout <= 0 {
+		cfg.HeadTimeout = 10 * time.Second
+	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = 10 * time.Second
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 5 * time.Minute
+	}
+	if cfg.Audit == nil {
+		cfg.Audit = func(Event) {}
+	}
+	return &Proxy{cfg: cfg, slots: make(chan struct{}, cfg.MaxConns),
+		listeners: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}}
+}
+
+// ErrClosed is returned by Serve after Close.
+var ErrClosed = errors.New("proxy closed")
+
+// Serve accepts connections on ln until Close.
+func (p *Proxy) Serve(ln net.Listener) error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		ln.Close()
+		return ErrClosed
+	}
+	p.listeners[ln] = struct{}{}
+	p.mu.Unlock()
+	var backoff time.Duration
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			p.mu.Lock()
+			closed := p.closed
+			p.mu.Unlock()
+			if closed || errors.Is(err, net.ErrClosed) {
+				return ErrClosed
+			}
+			// Out of fds and the like: wait instead of spinning.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			time.Sleep(backoff)
+			continue
+		}
+		backoff = 0
+		if !p.track(c) {
+			c.Close()
+			return ErrClosed
+		}
+		select {
+		case p.slots <- struct{}{}:
+		default:
+			p.wg.Add(1)
+			go func() {
+				defer p.wg.Done()
+				defer p.untrack(c)
+				reason := fmt.Sprintf("the proxy already holds %d connections", p.cfg.MaxConns)
+				p.cfg.Audit(Event{Time: time.Now(), Decision: "error", Status: 503, Reason: reason})
+				c.SetWriteDeadline(time.Now().Add(time.Second))
+				respond(c, 503, reason)
+			}()
+			continue
+		}
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			defer func() { <-p.slots }()
+			defer p.untrack(c)
+			p.handle(c)
+		}()
+	}
+}
+
+// Close stops every listener, ends every connection and waits for their
+// handlers.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	for ln := range p.listeners {
+		ln.Close()
+	}
+	for c := range p.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+	return nil
+}
+
+func (p *Proxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.conns[c] = struct{}{}
+	return true
+}
+
+func (p *Proxy) untrack(c net.Conn) {
+	c.Close()
+	p.mu.Lock()
+	delete(p.conns, c)
+	p.mu.Unlock()
+}
+
+// handle serves one client connection: one request head, a decision, and
+// then a tunnel to the checked address.
+func (p *Proxy) handle(c net.Conn) {
+	c.SetReadDeadline(time.Now().Add(p.cfg.HeadTimeout))
+	br := bufio.NewReaderSize(c, 4096)
+	req, err := readHead(br)
+	if err != nil {
+		var he *headError
+		if errors.As(err, &he) {
+			p.cfg.Audit(Event{Time: time.Now(), Decision: "error", Status: he.status, Reason: he.msg})
+			respond(c, he.status, he.msg)
+		}
+		return // the client went away or was too slow
+	}
+	c.SetReadDeadline(time.Time{})
+	ev := Event{Method: req.method, Host: canonicalHost(req.host), Port: req.port}
+	up, status, d := p.connect(req)
+	ev.Time, ev.Status, ev.Rule, ev.Reason = time.Now(), status, d.Rule, d.Reason
+	if up == nil {
+		ev.Decision = "deny"
+		if status != 403 {
+			ev.Decision = "error"
+		}
+		p.cfg.Audit(ev)
+		respond(c, status, d.Reason)
+		return
+	}
+	ev.Decision, ev.Addr = "allow", up.RemoteAddr().String()
+	p.cfg.Audit(ev)
+	if !p.track(up) {
+		up.Close()
+		return
+	}
+	defer p.untrack(up)
+	if req.connect {
+		if _, err := io.WriteString(c, "HTTP/1.1 200 Connection Established\r\n\r\n"); err != nil {
+			return
+		}
+	} else if _, err := up.Write(req.originHead()); err != nil {
+		return
+	}
+	// Bytes the client sent after its head go first.
+	if n := br.Buffered(); n > 0 {
+		b, _ := br.Peek(n)
+		if _, err := up.Write(b); err != nil {
+			return
+		}
+	}
+	relay(c, up, p.cfg.IdleTimeout)
+}
+
+// connect decides the request, resolves its host, checks every address and
+// dials a checked one. On refusal it returns the status and the decision
+// whose reason explains it.
+func (p *Proxy) connect(req *request) (net.Conn, int, policyengine.Decision) {
+	e := p.cfg.Engine
+	d := e.CheckNetwork(req.host, req.port)
+	if d.Action != policyengine.Allow {
+		return nil, 403, d
+	}
+	host := canonicalHost(req.host)
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.DialTimeout)
+	defer cancel()
+	var addrs []netip.Addr
+	if a, ok := policyengine.ParseIP(req.host); ok {
+		addrs = []netip.Addr{a}
+	} else {
+		var err error
+		addrs, err = p.cfg.Resolver.LookupNetIP(ctx, "ip", host)
+		if err != nil || len(addrs) == 0 {
+			return nil, 502, policyengine.Decision{Action: policyengine.Deny, Reason: fmt.Sprintf("cannot resolve %s: %v", host, errText(err))}
+		}
+	}
+	// Every address must pass, not just the one dialled: a resolver that
+	// mixes a public address with 127.0.0.1 is refused outright.
+	for i, a := range addrs {
+		a = a.WithZone("").Unmap()
+		addrs[i] = a
+		if ad := e.CheckAddr(host, a, req.port); ad.Action != policyengine.Allow {
+			return nil, 403, ad
+		}
+		if p.isSelf(a, req.port) {
+			return nil, 403, policyengine.Decision{Action: policyengine.Deny, Reason: fmt.Sprintf("%s is the proxy itself; it never relays to itself", netip.AddrPortFrom(a, uint16(req.port)))}
+		}
+	}
+	var lastErr error
+	for _, a := range addrs {
+		var dl net.Dialer
+		c, err := dl.DialContext(ctx, "tcp", netip.AddrPortFrom(a, uint16(req.port)).String())
+		if err == nil {
+			return c, 200, d
+		}
+		lastErr = err
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	status := 502
+	if ctx.Err() != nil || isTimeout(lastErr) {
+		status = 504
+	}
+	return nil, status, policyengine.Decision{Action: policyengine.Deny, Reason: fmt.Sprintf("cannot connect to %s port %d: %s", host, req.port, errText(lastErr))}
+}
+
+func (p *Proxy) isSelf(a netip.Addr, port int) bool {
+	for _, s := range p.cfg.Self {
+		if int(s.Port()) != port {
+			continue
+		}
+		if s.Addr() == a || (s.Addr().IsUnspecified() && (a.IsLoopback() || a.IsUnspecified() || isLocalAddr(a))) {
+			return true
+		}
+	}
+	return false
+}
+
+func isLocalAddr(a netip.Addr) bool {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return true // cannot tell: assume it is
+	}
+	for _, ia := range addrs {
+		if n, ok := ia.(*net.IPNet); ok {
+			if b, ok := netip.AddrFromSlice(n.IP); ok && b.Unmap() == a {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "no addresses"
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Err != nil {
+		err = oe.Err
+	}
+	var se *os.SyscallError
+	if errors.As(err, &se) {
+		err = se.Err
+	}
+	return err.Error()
+}
+
+var statusText = map[int]string{400: "Bad Request", 403: "Forbidden", 431: "Request Header Fields Too Large",
+	502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout"}
+
+// respond answers with status and a one-line reason, in a header and as the
+// body, and ends the exchange.
+func respond(w io.Writer, status int, reason string) {
+	reason = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, reason)
+	body := reason + "\n"
+	fmt.Fprintf(w, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nX-Corral-Reason: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		status, statusText[status], reason, len(body), body)
+}
+
+// relay copies both ways until both directions end, passing half-closes
+// on, and ends both when neither moved a byte for idle.
+func relay(client, up net.Conn, idle time.Duration) {
+	var last atomic.Int64
+	last.Store(time.Now().UnixNano())
+	done := make(chan struct{})
+	pipe := func(dst, src net.Conn) {
+		for {
+			src.SetReadDeadline(time.Now().Add(idle))
+			// Chunks keep the deadline fresh; between TCP sockets each
+			// chunk is one splice loop in the kernel.
+			n, err := io.CopyN(dst, src, 4<<20)
+			if n > 0 {
+				last.Store(time.Now().UnixNano())
+			}
+			if err == nil {
+				continue
+			}
+			if isTimeout(err) && time.Since(time.Unix(0, last.Load())) < idle {
+				continue // the other direction is busy
+			}
+			if err != io.EOF {
+				// Reset or idle: end both directions.
+				client.Close()
+				up.Close()
+			}
+			break
+		}
+		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+			cw.CloseWrite()
+		}
+	}
+	go func() {
+		pipe(up, client)
+		close(done)
+	}()
+	pipe(client, up)
+	<-done
+}
