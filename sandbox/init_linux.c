@@ -510,16 +510,24 @@ static void loopback_up(void) {
 }
 
 // listen_on makes a listening TCP socket on addr inside the sandbox's
-// network namespace.
-static int listen_on(int family, const void *addr, socklen_t len) {
+// network namespace; optional sockets return -1 where the address is
+// missing (IPv6 disabled on the host).
+static int listen_on(int family, const void *addr, socklen_t len, int optional) {
 	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 && optional && errno == EAFNOSUPPORT)
+		return -1;
 	if (fd < 0)
 		fail("network", errno, "proxy socket");
 	int one = 1;
 	if (family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
-	if (bind(fd, addr, len) < 0)
+	if (bind(fd, addr, len) < 0) {
+		if (optional && errno == EADDRNOTAVAIL) {
+			close(fd);
+			return -1;
+		}
 		fail("network", errno, "binding the proxy port");
+	}
 	if (listen(fd, 4096) < 0)
 		fail("network", errno, "listen");
 	return fd;
@@ -534,12 +542,10 @@ static void proxy_listeners(int port) {
 	v4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	struct sockaddr_in6 v6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port), .sin6_addr = IN6ADDR_LOOPBACK_INIT};
 	int fds[2], n = 0;
-	fds[n++] = listen_on(AF_INET, &v4, sizeof v4);
-	int probe = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (probe >= 0) {
-		close(probe);
-		fds[n++] = listen_on(AF_INET6, &v6, sizeof v6);
-	}
+	fds[n++] = listen_on(AF_INET, &v4, sizeof v4, 0);
+	int fd6 = listen_on(AF_INET6, &v6, sizeof v6, 1);
+	if (fd6 >= 0)
+		fds[n++] = fd6;
 	char byte = 'L';
 	struct iovec iov = {&byte, 1};
 	union {

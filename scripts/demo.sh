@@ -26,5 +26,28 @@ show "$C" exec --skill "$skills/python-data" -- python3 -c "print(open('$secret'
 show "$C" exec --skill "$skills/python-data" -- curl -s http://example.com
 show "$C" exec --skill "$skills/python-data" -- sh -c 'echo pwned > /etc/motd'
 show "$C" exec -- sh -c 'grep -E "^(Cap|NoNewPrivs|Seccomp)" /proc/self/status; ls /home /root'
+
+# The egress proxy: a skill may reach demo.test on a port of a server this
+# script starts on 127.0.0.1 (pinned with --resolve; loopback needs its
+# preset), and nothing else.
+port=$((20000 + RANDOM % 20000))
+mkdir -p "$ws/site" "$ws/skill"
+echo "hello through corral's proxy" > "$ws/site/index.html"
+/usr/bin/python3 -m http.server "$port" --bind 127.0.0.1 --directory "$ws/site" >/dev/null 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null || true' EXIT
+cat > "$ws/skill/SKILL.md" <<EOF
+---
+name: demo-net
+description: fetch one page from the demo server
+permissions:
+  network:
+    allow: ["demo.test:$port", "preset:loopback:$port"]
+  exec: [curl, sh]
+---
+EOF
+for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
+show "$C" exec --skill "$ws/skill" --resolve demo.test=127.0.0.1 -- curl -sS "http://demo.test:$port/"
+show "$C" exec --skill "$ws/skill" --resolve demo.test=127.0.0.1 -- sh -c "curl -sS -o /dev/null -w '%{http_code}\n' http://169.254.169.254/latest/meta-data/; curl -sS --noproxy '*' -m 2 http://127.0.0.1:$port/"
 show cat "$ws/out/summary.txt"
 rm -rf "$ws" "$secret"

@@ -11,6 +11,8 @@ command -v pkg-config >/dev/null || need_pkgs+=(pkg-config)
 command -v setpriv >/dev/null || need_pkgs+=(util-linux)
 command -v script >/dev/null || need_pkgs+=(bsdutils)
 command -v git >/dev/null || need_pkgs+=(git)
+[ -x /usr/bin/curl ] || need_pkgs+=(curl)     # the demo and the network tests run it in the sandbox
+[ -x /usr/bin/python3 ] || need_pkgs+=(python3)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
 	echo "deps: installing ${need_pkgs[*]}" >&2
 	apt-get update -qq

@@ -60,7 +60,7 @@ func denialSummary(a *netns.Audit) string {
 		return ""
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "corral: the egress proxy refused %d request(s):\n", len(denials)+more)
+	fmt.Fprintf(&b, "corral: the egress proxy refused or could not complete %d request(s):\n", len(denials)+more)
 	seen := map[string]bool{}
 	for _, d := range denials {
 		line := fmt.Sprintf("  %s %s:%d: %d %s", d.Method, d.Host, d.Port, d.Status, d.Reason)
