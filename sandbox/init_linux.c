@@ -132,6 +132,7 @@ struct plan {
 	struct port_rule *port_rules;
 	size_t nport_rules;
 	int proxy_port; // 0: no proxy
+	int wait_cgroup; // corral moves PID 1 into the run's cgroup and says 'J'
 	const unsigned char *bpf;
 	size_t bpf_len;
 };
@@ -159,27 +160,33 @@ static const char *next(const char **p, const char *end) {
 
 // read_plan reads records: one tag byte, a 4-byte little-endian length,
 // then the payload (fields separated by NUL bytes).
-static void read_plan(struct plan *pl) {
-	size_t cap = 1 << 16, len = 0;
-	char *buf = malloc(cap);
-	for (;;) {
-		if (len == cap) {
-			if (cap >= MAX_PLAN)
-				fail("plan", 0, "plan larger than %d bytes", MAX_PLAN);
-			buf = realloc(buf, cap *= 2);
-		}
-		if (!buf)
-			fail("plan", ENOMEM, "reading plan");
-		ssize_t n = read(PLAN_FD, buf + len, cap - len);
+static void read_full(char *buf, size_t want) {
+	size_t got = 0;
+	while (got < want) {
+		ssize_t n = read(PLAN_FD, buf + got, want - got);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
 			fail("plan", errno, "reading plan");
 		if (n == 0)
-			break;
-		len += (size_t)n;
+			fail("plan", 0, "plan ends after %zu of %zu bytes", got, want);
+		got += (size_t)n;
 	}
-	close(PLAN_FD);
+}
+
+// read_plan reads the plan: a 4-byte little-endian length, then records of
+// one tag byte, a 4-byte little-endian length and the payload (fields
+// separated by NUL bytes). The pipe stays open for the cgroup go-ahead.
+static void read_plan(struct plan *pl) {
+	unsigned char hdr[4];
+	read_full((char *)hdr, 4);
+	size_t len = (size_t)hdr[0] | (size_t)hdr[1] << 8 | (size_t)hdr[2] << 16 | (size_t)hdr[3] << 24;
+	if (len > MAX_PLAN)
+		fail("plan", 0, "plan larger than %d bytes", MAX_PLAN);
+	char *buf = malloc(len ? len : 1);
+	if (!buf)
+		fail("plan", ENOMEM, "reading plan");
+	read_full(buf, len);
 	if (len == 0)
 		fail("plan", 0, "no plan");
 	memset(pl, 0, sizeof *pl);
@@ -247,6 +254,9 @@ static void read_plan(struct plan *pl) {
 			break;
 		case 'P':
 			pl->proxy_port = atoi(next(&p, end));
+			break;
+		case 'W':
+			pl->wait_cgroup = 1;
 			break;
 		case 's':
 			pl->bpf = (const unsigned char *)p;
@@ -714,6 +724,19 @@ void corral_init_main(void) {
 	int errpipe[2];
 	if (pipe2(errpipe, O_CLOEXEC) < 0)
 		fail("exec", errno, "pipe");
+	// corral moves PID 1 into the run's cgroup while PID 1 sets up (the
+	// first move costs the kernel an RCU grace period); the command starts
+	// only once it is in, so it never runs uncapped.
+	if (pl.wait_cgroup) {
+		char go = 0;
+		ssize_t n;
+		while ((n = read(PLAN_FD, &go, 1)) < 0 && errno == EINTR)
+			;
+		if (n != 1 || go != 'J')
+			fail("cgroup", 0, "corral could not move the sandbox into its cgroup");
+		step("cgroup");
+	}
+	close(PLAN_FD);
 	pid_t pid = fork();
 	if (pid < 0)
 		fail("exec", errno, "fork");

@@ -27,7 +27,31 @@ func Start(stdio Stdio) (*Launch, error) { return nil, ErrUnsupported }
 func (l *Launch) Abort() {}
 
 // Run is unsupported off Linux.
-func (l *Launch) Run(plan *Plan, serve func([]*os.File)) (*Result, error) { return nil, ErrUnsupported }
+func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) { return nil, ErrUnsupported }
+
+// Cgroup is Linux-only.
+type Cgroup struct {
+	Version int
+	Path    string
+}
+
+// NewCgroup is unsupported off Linux.
+func NewCgroup(parent string, memory int64, pids int) (*Cgroup, error) { return nil, ErrUnsupported }
+
+// AddPid is unsupported off Linux.
+func (c *Cgroup) AddPid(pid int) error { return ErrUnsupported }
+
+// Usage reports nothing off Linux.
+func (c *Cgroup) Usage() (peak int64, oomKills int) { return 0, 0 }
+
+// Remove does nothing off Linux.
+func (c *Cgroup) Remove() error { return nil }
+
+// RemoveStale does nothing off Linux.
+func RemoveStale(parent string) []string { return nil }
+
+// JoinCgroup is unsupported off Linux.
+func (l *Launch) JoinCgroup(cg *Cgroup) error { return ErrUnsupported }
 
 // RunInit is unsupported off Linux.
 func RunInit() { os.Exit(125) }

@@ -1,6 +1,11 @@
 package sandbox
 
-import "time"
+import (
+	"strings"
+	"time"
+
+	"corral/policyengine"
+)
 
 // Plan is everything the sandbox will do, as plain data. It travels to the
 // init stage as JSON on an inherited pipe and is what explain prints.
@@ -17,6 +22,9 @@ type Plan struct {
 	Seccomp  []SysRule  `json:"seccomp"`
 	Exec     ExecPolicy `json:"exec"`
 	Limits   Limits     `json:"limits"`
+	// WaitCgroup makes PID 1 wait, before it starts the command, until
+	// corral has moved it into the run's cgroup (Launch.JoinCgroup).
+	WaitCgroup bool `json:"wait_cgroup,omitempty"`
 	// Proxy is set when the permissions allow any network: the sandbox's
 	// one way out is corral's egress proxy, listening inside it.
 	Proxy *ProxyPlan `json:"proxy,omitempty"`
@@ -104,9 +112,65 @@ type ExecTarget struct {
 	From string `json:"from"` // the exec entry, or "interpreter of X"
 }
 
-// Limits are the resource limits of the run.
+// Limits are the resource limits of the run and where each came from
+// ("default", a flag, or the skills that asked). Zero means no cap.
 type Limits struct {
-	Timeout time.Duration `json:"timeout_ns,omitempty"`
+	Memory      int64         `json:"memory_bytes"`
+	MemoryFrom  string        `json:"memory_from,omitempty"`
+	Pids        int           `json:"pids"`
+	PidsFrom    string        `json:"pids_from,omitempty"`
+	Timeout     time.Duration `json:"timeout_ns,omitempty"`
+	TimeoutFrom string        `json:"timeout_from,omitempty"`
+	KillGrace   time.Duration `json:"kill_grace_ns"`
+	// Explicit is set when a skill or a flag asked for the memory or
+	// pids cap: without a cgroup the run then fails closed, where the
+	// implicit defaults only warn.
+	Explicit bool `json:"explicit"`
+}
+
+// Default limits of every run.
+const (
+	DefaultMemory    = 512 << 20
+	DefaultPids      = 1024
+	DefaultKillGrace = 2 * time.Second
+)
+
+// LimitFlags are the command line's overrides; zero values do not
+// override.
+type LimitFlags struct {
+	Memory    int64
+	Pids      int
+	Timeout   time.Duration
+	KillGrace time.Duration
+}
+
+// ResolveLimits combines the defaults, the skills' merged limits and the
+// flags, the later winning.
+func ResolveLimits(skills policyengine.Limits, flags LimitFlags) Limits {
+	l := Limits{Memory: DefaultMemory, MemoryFrom: "default", Pids: DefaultPids, PidsFrom: "default", KillGrace: DefaultKillGrace}
+	from := func(f []string) string { return "skills " + strings.Join(f, ", ") }
+	if v := skills.Memory.Value; v > 0 {
+		l.Memory, l.MemoryFrom, l.Explicit = v, from(skills.Memory.From), true
+	}
+	if v := skills.Pids.Value; v > 0 {
+		l.Pids, l.PidsFrom, l.Explicit = v, from(skills.Pids.From), true
+	}
+	if v := skills.Timeout.Value; v > 0 {
+		l.Timeout, l.TimeoutFrom = v, from(skills.Timeout.From)
+	}
+	if flags.Memory > 0 {
+		l.Memory, l.MemoryFrom, l.Explicit = flags.Memory, "--memory", true
+	}
+	if flags.Pids > 0 {
+		l.Pids, l.PidsFrom, l.Explicit = flags.Pids, "--pids", true
+	}
+	if flags.Timeout > 0 {
+		l.Timeout, l.TimeoutFrom = flags.Timeout, "--timeout"
+	}
+	if flags.KillGrace > 0 {
+		l.KillGrace = flags.KillGrace
+	}
+	return l
 }
 
 // Protection is one protection of the enforcement table.

@@ -11,7 +11,7 @@ import (
 // little-endian payload length, and the payload, whose fields are
 // NUL-terminated. A format this small needs no JSON parser in C.
 func encodePlan(p *Plan, bpf []byte) []byte {
-	var b []byte
+	b := []byte{0, 0, 0, 0} // the length, filled in below
 	rec := func(tag byte, fields ...string) {
 		n := 0
 		for _, f := range fields {
@@ -27,6 +27,9 @@ func encodePlan(p *Plan, bpf []byte) []byte {
 		rec('T')
 	}
 	rec('h', p.Hostname)
+	if p.WaitCgroup {
+		rec('W')
+	}
 	rec('d', p.Dir)
 	rec('p', p.Path)
 	for _, a := range p.Argv {
@@ -63,7 +66,9 @@ func encodePlan(p *Plan, bpf []byte) []byte {
 	}
 	b = append(b, 's')
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(bpf)))
-	return append(b, bpf...)
+	b = append(b, bpf...)
+	binary.LittleEndian.PutUint32(b, uint32(len(b)-4))
+	return b
 }
 
 // RunInit is reached only if the C init stage did not take over (it never

@@ -12,9 +12,29 @@ type Result struct {
 	Wall     time.Duration `json:"wall_ns"`
 	MaxRSS   int64         `json:"peak_memory_bytes"`
 	Started  bool          `json:"started"`
+	// TimedOut is set when RunOptions.Timeout ended the run.
+	TimedOut bool `json:"timed_out"`
+	// OOMKills counts processes the kernel's OOM killer ended in the
+	// run's cgroup.
+	OOMKills int `json:"oom_kills"`
 	// Stage is set when the sandbox could not be built or the command not
 	// started.
 	Stage *StageError `json:"stage_error,omitempty"`
+}
+
+// RunOptions are what a run needs beyond its Plan.
+type RunOptions struct {
+	// Serve gets the proxy's listening sockets when the plan has a proxy;
+	// it must return at once (serve from goroutines).
+	Serve func([]*os.File)
+	// Cgroup, if set, is the run's cgroup: its peak memory and OOM kills
+	// go in the Result. With Plan.WaitCgroup, Joined delivers the result
+	// of Launch.JoinCgroup; the command starts only after a nil.
+	Cgroup *Cgroup
+	Joined <-chan error
+	// Timeout ends the run: SIGTERM to the command, then after KillGrace
+	// SIGKILL to the whole sandbox.
+	Timeout, KillGrace time.Duration
 }
 
 // Stdio are the streams the command gets, passed straight through.

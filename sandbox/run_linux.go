@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"sync"
 	"syscall"
 	"time"
 
@@ -26,7 +27,11 @@ type Launch struct {
 	cmd      *exec.Cmd
 	planW    *os.File
 	proxyR   *os.File // receives the proxy listeners from the init
+	mu       sync.Mutex
+	timedOut bool
 	statuses chan status
+	initPid  chan int      // PID 1's pid, from the shim
+	ended    chan struct{} // closed when the status pipe ends
 	signals  chan os.Signal
 	start    time.Time
 }
@@ -91,7 +96,8 @@ func Start(stdio Stdio) (*Launch, error) {
 	}
 	l.planW, l.proxyR = planW, proxyR
 	l.statuses = make(chan status, 4)
-	go readStatus(statusR, l.statuses)
+	l.initPid, l.ended = make(chan int, 1), make(chan struct{})
+	go l.readStatus(statusR)
 	go func() {
 		for s := range l.signals {
 			l.cmd.Process.Signal(s)
@@ -115,9 +121,10 @@ func (l *Launch) Abort() {
 // command starts; it must return at once (serve from goroutines). The
 // returned error means corral failed (the sandbox could not be built); the
 // command's own failure is in the Result.
-func (l *Launch) Run(plan *Plan, serve func([]*os.File)) (*Result, error) {
+func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 	defer signal.Stop(l.signals)
 	defer l.proxyR.Close()
+	res := &Result{ExitCode: 255}
 	bpf, err := bpfFor(plan.Seccomp)
 	if err != nil {
 		l.Abort()
@@ -127,9 +134,17 @@ func (l *Launch) Run(plan *Plan, serve func([]*os.File)) (*Result, error) {
 	if plan.Trace {
 		fmt.Fprintf(os.Stderr, "corral exec: plan sent   (at %d)\n", time.Now().UnixMicro()%1e7)
 	}
+	var joinErr error
+	joined := make(chan struct{})
 	go func() {
-		l.planW.Write(data)
-		l.planW.Close()
+		defer close(joined)
+		defer l.planW.Close()
+		if _, err := l.planW.Write(data); err != nil || !plan.WaitCgroup {
+			return
+		}
+		if joinErr = <-opts.Joined; joinErr == nil {
+			l.planW.Write([]byte{'J'})
+		}
 	}()
 	if plan.Proxy != nil {
 		files, err := receiveFiles(l.proxyR)
@@ -137,11 +152,24 @@ func (l *Launch) Run(plan *Plan, serve func([]*os.File)) (*Result, error) {
 			// The init failed before it listened; its status says why.
 			l.planW.Close()
 		} else {
-			serve(files)
+			opts.Serve(files)
 		}
 	}
-	res := &Result{ExitCode: 255}
-	for s := range l.statuses {
+	if opts.Timeout > 0 {
+		timer := time.AfterFunc(opts.Timeout, func() {
+			l.mu.Lock()
+			l.timedOut = true
+			l.mu.Unlock()
+			// SIGTERM reaches the command through the shim and PID 1;
+			// SIGKILL to the shim takes PID 1 (PR_SET_PDEATHSIG) and
+			// with it every process of the PID namespace, however it
+			// double-forked.
+			l.cmd.Process.Signal(unix.SIGTERM)
+			time.AfterFunc(opts.KillGrace, func() { l.cmd.Process.Kill() })
+		})
+		defer timer.Stop()
+	}
+	handle := func(s status) {
 		switch {
 		case s.Started != 0:
 			res.Started = true
@@ -151,13 +179,40 @@ func (l *Launch) Run(plan *Plan, serve func([]*os.File)) (*Result, error) {
 			res.ExitCode, res.Signal, res.MaxRSS = s.Exit.Code, s.Exit.Signal, s.Exit.MaxRSSKB*1024
 		}
 	}
+	for s := range l.statuses {
+		handle(s)
+	}
 	werr := l.cmd.Wait()
 	res.Wall = time.Since(l.start)
+	l.mu.Lock()
+	res.TimedOut = l.timedOut
+	l.mu.Unlock()
+	if res.TimedOut && !res.Started && res.Stage == nil {
+		res.Started = true // killed by the timeout before its "started" came
+	}
+	if res.TimedOut && res.ExitCode == 255 {
+		if ws, ok := l.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Exited() {
+			res.ExitCode = ws.ExitStatus()
+		}
+	}
+	if opts.Cgroup != nil {
+		peak, ooms := opts.Cgroup.Usage()
+		res.OOMKills = ooms
+		if peak > 0 {
+			res.MaxRSS = peak
+		}
+	}
 	if res.Stage != nil && res.Stage.Stage == "namespaces" {
 		if why := userNSRefusal(); why != "" {
 			return res, fmt.Errorf("%w: %s (%s)", ErrProtection, why, res.Stage.Message)
 		}
 		return res, fmt.Errorf("%w: creating the sandbox's namespaces: %s", ErrProtection, res.Stage.Message)
+	}
+	if res.Stage != nil && res.Stage.Stage == "cgroup" {
+		<-joined
+		if joinErr != nil {
+			return res, joinErr
+		}
 	}
 	if res.Stage != nil && res.Stage.Stage != "exec" {
 		return res, fmt.Errorf("building the sandbox: %w", res.Stage)
@@ -198,14 +253,40 @@ func receiveFiles(f *os.File) ([]*os.File, error) {
 	return files, nil
 }
 
-func readStatus(r io.Reader, out chan<- status) {
-	defer close(out)
+func (l *Launch) readStatus(r io.Reader) {
+	defer close(l.statuses)
+	defer close(l.ended)
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		var s status
-		if json.Unmarshal(sc.Bytes(), &s) == nil {
-			out <- s
+		if json.Unmarshal(sc.Bytes(), &s) != nil {
+			continue
 		}
+		if s.InitPid != 0 {
+			l.initPid <- s.InitPid
+			continue
+		}
+		l.statuses <- s
+	}
+}
+
+// JoinCgroup moves the sandbox into cg: the shim at once, and PID 1 as
+// soon as the shim names it. On cgroup v1 the first move of a process
+// costs an RCU grace period (milliseconds); it overlaps with building the
+// plan and with PID 1's own set-up, and the command waits for it
+// (Plan.WaitCgroup).
+func (l *Launch) JoinCgroup(cg *Cgroup) error {
+	if err := cg.AddPid(l.cmd.Process.Pid); err != nil {
+		return fmt.Errorf("moving the sandbox into cgroup %s: %w", cg.Path, err)
+	}
+	select {
+	case pid := <-l.initPid:
+		if err := cg.AddPid(pid); err != nil {
+			return fmt.Errorf("moving the sandbox into cgroup %s: %w", cg.Path, err)
+		}
+		return nil
+	case <-l.ended:
+		return errors.New("the sandbox's init ended before it joined its cgroup")
 	}
 }
 

@@ -26,14 +26,12 @@ func Merge(skills []*Skill, vars Variables) (policyengine.Permissions, error) {
 
 // DefaultPermissions is the default sandbox for $WORK_DIR: system files
 // read-only (the sandbox's baseline), the workspace read-write, no network,
-// no exec restriction, 512 MiB of memory.
+// no exec restriction. Its limits are every run's defaults
+// (sandbox.ResolveLimits), so they do not count as asked for.
 func DefaultPermissions(workDir string) policyengine.Permissions {
 	const source = "default sandbox"
 	return policyengine.Permissions{
 		Write: policyengine.NewEntries(source, []string{filepath.Join(workDir, "**")}),
-		Limits: policyengine.Limits{
-			Memory: policyengine.Limit[int64]{Value: 512 << 20, From: []string{source}},
-		},
 	}
 }
 

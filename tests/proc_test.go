@@ -275,7 +275,7 @@ func TestResourceTimeout(t *testing.T) {
 		sk := limitSkill(t, "timeout: 1s")
 		r := u.exec(t, work, []string{sk}, "sleep", "6")
 		if r.code == 0 && r.wall >= 6*time.Second {
-			knownBug(t, "not built yet (issue 5, limits): limits.timeout is not enforced: `sleep 6` with timeout: 1s ran to its end and exited 0 (want 124; sandbox.Run has no timer)")
+			knownBug(t, "limits.timeout is not enforced: `sleep 6` with timeout: 1s ran to its end and exited 0 (want 124; sandbox.Run has no timer)")
 		}
 		if r.code != 124 || r.wall > 15*time.Second { // generous: loaded CI machines
 			t.Errorf("exit %d after %v, want 124 within about 1s:\n%s", r.code, r.wall, r)
@@ -297,7 +297,7 @@ func TestResourceMemory(t *testing.T) {
 	sk := limitSkill(t, "memory: 64Mi")
 	r := asSelf.exec(t, work, []string{sk}, probe, "alloc", "256")
 	if strings.Contains(r.stdout, "OK allocated") {
-		knownBug(t, "not built yet (issue 5, limits): limits.memory is not enforced: a command with memory: 64Mi allocated and touched 256 MiB (no cgroup is created)")
+		knownBug(t, "limits.memory is not enforced: a command with memory: 64Mi allocated and touched 256 MiB (no cgroup is created)")
 	}
 	if r.code != 137 || !strings.Contains(r.stderr, "out of memory") {
 		t.Errorf("exit %d, want 137 and \"out of memory\" on stderr:\n%s", r.code, r)
@@ -317,7 +317,7 @@ func TestResourcePids(t *testing.T) {
 	sk := limitSkill(t, "pids: 16")
 	r := asSelf.exec(t, work, []string{sk}, probe, "spawn", "64")
 	if strings.Contains(r.stdout, "OK spawned 64") {
-		knownBug(t, "not built yet (issue 5, limits): limits.pids is not enforced: a command with pids: 16 started 64 processes (no pids cgroup or RLIMIT_NPROC)")
+		knownBug(t, "limits.pids is not enforced: a command with pids: 16 started 64 processes (no pids cgroup or RLIMIT_NPROC)")
 	}
 	if !strings.Contains(r.stdout, "ERR started") {
 		t.Errorf("want process creation to fail before 64:\n%s", r)

@@ -28,6 +28,12 @@ var doctorCommand = command{
 			if err != nil {
 				return failed(err)
 			}
+			limits := sandbox.ResolveLimits(l.perms.Limits, sandbox.LimitFlags{})
+			cg, cgErr := sandbox.NewCgroup("", limits.Memory, limits.Pids)
+			if cgErr == nil {
+				cg.Remove()
+			}
+			plan.Protections = append(plan.Protections, limitsProtection(limits, cg, cgErr))
 			if *asJSON {
 				enc := json.NewEncoder(os.Stdout)
 				enc.SetIndent("", "  ")
@@ -45,7 +51,7 @@ var doctorCommand = command{
 				mark := "yes"
 				if !p.Enforced {
 					mark = "NO "
-					refuse = refuse || p.Name != "landlock-net" && p.Name != "landlock-scope"
+					refuse = refuse || p.Name != "landlock-net" && p.Name != "landlock-scope" && p.Name != "limits"
 				}
 				fmt.Printf("  [%s] %-15s %s\n", mark, p.Name, p.Detail)
 			}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,19 +17,23 @@ import (
 	"corral/netns"
 	"corral/policyengine"
 	"corral/sandbox"
+	"corral/skill"
 )
 
 var execCommand = command{
 	name:  "exec",
-	usage: "[--skill DIR]... [--work-dir D] [--data-dir D] [--report FILE] [--audit-log FILE] [--resolve NAME=ADDR]... [--best-effort] -- CMD [ARG]...",
+	usage: "[--skill DIR]... [--work-dir D] [--data-dir D] [--memory SIZE] [--pids N] [--timeout DUR] [--kill-grace DUR] [--cgroup-parent PATH] [--report FILE] [--audit-log FILE] [--resolve NAME=ADDR]... [--best-effort] -- CMD [ARG]...",
 	summary: `Run CMD in a sandbox built from the skills' merged permissions.
-Exit status: the command's own; 128+N if a signal N killed it; 125 corral
-failed; 126 the command is not permitted; 127 the command was not found.`,
+Exit status: the command's own; 128+N if a signal N killed it (137 when it
+ran out of memory); 124 timed out; 125 corral failed; 126 the command is
+not permitted; 127 the command was not found.`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
 		var sf skillFlags
 		sf.register(fs)
 		var nf netFlags
 		nf.register(fs)
+		var lf limitFlags
+		lf.register(fs)
 		report := fs.String("report", "", "write a JSON report of the run to `file`")
 		bestEffort := fs.Bool("best-effort", false, "run even if a protection cannot be enforced, naming each one that is missing")
 		return func(args []string) error {
@@ -36,7 +41,7 @@ failed; 126 the command is not permitted; 127 the command was not found.`,
 				return failed(errors.New("no command: write corral exec [flags] -- CMD [ARG]"))
 			}
 			r := &runReport{Argv: args}
-			err := runExec(&sf, &nf, args, *bestEffort, r)
+			err := runExec(&sf, &nf, &lf, args, *bestEffort, r)
 			if *report != "" {
 				if werr := r.write(*report, err); werr != nil && err == nil {
 					err = failed(werr)
@@ -45,6 +50,74 @@ failed; 126 the command is not permitted; 127 the command was not found.`,
 			return err
 		}
 	},
+}
+
+// limitFlags override the skills' limits.
+type limitFlags struct {
+	values sandbox.LimitFlags
+	parent string
+}
+
+func (f *limitFlags) register(fs *flag.FlagSet) {
+	fs.Func("memory", "cap memory + swap at `SIZE` (512Mi, 2G; default 512Mi or the skills' limit)", func(s string) error {
+		n, err := skill.ParseSize(s)
+		if err == nil && n <= 0 {
+			err = errors.New("must be positive")
+		}
+		f.values.Memory = n
+		return err
+	})
+	fs.Func("pids", "cap the sandbox at `N` processes (default 1024 or the skills' limit)", func(s string) error {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("%q is not a positive number", s)
+		}
+		f.values.Pids = n
+		return nil
+	})
+	fs.Func("timeout", "end the command after `DUR` (30s, 5m): SIGTERM, then SIGKILL after --kill-grace; exit 124", func(s string) error {
+		d, err := skill.ParseDuration(s)
+		if err == nil && d <= 0 {
+			err = errors.New("must be positive")
+		}
+		f.values.Timeout = d
+		return err
+	})
+	fs.Func("kill-grace", "wait `DUR` between SIGTERM and SIGKILL at the timeout (default 2s)", func(s string) error {
+		d, err := skill.ParseDuration(s)
+		if err == nil && d <= 0 {
+			err = errors.New("must be positive")
+		}
+		f.values.KillGrace = d
+		return err
+	})
+	fs.StringVar(&f.parent, "cgroup-parent", "", "make the run's cgroup under `PATH` (relative to the cgroup root; default: corral/ inside corral's own cgroup)")
+}
+
+// limitsProtection is the limits row of the protections table.
+func limitsProtection(l sandbox.Limits, cg *sandbox.Cgroup, err error) sandbox.Protection {
+	if err != nil {
+		what := "the default caps are dropped with this warning; a limit a skill or a flag asks for fails the run (exit 125)"
+		if l.Explicit {
+			what = "a skill or a flag asked for limits, so exec refuses to run (exit 125) unless --best-effort is given"
+		}
+		return sandbox.Protection{Name: "limits", Detail: fmt.Sprintf("no cgroup, so no memory or process cap: %v; %s", err, what)}
+	}
+	return sandbox.Protection{Name: "limits", Enforced: true, Detail: fmt.Sprintf("cgroup v%d: %s", cg.Version, limitsText(l))}
+}
+
+type cgroupResult struct {
+	cg  *sandbox.Cgroup
+	err error
+}
+
+func removeCgroup(r cgroupResult) {
+	if r.err != nil || r.cg == nil {
+		return
+	}
+	if err := r.cg.Remove(); err != nil {
+		fmt.Fprintf(os.Stderr, "corral: removing cgroup %s: %v\n", r.cg.Path, err)
+	}
 }
 
 // runReport is the --report JSON.
@@ -61,11 +134,13 @@ type runReport struct {
 	Denials     []policyengine.Decision `json:"denials"`
 	// ProxyDenials are the requests the egress proxy refused (at most
 	// 1000; ProxyDenialsMore counts the rest).
-	ProxyDenials     []netns.Event `json:"proxy_denials,omitempty"`
-	ProxyDenialsMore int           `json:"proxy_denials_more,omitempty"`
-	Warnings         []string      `json:"warnings,omitempty"`
-	Created          []string      `json:"created,omitempty"`
-	Error            string        `json:"error,omitempty"`
+	ProxyDenials     []netns.Event   `json:"proxy_denials,omitempty"`
+	ProxyDenialsMore int             `json:"proxy_denials_more,omitempty"`
+	Warnings         []string        `json:"warnings,omitempty"`
+	Limits           *sandbox.Limits `json:"limits,omitempty"`
+	Cgroup           string          `json:"cgroup,omitempty"`
+	Created          []string        `json:"created,omitempty"`
+	Error            string          `json:"error,omitempty"`
 }
 
 func (r *runReport) write(file string, runErr error) error {
@@ -86,7 +161,7 @@ func (r *runReport) write(file string, runErr error) error {
 	return os.WriteFile(file, append(data, '\n'), 0o644)
 }
 
-func runExec(sf *skillFlags, nf *netFlags, argv []string, bestEffort bool, r *runReport) error {
+func runExec(sf *skillFlags, nf *netFlags, lf *limitFlags, argv []string, bestEffort bool, r *runReport) error {
 	trace := func(string) {}
 	if os.Getenv("CORRAL_TRACE") == "1" {
 		trace = func(step string) {
@@ -113,10 +188,24 @@ func runExec(sf *skillFlags, nf *netFlags, argv []string, bestEffort bool, r *ru
 	if err != nil {
 		return failed(err)
 	}
+	// The cgroup is made while the init boots and the plan is built.
+	limits := sandbox.ResolveLimits(l.perms.Limits, lf.values)
+	r.Limits = &limits
+	cgDone, launched, joined := make(chan cgroupResult, 1), make(chan *sandbox.Launch, 1), make(chan error, 1)
+	go func() {
+		sandbox.RemoveStale(lf.parent)
+		cg, err := sandbox.NewCgroup(lf.parent, limits.Memory, limits.Pids)
+		cgDone <- cgroupResult{cg, err}
+		if launch := <-launched; err == nil && launch != nil {
+			joined <- launch.JoinCgroup(cg)
+		}
+	}()
 	// The init starts now and boots while the plan is built.
 	trace("loaded")
 	launch, err := sandbox.Start(sandbox.Stdio{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
+	launched <- launch
 	if err != nil {
+		removeCgroup(<-cgDone)
 		return failed(err)
 	}
 	trace("started")
@@ -126,11 +215,25 @@ func runExec(sf *skillFlags, nf *netFlags, argv []string, bestEffort bool, r *ru
 	switch {
 	case errors.As(err, &notFound):
 		launch.Abort()
+		removeCgroup(<-cgDone)
 		return &exitError{Code: exitNotFound, Err: err}
 	case err != nil:
 		launch.Abort()
+		removeCgroup(<-cgDone)
 		return failed(err)
 	}
+	plan.Limits = limits
+	cgr := <-cgDone
+	defer removeCgroup(cgr)
+	if cgr.err != nil && limits.Explicit && !bestEffort {
+		launch.Abort()
+		return failed(fmt.Errorf("%w: cannot enforce the memory and process limits (%s, %s): %v", sandbox.ErrProtection, limits.MemoryFrom, limits.PidsFrom, cgr.err))
+	}
+	if cgr.err == nil {
+		r.Cgroup = cgr.cg.Path
+		plan.WaitCgroup = true
+	}
+	plan.Protections = append(plan.Protections, limitsProtection(limits, cgr.cg, cgr.err))
 	plan.Trace = os.Getenv("CORRAL_TRACE") == "1"
 	r.Protections, r.Warnings = plan.Protections, plan.Warnings
 	for _, p := range plan.Protections {
@@ -152,7 +255,7 @@ func runExec(sf *skillFlags, nf *netFlags, argv []string, bestEffort bool, r *ru
 		defer closeLog()
 		proxy = netns.New(nf.config(l, audit))
 	}
-	res, err := launch.Run(plan, func(files []*os.File) {
+	res, err := launch.Run(plan, sandbox.RunOptions{Cgroup: cgr.cg, Joined: joined, Timeout: limits.Timeout, KillGrace: limits.KillGrace, Serve: func(files []*os.File) {
 		for _, f := range files {
 			ln, lerr := net.FileListener(f)
 			f.Close()
@@ -162,7 +265,7 @@ func runExec(sf *skillFlags, nf *netFlags, argv []string, bestEffort bool, r *ru
 			}
 			go proxy.Serve(ln)
 		}
-	})
+	}})
 	trace("done")
 	if proxy != nil {
 		proxy.Close()
@@ -179,6 +282,17 @@ func runExec(sf *skillFlags, nf *netFlags, argv []string, bestEffort bool, r *ru
 	}
 	if err != nil {
 		return failed(err)
+	}
+	r.TimedOut, r.OOMKilled = res.TimedOut, res.OOMKills > 0
+	switch {
+	case res.TimedOut:
+		fmt.Fprintf(os.Stderr, "corral: timed out after %s (%s); the command got SIGTERM, and the sandbox SIGKILL %s later if still running\n", limits.Timeout, limits.TimeoutFrom, limits.KillGrace)
+		return &exitError{Code: exitTimeout}
+	case res.OOMKills > 0:
+		fmt.Fprintf(os.Stderr, "corral: out of memory: limit %s (%s); the kernel killed %d process(es)\n", formatSize(limits.Memory), limits.MemoryFrom, res.OOMKills)
+		if res.Signal == int(unix.SIGKILL) || res.ExitCode == 137 {
+			return &exitError{Code: 137}
+		}
 	}
 	if res.Stage != nil {
 		return execFailure(argv[0], res.Stage)

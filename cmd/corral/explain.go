@@ -94,19 +94,7 @@ func summarise(p policyengine.Permissions) []string {
 		out = append(out, "Programs: any (no skill declares an exec list).")
 	}
 	out = append(out, "Environment: "+strings.Join(append(policyengine.Values(p.Env), policyengine.DefaultEnv...), ", ")+"; every other variable is dropped.")
-	lim := []string{}
-	if p.Limits.Memory.Value > 0 {
-		lim = append(lim, fmt.Sprintf("memory %s (%s)", formatSize(p.Limits.Memory.Value), strings.Join(p.Limits.Memory.From, ", ")))
-	}
-	if p.Limits.Pids.Value > 0 {
-		lim = append(lim, fmt.Sprintf("pids %d (%s)", p.Limits.Pids.Value, strings.Join(p.Limits.Pids.From, ", ")))
-	}
-	if p.Limits.Timeout.Value > 0 {
-		lim = append(lim, fmt.Sprintf("timeout %s (%s)", p.Limits.Timeout.Value, strings.Join(p.Limits.Timeout.From, ", ")))
-	}
-	if len(lim) > 0 {
-		out = append(out, "Limits: "+strings.Join(lim, "; ")+".")
-	}
+	out = append(out, "Limits: "+limitsText(sandbox.ResolveLimits(p.Limits, sandbox.LimitFlags{}))+".")
 	return out
 }
 
@@ -231,6 +219,20 @@ func orNone(v []string) string {
 		return "nothing"
 	}
 	return strings.Join(v, ", ")
+}
+
+// limitsText says what the limits are and where each came from.
+func limitsText(l sandbox.Limits) string {
+	lim := []string{
+		fmt.Sprintf("memory + swap %s (%s)", formatSize(l.Memory), l.MemoryFrom),
+		fmt.Sprintf("%d processes (%s)", l.Pids, l.PidsFrom),
+	}
+	if l.Timeout > 0 {
+		lim = append(lim, fmt.Sprintf("timeout %s (%s), then SIGTERM and SIGKILL %s later", l.Timeout, l.TimeoutFrom, l.KillGrace))
+	} else {
+		lim = append(lim, "no timeout")
+	}
+	return strings.Join(lim, "; ") + "; enforced by a fresh cgroup per run"
 }
 
 func formatSize(n int64) string {

@@ -1,0 +1,337 @@
+package sandbox
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/containerd/cgroups/v3"
+	"github.com/containerd/cgroups/v3/cgroup1"
+	"github.com/containerd/cgroups/v3/cgroup2"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+)
+
+// Cgroup is the fresh cgroup a run's sandbox lives in: memory (memory +
+// swap) and pids capped. The init joins it before it starts the command,
+// so the command never runs uncapped.
+type Cgroup struct {
+	Version int    // 1 or 2
+	Path    string // relative to the hierarchy root, as in /proc/PID/cgroup
+	memDir  string // the memory controller's folder
+	dirs    []string
+	v1      cgroup1.Cgroup
+	v2      *cgroup2.Manager
+}
+
+// AddPid moves a process into the cgroup.
+func (c *Cgroup) AddPid(pid int) error {
+	if c.v2 != nil {
+		return c.v2.AddProc(uint64(pid))
+	}
+	return c.v1.AddProc(uint64(pid))
+}
+
+// cgroupPrefix names every cgroup corral makes, so a later run can find
+// the ones a SIGKILLed corral left: run-PID-STARTTIME.
+const cgroupPrefix = "run-"
+
+// CgroupRoot is where cgroup2 is mounted (a test points it at a fake
+// tree).
+var CgroupRoot = "/sys/fs/cgroup"
+
+// NewCgroup makes a fresh cgroup for one run under parent ("" means a
+// "corral" folder inside the cgroup corral itself runs in) with the memory
+// and pids caps of lim; zero values are not capped. It uses cgroup v2 when
+// the host is unified, else the v1 memory and pids hierarchies.
+func NewCgroup(parent string, memory int64, pids int) (*Cgroup, error) {
+	name := cgroupPrefix + strconv.Itoa(os.Getpid()) + "-" + startTime(os.Getpid())
+	if cgroups.Mode() == cgroups.Unified {
+		return newCgroup2(parent, name, memory, pids)
+	}
+	return newCgroup1(parent, name, memory, pids)
+}
+
+func newCgroup2(parent, name string, memory int64, pids int) (*Cgroup, error) {
+	if parent == "" {
+		own, err := ownCgroup2()
+		if err != nil {
+			return nil, err
+		}
+		parent = filepath.Join(own, "corral")
+	}
+	group := filepath.Join("/", parent, name)
+	res := &cgroup2.Resources{}
+	if memory > 0 {
+		res.Memory = &cgroup2.Memory{Max: &memory}
+	}
+	if pids > 0 {
+		res.Pids = &cgroup2.Pids{Max: int64(pids)}
+	}
+	m, err := cgroup2.NewManager(CgroupRoot, group, res)
+	if err != nil {
+		return nil, cgroupError(err)
+	}
+	dir := filepath.Join(CgroupRoot, group)
+	if memory > 0 && hasFile(dir, "memory.swap.max") {
+		// No swap on top: memory + swap is capped at memory.
+		if err := os.WriteFile(filepath.Join(dir, "memory.swap.max"), []byte("0"), 0); err != nil {
+			m.Delete()
+			return nil, err
+		}
+	}
+	return &Cgroup{Version: 2, Path: group, memDir: dir, dirs: []string{dir}, v2: m}, nil
+}
+
+func hasFile(dir, name string) bool {
+	_, err := os.Stat(filepath.Join(dir, name))
+	return err == nil
+}
+
+// ownCgroup2 is the cgroup2 path of this process.
+func ownCgroup2() (string, error) {
+	data, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			return p, nil
+		}
+	}
+	return "", errors.New("no cgroup2 entry in /proc/self/cgroup")
+}
+
+func newCgroup1(parent, name string, memory int64, pids int) (*Cgroup, error) {
+	own, err := cgroup1.ParseCgroupFile("/proc/self/cgroup")
+	if err != nil {
+		return nil, err
+	}
+	path := func(n cgroup1.Name) (string, error) {
+		if parent != "" {
+			return filepath.Join("/", parent, name), nil
+		}
+		return filepath.Join("/", own[string(n)], "corral", name), nil
+	}
+	var subs []cgroup1.Subsystem
+	all, err := cgroup1.Default()
+	if err != nil {
+		return nil, cgroupError(err)
+	}
+	var memDir string
+	var dirs []string
+	for _, s := range all {
+		if (s.Name() == cgroup1.Memory && memory > 0) || (s.Name() == cgroup1.Pids && pids > 0) {
+			subs = append(subs, s)
+		}
+	}
+	res := &specs.LinuxResources{}
+	for _, s := range subs {
+		p, _ := path(s.Name())
+		dir := s.(interface{ Path(string) string }).Path(p)
+		dirs = append(dirs, dir)
+		switch s.Name() {
+		case cgroup1.Memory:
+			memDir = dir
+			res.Memory = &specs.LinuxMemory{Limit: &memory}
+			if hasFile(filepath.Dir(dir), "memory.memsw.limit_in_bytes") {
+				res.Memory.Swap = &memory // memory + swap
+			}
+		case cgroup1.Pids:
+			limit := int64(pids)
+			res.Pids = &specs.LinuxPids{Limit: &limit}
+		}
+	}
+	if memory > 0 && memDir == "" {
+		return nil, errors.New("no memory controller: neither cgroup v2 nor a v1 memory hierarchy is mounted")
+	}
+	if pids > 0 && res.Pids == nil {
+		return nil, errors.New("no pids controller: neither cgroup v2 nor a v1 pids hierarchy is mounted")
+	}
+	cg, err := cgroup1.New(path, res, cgroup1.WithHiearchy(func() ([]cgroup1.Subsystem, error) { return subs, nil }))
+	if err != nil {
+		return nil, cgroupError(err)
+	}
+	p, _ := path(cgroup1.Memory)
+	return &Cgroup{Version: 1, Path: p, memDir: memDir, dirs: dirs, v1: cg}, nil
+}
+
+// cgroupError says why a cgroup could not be made in words a user can act
+// on.
+func cgroupError(err error) error {
+	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EROFS) || errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("no writable cgroup (%v): run as root, or pass --cgroup-parent with a cgroup delegated to you", err)
+	}
+	return err
+}
+
+func killPid(pid int) { unix.Kill(pid, unix.SIGKILL) }
+
+// Usage reads the peak memory use and how many processes the kernel's
+// OOM killer ended in the cgroup.
+func (c *Cgroup) Usage() (peak int64, oomKills int) {
+	if c.memDir == "" {
+		return 0, 0
+	}
+	if c.Version == 2 {
+		peak = readInt64(filepath.Join(c.memDir, "memory.peak"))
+		oomKills = int(readKey(filepath.Join(c.memDir, "memory.events"), "oom_kill"))
+		return peak, oomKills
+	}
+	// memory.failcnt stays 0 after an OOM kill on v1; oom_control counts.
+	peak = readInt64(filepath.Join(c.memDir, "memory.max_usage_in_bytes"))
+	return peak, int(readKey(filepath.Join(c.memDir, "memory.oom_control"), "oom_kill"))
+}
+
+// Remove kills whatever is left in the cgroup and removes it. (It does
+// not use the library's Delete, which walks every file of the cgroup and
+// retries after 10 ms sleeps: a run's cgroup is normally empty by now, and
+// one rmdir per folder is all it takes.)
+func (c *Cgroup) Remove() error {
+	var errs []string
+	for _, d := range c.dirs {
+		if err := removeCgroupDir(d); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func removeCgroupDir(dir string) error {
+	for i := 0; ; i++ {
+		err := unix.Rmdir(dir)
+		if err == nil || err == unix.ENOENT {
+			return nil
+		}
+		if err != unix.EBUSY || i == 50 {
+			return fmt.Errorf("removing %s: %w", dir, err)
+		}
+		// Processes are still there (or still exiting): kill them.
+		if os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0) != nil {
+			for _, pid := range readPids(filepath.Join(dir, "cgroup.procs")) {
+				killPid(pid)
+			}
+		}
+		time.Sleep(time.Duration(i+1) * time.Millisecond)
+	}
+}
+
+// RemoveStale removes cgroups that earlier corral runs made under parent
+// and could not remove because they were killed (their run-PID-START no
+// longer names a live process). It returns the paths removed.
+func RemoveStale(parent string) []string {
+	var dirs []string
+	if cgroups.Mode() == cgroups.Unified {
+		own, err := ownCgroup2()
+		if err != nil {
+			return nil
+		}
+		if parent == "" {
+			parent = filepath.Join(own, "corral")
+		}
+		dirs = []string{filepath.Join(CgroupRoot, parent)}
+	} else {
+		own, err := cgroup1.ParseCgroupFile("/proc/self/cgroup")
+		if err != nil {
+			return nil
+		}
+		for _, s := range []string{"memory", "pids"} {
+			p := parent
+			if p == "" {
+				p = filepath.Join(own[s], "corral")
+			}
+			dirs = append(dirs, filepath.Join(CgroupRoot, s, p))
+		}
+	}
+	var removed []string
+	for _, dir := range dirs {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if !e.IsDir() || !strings.HasPrefix(e.Name(), cgroupPrefix) || ownerAlive(e.Name()) {
+				continue
+			}
+			path := filepath.Join(dir, e.Name())
+			if removeCgroupDir(path) == nil {
+				removed = append(removed, path)
+			}
+		}
+	}
+	return removed
+}
+
+// ownerAlive reports whether run-PID-START names a live process.
+func ownerAlive(name string) bool {
+	pid, start, ok := strings.Cut(strings.TrimPrefix(name, cgroupPrefix), "-")
+	n, err := strconv.Atoi(pid)
+	if !ok || err != nil {
+		return true // not ours to judge
+	}
+	return startTime(n) == start
+}
+
+// startTime is field 22 of /proc/PID/stat (start time in clock ticks),
+// which tells a process from a later one with the same pid.
+func startTime(pid int) string {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "gone"
+	}
+	s := string(data)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 {
+		if f := strings.Fields(s[i+1:]); len(f) > 19 {
+			return f[19]
+		}
+	}
+	return "unknown"
+}
+
+func readInt64(file string) int64 {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+	return n
+}
+
+// readKey reads "key N" from a flat-keyed cgroup file.
+func readKey(file, key string) int64 {
+	f, err := os.Open(file)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), key+" "); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+func readPids(file string) []int {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(data)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, n)
+		}
+	}
+	return pids
+}

@@ -1,0 +1,124 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"corral/policyengine"
+)
+
+// TestCgroup2FakeTree drives the cgroup v2 path against a fake cgroup
+// tree: the caps land in memory.max, memory.swap.max and pids.max, the
+// controllers are enabled in every ancestor, the init joins through
+// cgroup.procs, and peak memory and OOM kills are read back.
+func TestCgroup2FakeTree(t *testing.T) {
+	root := t.TempDir()
+	old := CgroupRoot
+	CgroupRoot = root
+	defer func() { CgroupRoot = old }()
+	group := filepath.Join(root, "agents", "corral", "run-1-2")
+	for _, dir := range []string{root, filepath.Join(root, "agents"), filepath.Join(root, "agents", "corral"), group} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(dir, "cgroup.subtree_control"), "")
+	}
+	// What the kernel would create in the new group.
+	write(t, filepath.Join(group, "memory.swap.max"), "max")
+	write(t, filepath.Join(group, "cgroup.procs"), "")
+
+	cg, err := newCgroup2("agents/corral", "run-1-2", 256<<20, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cg.Version != 2 || cg.Path != "/agents/corral/run-1-2" {
+		t.Errorf("cgroup %d %q", cg.Version, cg.Path)
+	}
+	for file, want := range map[string]string{"memory.max": "268435456", "memory.swap.max": "0", "pids.max": "64"} {
+		if got := read(t, filepath.Join(group, file)); got != want {
+			t.Errorf("%s = %q, want %q", file, got, want)
+		}
+	}
+	for _, dir := range []string{root, filepath.Join(root, "agents"), filepath.Join(root, "agents", "corral")} {
+		got := read(t, filepath.Join(dir, "cgroup.subtree_control"))
+		if !strings.Contains(got, "+memory") || !strings.Contains(got, "+pids") {
+			t.Errorf("%s: controllers not enabled: %q", dir, got)
+		}
+	}
+	if err := cg.AddPid(4242); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, filepath.Join(group, "cgroup.procs")); got != "4242" {
+		t.Errorf("cgroup.procs = %q", got)
+	}
+	write(t, filepath.Join(group, "memory.peak"), "1048576\n")
+	write(t, filepath.Join(group, "memory.events"), "low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n")
+	if peak, ooms := cg.Usage(); peak != 1<<20 || ooms != 1 {
+		t.Errorf("usage: peak %d, oom kills %d", peak, ooms)
+	}
+	for _, f := range []string{"memory.max", "memory.swap.max", "pids.max", "cgroup.procs", "memory.peak", "memory.events", "cgroup.subtree_control"} {
+		os.Remove(filepath.Join(group, f)) // the kernel's files go with the folder
+	}
+	if err := cg.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(group); !os.IsNotExist(err) {
+		t.Errorf("group still there: %v", err)
+	}
+}
+
+func TestCgroupOwnerAlive(t *testing.T) {
+	self := os.Getpid()
+	if !ownerAlive(cgroupPrefix + itoa(self) + "-" + startTime(self)) {
+		t.Error("this process is not alive")
+	}
+	if ownerAlive(cgroupPrefix + itoa(self) + "-1") {
+		t.Error("a pid with another start time is alive")
+	}
+	if !ownerAlive(cgroupPrefix + "x") {
+		t.Error("a name that is not ours was judged")
+	}
+}
+
+func TestResolveLimits(t *testing.T) {
+	l := ResolveLimits(policyLimits(64<<20, 0), LimitFlags{Pids: 10})
+	if l.Memory != 64<<20 || !strings.Contains(l.MemoryFrom, "s1") || l.Pids != 10 || l.PidsFrom != "--pids" || !l.Explicit {
+		t.Errorf("%+v", l)
+	}
+	d := ResolveLimits(policyLimits(0, 0), LimitFlags{})
+	if d.Memory != DefaultMemory || d.Pids != DefaultPids || d.Explicit || d.Timeout != 0 || d.KillGrace != DefaultKillGrace {
+		t.Errorf("defaults: %+v", d)
+	}
+}
+
+func write(t *testing.T, file, data string) {
+	t.Helper()
+	if err := os.WriteFile(file, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func read(t *testing.T, file string) string {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(data))
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func policyLimits(mem int64, pids int) policyengine.Limits {
+	var l policyengine.Limits
+	if mem > 0 {
+		l.Memory = policyengine.Limit[int64]{Value: mem, From: []string{"s1"}}
+	}
+	if pids > 0 {
+		l.Pids = policyengine.Limit[int]{Value: pids, From: []string{"s1"}}
+	}
+	return l
+}
