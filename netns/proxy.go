@@ -298,7 +298,9 @@ func (p *Proxy) isSelf(a netip.Addr, port int) bool {
 		if int(s.Port()) != port {
 			continue
 		}
-		if s.Addr() == a || (s.Addr().IsUnspecified() && (a.IsLoopback() || a.IsUnspecified() || isLocalAddr(a))) {
+		// Connecting to 0.0.0.0 or [::] reaches the host's own listeners,
+		// whatever address the proxy listens on.
+		if s.Addr() == a || a.IsUnspecified() || (s.Addr().IsUnspecified() && (a.IsLoopback() || isLocalAddr(a))) {
 			return true
 		}
 	}

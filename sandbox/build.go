@@ -525,10 +525,10 @@ func (b *builder) protections() {
 	}
 	add("namespaces", f.UserNSErr == "", orText(f.UserNSErr, "user, mount, pid, network, ipc and uts namespaces"))
 	add("landlock-fs", f.LandlockABI >= 1, orText(f.LandlockErr, fmt.Sprintf("Landlock ABI %d filesystem rules", f.LandlockABI)))
-	netDetail, llNet := "private network namespace with only lo: no network", "no TCP bind or connect (the network namespace has no way out anyway)"
+	netDetail, llNet := "private network namespace with only lo: no network", "no TCP connect and no explicit TCP bind (the network namespace has no way out anyway)"
 	if len(b.perms.Network) > 0 {
 		netDetail = fmt.Sprintf("private network namespace with only lo; the one way out is corral's egress proxy at 127.0.0.1:%d and [::1]:%d, enforcing %d network.allow rule(s); no UDP, no DNS", ProxyPort, ProxyPort, len(b.perms.Network))
-		llNet = fmt.Sprintf("TCP connect only to the proxy port %d; no TCP bind", ProxyPort)
+		llNet = fmt.Sprintf("TCP connect only to the proxy port %d; no explicit TCP bind (listen() on an unbound socket still gets a port, inside the sandbox's own namespace only)", ProxyPort)
 	}
 	add("landlock-net", f.LandlockABI >= 4, landlockDetail(f.LandlockABI, 4, llNet))
 	add("landlock-scope", f.LandlockABI >= 6, landlockDetail(f.LandlockABI, 6, "no signals or abstract UNIX sockets beyond the sandbox"))

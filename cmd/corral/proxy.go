@@ -63,7 +63,11 @@ func denialSummary(a *netns.Audit) string {
 	fmt.Fprintf(&b, "corral: the egress proxy refused or could not complete %d request(s):\n", len(denials)+more)
 	seen := map[string]bool{}
 	for _, d := range denials {
-		line := fmt.Sprintf("  %s %s:%d: %d %s", d.Method, d.Host, d.Port, d.Status, d.Reason)
+		host := d.Host
+		if strings.Contains(host, ":") {
+			host = "[" + host + "]"
+		}
+		line := fmt.Sprintf("  %s %s:%d: %d %s", d.Method, host, d.Port, d.Status, d.Reason)
 		if d.Host == "" {
 			line = fmt.Sprintf("  %d %s", d.Status, d.Reason)
 		}

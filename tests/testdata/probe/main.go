@@ -12,10 +12,13 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -179,6 +182,48 @@ var commands = map[string]func([]string){
 			}
 		}
 		ok("%s", strings.Join(names, " "))
+	},
+	"http": httpHead,
+	"bind-tcp": func(a []string) {
+		// bind-tcp ADDR:PORT: bind and listen, with raw syscalls (Go's
+		// listeners try MPTCP first).
+		need(a, 1)
+		ap, err := netip.ParseAddrPort(a[0])
+		if err != nil {
+			usage()
+		}
+		fd, sa := tcpSocket(ap.Addr())
+		if err := unix.Bind(fd, sockaddr(sa, ap)); err != nil {
+			fail("bind "+a[0], err)
+		}
+		check("listen on "+a[0], unix.Listen(fd, 1))
+	},
+	"listen-tcp": func(a []string) {
+		// listen-tcp ADDR: listen() on an unbound socket of ADDR's
+		// family, which binds an ephemeral port implicitly.
+		need(a, 1)
+		ip, err := netip.ParseAddr(a[0])
+		if err != nil {
+			usage()
+		}
+		fd, _ := tcpSocket(ip)
+		if err := unix.Listen(fd, 1); err != nil {
+			fail("listen without bind", err)
+		}
+		got, _ := unix.Getsockname(fd)
+		ok("listening without bind: %v", got)
+	},
+	"fds": func(a []string) {
+		// Lists the open file descriptors and what they are.
+		entries, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			fail("read /proc/self/fd", err)
+		}
+		for _, e := range entries {
+			target, _ := os.Readlink("/proc/self/fd/" + e.Name())
+			fmt.Printf("fd %s %s\n", e.Name(), target)
+		}
+		ok("%d fds", len(entries))
 	},
 	"socket": func(a []string) {
 		// socket DOMAIN TYPE PROTO, numbers (domain may carry high bits).
@@ -418,6 +463,76 @@ var commands = map[string]func([]string){
 		}
 		fmt.Printf("OK spawned %d\n", len(procs))
 	},
+}
+
+// httpHead sends one request head, as a client of a proxy would:
+// http ADDR METHOD TARGET [HOST]. TARGET goes on the request line exactly
+// as given, so notations a client would normalise reach the proxy as
+// written. A 2xx answer prints OK and the status line; any other answer
+// prints "ERR HTTP<status> ..." with the X-Corral-Reason header.
+func httpHead(a []string) {
+	need(a, 3)
+	c, err := net.DialTimeout("tcp", a[0], 2*time.Second)
+	if err != nil {
+		fail("connect "+a[0], err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	head := a[1] + " " + a[2] + " HTTP/1.1\r\n"
+	if len(a) > 3 {
+		head += "Host: " + a[3] + "\r\n"
+	}
+	head += "User-Agent: corral-probe\r\n\r\n"
+	if _, err := io.WriteString(c, head); err != nil {
+		fail("send to "+a[0], err)
+	}
+	br := bufio.NewReader(c)
+	status, err := br.ReadString('\n')
+	if err != nil {
+		fail(a[1]+" "+a[2]+": no answer", err)
+	}
+	status = strings.TrimSpace(status)
+	reason := ""
+	for {
+		l, err := br.ReadString('\n')
+		l = strings.TrimRight(l, "\r\n")
+		if err != nil || l == "" {
+			break
+		}
+		if k, v, found := strings.Cut(l, ":"); found && strings.EqualFold(k, "X-Corral-Reason") {
+			reason = strings.TrimSpace(v)
+		}
+	}
+	f := strings.Fields(status)
+	if len(f) >= 2 && strings.HasPrefix(f[1], "2") {
+		ok("%s %s: %s", a[1], a[2], status)
+	}
+	code := "HTTP"
+	if len(f) >= 2 {
+		code += f[1]
+	}
+	fmt.Printf("ERR %s %s %s: %s (%s)\n", code, a[1], a[2], status, reason)
+	os.Exit(1)
+}
+
+// tcpSocket opens a plain TCP socket of ip's family.
+func tcpSocket(ip netip.Addr) (int, int) {
+	family := unix.AF_INET
+	if ip.Is6() {
+		family = unix.AF_INET6
+	}
+	fd, err := unix.Socket(family, unix.SOCK_STREAM, unix.IPPROTO_TCP)
+	if err != nil {
+		fail("socket", err)
+	}
+	return fd, family
+}
+
+func sockaddr(family int, ap netip.AddrPort) unix.Sockaddr {
+	if family == unix.AF_INET6 {
+		return &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
+	}
+	return &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
 }
 
 // sandboxOnly refuses to go on unless PID 1 is corral's init, so that an
