@@ -22,6 +22,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"corral/policyengine"
@@ -51,8 +52,9 @@ type Config struct {
 	Engine   *policyengine.Engine
 	Resolver Resolver    // default: the pure-Go resolver
 	Audit    func(Event) // called for every decision, from many goroutines
-	// MaxConns caps concurrent client connections (default 4096); one over
-	// the cap is answered 503.
+	// MaxConns caps concurrent client connections (default 4096, fewer
+	// when RLIMIT_NOFILE would run out first); one over the cap is
+	// answered 503.
 	MaxConns int
 	// HeadTimeout bounds reading a request head (default 10s), DialTimeout
 	// name resolution plus connecting (default 10s), IdleTimeout a tunnel
@@ -81,7 +83,7 @@ func New(cfg Config) *Proxy {
 		cfg.Resolver = SystemResolver()
 	}
 	if cfg.MaxConns <= 0 {
-		cfg.MaxConns = 4096
+		cfg.MaxConns = defaultMaxConns()
 	}
 	if cfg.HeadTimeout <= 0 {
 		cfg.HeadTimeout = 10 * time.Second
@@ -97,6 +99,21 @@ func New(cfg Config) *Proxy {
 	}
 	return &Proxy{cfg: cfg, slots: make(chan struct{}, cfg.MaxConns),
 		listeners: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}}
+}
+
+// fdsPerTunnel is what one tunnel holds: the two sockets and, while a
+// splice waits for data, two pipes of two fds each in each direction's
+// relay.
+const fdsPerTunnel = 8
+
+// defaultMaxConns is 4096, or what RLIMIT_NOFILE leaves room for, so the
+// 4097th client gets a 503 rather than the proxy an EMFILE.
+func defaultMaxConns() int {
+	var rl syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) != nil {
+		return 1024
+	}
+	return int(min(4096, max(16, (int64(rl.Cur)-64)/fdsPerTunnel)))
 }
 
 // ErrClosed is returned by Serve after Close.
