@@ -172,6 +172,9 @@ func splitAuthority(a string, defPort int) (string, int, error) {
 		}
 		return host, defPort, nil
 	}
+	if strings.Trim(portStr, "0123456789") != "" {
+		return "", 0, fmt.Errorf("%q: port is not a number in 1-65535", clip(a))
+	}
 	p, err := strconv.Atoi(portStr)
 	if err != nil || p < 1 || p > 65535 {
 		return "", 0, fmt.Errorf("%q: port is not a number in 1-65535", clip(a))
@@ -205,7 +208,7 @@ func (r *request) originHead() []byte {
 	for _, tok := range strings.Split(r.header("Connection"), ",") {
 		drop[strings.ToLower(strings.TrimSpace(tok))] = true
 	}
-	b.WriteString("Host: " + authority(r.host, r.port, 80) + "\r\n")
+	b.WriteString("Host: " + authority(canonicalHost(r.host), r.port, 80) + "\r\n")
 	for _, h := range r.headers {
 		k := strings.ToLower(h[0])
 		if drop[k] || k == "host" {

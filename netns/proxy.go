@@ -67,8 +67,10 @@ type Config struct {
 // Proxy is the egress proxy. Serve it on one or more listeners; Close ends
 // every listener and connection.
 type Proxy struct {
-	cfg   Config
-	slots chan struct{}
+	cfg    Config
+	slots  chan struct{}
+	ctx    context.Context // cancelled by Close: ends lookups and dials
+	cancel context.CancelFunc
 
 	mu        sync.Mutex
 	closed    bool
@@ -97,7 +99,8 @@ func New(cfg Config) *Proxy {
 	if cfg.Audit == nil {
 		cfg.Audit = func(Event) {}
 	}
-	return &Proxy{cfg: cfg, slots: make(chan struct{}, cfg.MaxConns),
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Proxy{cfg: cfg, slots: make(chan struct{}, cfg.MaxConns), ctx: ctx, cancel: cancel,
 		listeners: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}}
 }
 
@@ -145,14 +148,15 @@ func (p *Proxy) Serve(ln net.Listener) error {
 			continue
 		}
 		backoff = 0
-		if !p.track(c) {
+		// The handler is counted under the same lock Close takes, so
+		// Close either sees it or refuses it.
+		if !p.trackHandler(c) {
 			c.Close()
 			return ErrClosed
 		}
 		select {
 		case p.slots <- struct{}{}:
 		default:
-			p.wg.Add(1)
 			go func() {
 				defer p.wg.Done()
 				defer p.untrack(c)
@@ -163,7 +167,6 @@ func (p *Proxy) Serve(ln net.Listener) error {
 			}()
 			continue
 		}
-		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
 			defer func() { <-p.slots }()
@@ -176,6 +179,7 @@ func (p *Proxy) Serve(ln net.Listener) error {
 // Close stops every listener, ends every connection and waits for their
 // handlers.
 func (p *Proxy) Close() error {
+	p.cancel()
 	p.mu.Lock()
 	p.closed = true
 	for ln := range p.listeners {
@@ -187,6 +191,18 @@ func (p *Proxy) Close() error {
 	p.mu.Unlock()
 	p.wg.Wait()
 	return nil
+}
+
+// trackHandler tracks a client connection and counts its handler.
+func (p *Proxy) trackHandler(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.conns[c] = struct{}{}
+	p.wg.Add(1)
+	return true
 }
 
 func (p *Proxy) track(c net.Conn) bool {
@@ -267,10 +283,10 @@ func (p *Proxy) connect(req *request) (net.Conn, int, policyengine.Decision) {
 		return nil, 403, d
 	}
 	host := canonicalHost(req.host)
-	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.DialTimeout)
+	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.DialTimeout)
 	defer cancel()
 	var addrs []netip.Addr
-	if a, ok := policyengine.ParseIP(req.host); ok {
+	if a, ok := policyengine.ParseIP(host); ok {
 		addrs = []netip.Addr{a}
 	} else {
 		var err error
@@ -379,39 +395,45 @@ func respond(w io.Writer, status int, reason string) {
 // relay copies both ways until both directions end, passing half-closes
 // on, and ends both when neither moved a byte for idle.
 func relay(client, up net.Conn, idle time.Duration) {
-	var last atomic.Int64
-	last.Store(time.Now().UnixNano())
+	// Each direction marks itself idle after a read deadline with no
+	// bytes (or when it ends); the tunnel ends when both are idle. A
+	// splice returns only at its deadline, so a busy direction shows its
+	// traffic then, before it could be counted idle.
+	var idleDir [2]atomic.Bool
 	done := make(chan struct{})
-	pipe := func(dst, src net.Conn) {
+	pipe := func(me int, dst, src net.Conn) {
 		for {
 			src.SetReadDeadline(time.Now().Add(idle))
-			// Chunks keep the deadline fresh; between TCP sockets each
-			// chunk is one splice loop in the kernel.
 			n, err := io.CopyN(dst, src, 4<<20)
 			if n > 0 {
-				last.Store(time.Now().UnixNano())
+				idleDir[me].Store(false)
 			}
 			if err == nil {
 				continue
 			}
-			if isTimeout(err) && time.Since(time.Unix(0, last.Load())) < idle {
-				continue // the other direction is busy
+			if isTimeout(err) {
+				if n == 0 {
+					idleDir[me].Store(true)
+				}
+				if n > 0 || !idleDir[1-me].Load() {
+					continue // this direction or the other moved bytes
+				}
 			}
 			if err != io.EOF {
-				// Reset or idle: end both directions.
 				client.Close()
 				up.Close()
 			}
 			break
 		}
+		idleDir[me].Store(true)
 		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
 			cw.CloseWrite()
 		}
 	}
 	go func() {
-		pipe(up, client)
+		pipe(0, up, client)
 		close(done)
 	}()
-	pipe(client, up)
+	pipe(1, client, up)
 	<-done
 }

@@ -153,7 +153,7 @@ func newCgroup1(parent, name string, memory int64, pids int) (*Cgroup, error) {
 	if pids > 0 && res.Pids == nil {
 		return nil, errors.New("no pids controller: neither cgroup v2 nor a v1 pids hierarchy is mounted")
 	}
-	cg, err := cgroup1.New(path, res, cgroup1.WithHiearchy(func() ([]cgroup1.Subsystem, error) { return subs, nil }))
+	cg, err := cgroup1.New(path, res, cgroup1.WithHierarchy(func() ([]cgroup1.Subsystem, error) { return subs, nil }))
 	if err != nil {
 		return nil, cgroupError(err)
 	}
