@@ -24,17 +24,22 @@ type Cgroup struct {
 	Version int    // 1 or 2
 	Path    string // relative to the hierarchy root, as in /proc/PID/cgroup
 	memDir  string // the memory controller's folder
-	dirs    []string
-	v1      cgroup1.Cgroup
-	v2      *cgroup2.Manager
+	dirs    []string // one per controller hierarchy (one on v2)
 }
 
-// AddPid moves a process into the cgroup.
-func (c *Cgroup) AddPid(pid int) error {
-	if c.v2 != nil {
-		return c.v2.AddProc(uint64(pid))
+// JoinFiles are the files the sandbox's PID 1 writes "0" to, to join the
+// cgroup: v1's `tasks` files (moving the calling thread takes no global
+// lock; PID 1 has one thread), or v2's cgroup.procs.
+func (c *Cgroup) JoinFiles() []string {
+	name := "tasks"
+	if c.Version == 2 {
+		name = "cgroup.procs"
 	}
-	return c.v1.AddProc(uint64(pid))
+	files := make([]string, len(c.dirs))
+	for i, d := range c.dirs {
+		files[i] = filepath.Join(d, name)
+	}
+	return files
 }
 
 // cgroupPrefix names every cgroup corral makes, so a later run can find
@@ -73,7 +78,7 @@ func newCgroup2(parent, name string, memory int64, pids int) (*Cgroup, error) {
 	if pids > 0 {
 		res.Pids = &cgroup2.Pids{Max: int64(pids)}
 	}
-	m, err := cgroup2.NewManager(CgroupRoot, group, res)
+	_, err := cgroup2.NewManager(CgroupRoot, group, res)
 	if err != nil {
 		return nil, cgroupError(err)
 	}
@@ -81,11 +86,11 @@ func newCgroup2(parent, name string, memory int64, pids int) (*Cgroup, error) {
 	if memory > 0 && hasFile(dir, "memory.swap.max") {
 		// No swap on top: memory + swap is capped at memory.
 		if err := os.WriteFile(filepath.Join(dir, "memory.swap.max"), []byte("0"), 0); err != nil {
-			m.Delete()
+			removeCgroupDir(dir)
 			return nil, err
 		}
 	}
-	return &Cgroup{Version: 2, Path: group, memDir: dir, dirs: []string{dir}, v2: m}, nil
+	return &Cgroup{Version: 2, Path: group, memDir: dir, dirs: []string{dir}}, nil
 }
 
 func hasFile(dir, name string) bool {
@@ -153,12 +158,12 @@ func newCgroup1(parent, name string, memory int64, pids int) (*Cgroup, error) {
 	if pids > 0 && res.Pids == nil {
 		return nil, errors.New("no pids controller: neither cgroup v2 nor a v1 pids hierarchy is mounted")
 	}
-	cg, err := cgroup1.New(path, res, cgroup1.WithHierarchy(func() ([]cgroup1.Subsystem, error) { return subs, nil }))
+	_, err = cgroup1.New(path, res, cgroup1.WithHierarchy(func() ([]cgroup1.Subsystem, error) { return subs, nil }))
 	if err != nil {
 		return nil, cgroupError(err)
 	}
 	p, _ := path(cgroup1.Memory)
-	return &Cgroup{Version: 1, Path: p, memDir: memDir, dirs: dirs, v1: cg}, nil
+	return &Cgroup{Version: 1, Path: p, memDir: memDir, dirs: dirs}, nil
 }
 
 // cgroupError says why a cgroup could not be made in words a user can act

@@ -48,11 +48,8 @@ func TestCgroup2FakeTree(t *testing.T) {
 			t.Errorf("%s: controllers not enabled: %q", dir, got)
 		}
 	}
-	if err := cg.AddPid(4242); err != nil {
-		t.Fatal(err)
-	}
-	if got := read(t, filepath.Join(group, "cgroup.procs")); got != "4242" {
-		t.Errorf("cgroup.procs = %q", got)
+	if got := cg.JoinFiles(); len(got) != 1 || got[0] != filepath.Join(group, "cgroup.procs") {
+		t.Errorf("PID 1 would join through %q", got)
 	}
 	write(t, filepath.Join(group, "memory.peak"), "1048576\n")
 	write(t, filepath.Join(group, "memory.events"), "low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n")

@@ -3,10 +3,8 @@ package sandbox
 // The parent and the init stage talk over two pipes the init inherits:
 //
 //	fd  direction       content
-//	3   parent → init   the Plan in the wire format of encodePlan; then, if the
-//	                    plan says so, 'J' once PID 1 is in the run's cgroup
+//	3   parent → init   the Plan in the wire format of encodePlan
 //	4   init → parent   status messages, one JSON object per line:
-//	                    {"init_pid":PID}                     PID 1's pid in corral's PID namespace
 //	                    {"started":PID}                      the command runs
 //	                    {"error":{"stage":S,"message":M,"errno":E}}  set-up failed; init exits
 //	                    {"exit":{"code":C,"signal":N,"max_rss_kb":K}} the command ended
@@ -23,7 +21,6 @@ const InitArg = "__corral_init"
 
 // status is one message on the status pipe.
 type status struct {
-	InitPid int         `json:"init_pid,omitempty"`
 	Started int         `json:"started,omitempty"`
 	Error   *StageError `json:"error,omitempty"`
 	Exit    *exitStatus `json:"exit,omitempty"`

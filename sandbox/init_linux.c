@@ -132,7 +132,8 @@ struct plan {
 	struct port_rule *port_rules;
 	size_t nport_rules;
 	int proxy_port; // 0: no proxy
-	int wait_cgroup; // corral moves PID 1 into the run's cgroup and says 'J'
+	const char **cgroup_files; // PID 1 writes "0" to each to join the run's cgroup
+	size_t ncgroup_files;
 	const unsigned char *bpf;
 	size_t bpf_len;
 };
@@ -255,8 +256,9 @@ static void read_plan(struct plan *pl) {
 		case 'P':
 			pl->proxy_port = atoi(next(&p, end));
 			break;
-		case 'W':
-			pl->wait_cgroup = 1;
+		case 'C':
+			pl->cgroup_files = grow(pl->cgroup_files, pl->ncgroup_files, sizeof *pl->cgroup_files);
+			pl->cgroup_files[pl->ncgroup_files++] = next(&p, end);
 			break;
 		case 's':
 			pl->bpf = (const unsigned char *)p;
@@ -502,6 +504,24 @@ static void setup_mounts(struct plan *pl) {
 		fail("mounts", errno, "chdir /");
 }
 
+// join_cgroup moves PID 1 into the run's cgroup before anything else, so
+// everything it starts, the command above all, is capped. It runs before
+// pivot_root, while the host's cgroup folders are still in view. On cgroup
+// v1 the files are the `tasks` files: writing "0" there moves the calling
+// thread (PID 1 has one) without the kernel's global threadgroup lock,
+// whose first taking costs an RCU grace period (about 10 ms here); on v2
+// only cgroup.procs exists.
+static void join_cgroup(struct plan *pl) {
+	for (size_t i = 0; i < pl->ncgroup_files; i++) {
+		int fd = open(pl->cgroup_files[i], O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || write(fd, "0", 1) != 1)
+			fail("cgroup", errno, "joining %s", pl->cgroup_files[i]);
+		close(fd);
+	}
+	if (pl->ncgroup_files)
+		step("cgroup");
+}
+
 // ---- network, privileges, Landlock, seccomp ----
 
 static void loopback_up(void) {
@@ -685,7 +705,9 @@ void corral_init_main(void) {
 	clock_gettime(CLOCK_MONOTONIC, &last);
 	fcntl(STATUS_FD, F_SETFD, FD_CLOEXEC);
 	read_plan(&pl);
+	close(PLAN_FD);
 	step("plan");
+	join_cgroup(&pl);
 	// Nothing may trace or dump this process's memory.
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	setup_mounts(&pl);
@@ -724,19 +746,6 @@ void corral_init_main(void) {
 	int errpipe[2];
 	if (pipe2(errpipe, O_CLOEXEC) < 0)
 		fail("exec", errno, "pipe");
-	// corral moves PID 1 into the run's cgroup while PID 1 sets up (the
-	// first move costs the kernel an RCU grace period); the command starts
-	// only once it is in, so it never runs uncapped.
-	if (pl.wait_cgroup) {
-		char go = 0;
-		ssize_t n;
-		while ((n = read(PLAN_FD, &go, 1)) < 0 && errno == EINTR)
-			;
-		if (n != 1 || go != 'J')
-			fail("cgroup", 0, "corral could not move the sandbox into its cgroup");
-		step("cgroup");
-	}
-	close(PLAN_FD);
 	pid_t pid = fork();
 	if (pid < 0)
 		fail("exec", errno, "fork");

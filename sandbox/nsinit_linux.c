@@ -97,12 +97,8 @@ __attribute__((constructor)) static void corral_nsinit(int argc, char **argv, ch
 		corral_init_main();
 	}
 
-	// The shim: tell corral PID 1's pid (corral moves it into the run's
-	// cgroup), keep no pipe to corral open, forward signals, pass on PID
-	// 1's exit status.
-	char msg[64];
-	int len = snprintf(msg, sizeof msg, "{\"init_pid\":%d}\n", (int)pid);
-	(void)!write(STATUS_FD, msg, (size_t)len);
+	// The shim: keep no pipe to corral open, forward signals, pass on
+	// PID 1's exit status.
 	close(3);
 	close(STATUS_FD);
 	close(5); // the proxy socket

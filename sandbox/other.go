@@ -38,8 +38,8 @@ type Cgroup struct {
 // NewCgroup is unsupported off Linux.
 func NewCgroup(parent string, memory int64, pids int) (*Cgroup, error) { return nil, ErrUnsupported }
 
-// AddPid is unsupported off Linux.
-func (c *Cgroup) AddPid(pid int) error { return ErrUnsupported }
+// JoinFiles is empty off Linux.
+func (c *Cgroup) JoinFiles() []string { return nil }
 
 // Usage reports nothing off Linux.
 func (c *Cgroup) Usage() (peak int64, oomKills int) { return 0, 0 }
@@ -49,9 +49,6 @@ func (c *Cgroup) Remove() error { return nil }
 
 // RemoveStale does nothing off Linux.
 func RemoveStale(parent string) []string { return nil }
-
-// JoinCgroup is unsupported off Linux.
-func (l *Launch) JoinCgroup(cg *Cgroup) error { return ErrUnsupported }
 
 // RunInit is unsupported off Linux.
 func RunInit() { os.Exit(125) }

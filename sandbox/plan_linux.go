@@ -27,8 +27,8 @@ func encodePlan(p *Plan, bpf []byte) []byte {
 		rec('T')
 	}
 	rec('h', p.Hostname)
-	if p.WaitCgroup {
-		rec('W')
+	for _, f := range p.CgroupFiles {
+		rec('C', f)
 	}
 	rec('d', p.Dir)
 	rec('p', p.Path)

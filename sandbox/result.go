@@ -27,11 +27,9 @@ type RunOptions struct {
 	// Serve gets the proxy's listening sockets when the plan has a proxy;
 	// it must return at once (serve from goroutines).
 	Serve func([]*os.File)
-	// Cgroup, if set, is the run's cgroup: its peak memory and OOM kills
-	// go in the Result. With Plan.WaitCgroup, Joined delivers the result
-	// of Launch.JoinCgroup; the command starts only after a nil.
+	// Cgroup, if set, is the run's cgroup (PID 1 joins it through
+	// Plan.CgroupFiles): its peak memory and OOM kills go in the Result.
 	Cgroup *Cgroup
-	Joined <-chan error
 	// Timeout ends the run: SIGTERM to the command, then after KillGrace
 	// SIGKILL to the whole sandbox.
 	Timeout, KillGrace time.Duration

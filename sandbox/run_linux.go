@@ -30,8 +30,6 @@ type Launch struct {
 	mu       sync.Mutex
 	timedOut bool
 	statuses chan status
-	initPid  chan int      // PID 1's pid, from the shim
-	ended    chan struct{} // closed when the status pipe ends
 	signals  chan os.Signal
 	start    time.Time
 }
@@ -96,7 +94,6 @@ func Start(stdio Stdio) (*Launch, error) {
 	}
 	l.planW, l.proxyR = planW, proxyR
 	l.statuses = make(chan status, 4)
-	l.initPid, l.ended = make(chan int, 1), make(chan struct{})
 	go l.readStatus(statusR)
 	go func() {
 		for s := range l.signals {
@@ -134,17 +131,9 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 	if plan.Trace {
 		fmt.Fprintf(os.Stderr, "corral exec: plan sent   (at %d)\n", time.Now().UnixMicro()%1e7)
 	}
-	var joinErr error
-	joined := make(chan struct{})
 	go func() {
-		defer close(joined)
-		defer l.planW.Close()
-		if _, err := l.planW.Write(data); err != nil || !plan.WaitCgroup {
-			return
-		}
-		if joinErr = <-opts.Joined; joinErr == nil {
-			l.planW.Write([]byte{'J'})
-		}
+		l.planW.Write(data)
+		l.planW.Close()
 	}()
 	if plan.Proxy != nil {
 		files, err := receiveFiles(l.proxyR)
@@ -208,12 +197,6 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 		}
 		return res, fmt.Errorf("%w: creating the sandbox's namespaces: %s", ErrProtection, res.Stage.Message)
 	}
-	if res.Stage != nil && res.Stage.Stage == "cgroup" {
-		<-joined
-		if joinErr != nil {
-			return res, joinErr
-		}
-	}
 	if res.Stage != nil && res.Stage.Stage != "exec" {
 		return res, fmt.Errorf("building the sandbox: %w", res.Stage)
 	}
@@ -255,38 +238,12 @@ func receiveFiles(f *os.File) ([]*os.File, error) {
 
 func (l *Launch) readStatus(r io.Reader) {
 	defer close(l.statuses)
-	defer close(l.ended)
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		var s status
-		if json.Unmarshal(sc.Bytes(), &s) != nil {
-			continue
+		if json.Unmarshal(sc.Bytes(), &s) == nil {
+			l.statuses <- s
 		}
-		if s.InitPid != 0 {
-			l.initPid <- s.InitPid
-			continue
-		}
-		l.statuses <- s
-	}
-}
-
-// JoinCgroup moves the sandbox into cg: the shim at once, and PID 1 as
-// soon as the shim names it. On cgroup v1 the first move of a process
-// costs an RCU grace period (milliseconds); it overlaps with building the
-// plan and with PID 1's own set-up, and the command waits for it
-// (Plan.WaitCgroup).
-func (l *Launch) JoinCgroup(cg *Cgroup) error {
-	if err := cg.AddPid(l.cmd.Process.Pid); err != nil {
-		return fmt.Errorf("moving the sandbox into cgroup %s: %w", cg.Path, err)
-	}
-	select {
-	case pid := <-l.initPid:
-		if err := cg.AddPid(pid); err != nil {
-			return fmt.Errorf("moving the sandbox into cgroup %s: %w", cg.Path, err)
-		}
-		return nil
-	case <-l.ended:
-		return errors.New("the sandbox's init ended before it joined its cgroup")
 	}
 }
 

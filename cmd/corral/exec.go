@@ -191,19 +191,15 @@ func runExec(sf *skillFlags, nf *netFlags, lf *limitFlags, argv []string, bestEf
 	// The cgroup is made while the init boots and the plan is built.
 	limits := sandbox.ResolveLimits(l.perms.Limits, lf.values)
 	r.Limits = &limits
-	cgDone, launched, joined := make(chan cgroupResult, 1), make(chan *sandbox.Launch, 1), make(chan error, 1)
+	cgDone := make(chan cgroupResult, 1)
 	go func() {
 		sandbox.RemoveStale(lf.parent)
 		cg, err := sandbox.NewCgroup(lf.parent, limits.Memory, limits.Pids)
 		cgDone <- cgroupResult{cg, err}
-		if launch := <-launched; err == nil && launch != nil {
-			joined <- launch.JoinCgroup(cg)
-		}
 	}()
 	// The init starts now and boots while the plan is built.
 	trace("loaded")
 	launch, err := sandbox.Start(sandbox.Stdio{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
-	launched <- launch
 	if err != nil {
 		removeCgroup(<-cgDone)
 		return failed(err)
@@ -224,14 +220,20 @@ func runExec(sf *skillFlags, nf *netFlags, lf *limitFlags, argv []string, bestEf
 	}
 	plan.Limits = limits
 	cgr := <-cgDone
-	defer removeCgroup(cgr)
+	defer func() {
+		t := time.Now()
+		removeCgroup(cgr)
+		if plan.Trace && cgr.err == nil {
+			fmt.Fprintf(os.Stderr, "corral exec: cgroup removed in %d µs\n", time.Since(t).Microseconds())
+		}
+	}()
 	if cgr.err != nil && limits.Explicit && !bestEffort {
 		launch.Abort()
 		return failed(fmt.Errorf("%w: cannot enforce the memory and process limits (%s, %s): %v", sandbox.ErrProtection, limits.MemoryFrom, limits.PidsFrom, cgr.err))
 	}
 	if cgr.err == nil {
 		r.Cgroup = cgr.cg.Path
-		plan.WaitCgroup = true
+		plan.CgroupFiles = cgr.cg.JoinFiles()
 	}
 	plan.Protections = append(plan.Protections, limitsProtection(limits, cgr.cg, cgr.err))
 	plan.Trace = os.Getenv("CORRAL_TRACE") == "1"
@@ -255,7 +257,7 @@ func runExec(sf *skillFlags, nf *netFlags, lf *limitFlags, argv []string, bestEf
 		defer closeLog()
 		proxy = netns.New(nf.config(l, audit))
 	}
-	res, err := launch.Run(plan, sandbox.RunOptions{Cgroup: cgr.cg, Joined: joined, Timeout: limits.Timeout, KillGrace: limits.KillGrace, Serve: func(files []*os.File) {
+	res, err := launch.Run(plan, sandbox.RunOptions{Cgroup: cgr.cg, Timeout: limits.Timeout, KillGrace: limits.KillGrace, Serve: func(files []*os.File) {
 		for _, f := range files {
 			ln, lerr := net.FileListener(f)
 			f.Close()
