@@ -60,7 +60,7 @@ func TestAuditEvents(t *testing.T) {
 			t.Errorf("event %d: no reason", i)
 		}
 		w := want[i]
-		w.Time, w.Reason = ev.Time, ev.Reason
+		w.Time, w.Reason, w.Permission = ev.Time, ev.Reason, "network"
 		if ev != w {
 			t.Errorf("event %d:\ngot  %+v\nwant %+v", i, ev, w)
 		}

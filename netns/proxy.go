@@ -36,20 +36,35 @@ type Resolver interface {
 
 // Event is one audited decision.
 type Event struct {
-	Time     time.Time `json:"time"`
-	Method   string    `json:"method"`
-	Host     string    `json:"host"`
-	Port     int       `json:"port"`
-	Addr     string    `json:"addr,omitempty"` // the address dialled, for an allowed request
-	Decision string    `json:"decision"`       // allow, deny or error
-	Status   int       `json:"status"`         // the answer to the client
-	Rule     string    `json:"rule,omitempty"`
-	Reason   string    `json:"reason"`
+	Time       time.Time `json:"time"`
+	Agent      string    `json:"agent,omitempty"`
+	Permission string    `json:"permission"` // "network"
+	Method     string    `json:"method"`
+	Host       string    `json:"host"`
+	Port       int       `json:"port"`
+	Addr       string    `json:"addr,omitempty"` // the address dialled, for an allowed request
+	Decision   string    `json:"decision"`       // allow, deny or error
+	Status     int       `json:"status"`         // the answer to the client
+	Rule       string    `json:"rule,omitempty"`
+	Layer      string    `json:"layer,omitempty"` // the agent policy layer that decided
+	Reason     string    `json:"reason"`
+}
+
+// Policy is a second decision layer, the agent's policy: a request must
+// pass both it and the skills' Engine.
+type Policy interface {
+	// CheckRequest decides a request: url is the absolute URI of a plain
+	// HTTP request, empty for a CONNECT tunnel.
+	CheckRequest(method, url, host string, port int) policyengine.Decision
+	// CheckAddr decides one address the host resolved to.
+	CheckAddr(host string, addr netip.Addr, port int) policyengine.Decision
 }
 
 // Config configures a Proxy. Zero durations and counts take the defaults.
 type Config struct {
 	Engine   *policyengine.Engine
+	Policy   Policy      // optional: the agent policy, checked after Engine
+	Agent    string      // put in every Event
 	Resolver Resolver    // default: the pure-Go resolver
 	Audit    func(Event) // called for every decision, from many goroutines
 	// MaxConns caps concurrent client connections (default 4096, fewer
@@ -98,6 +113,12 @@ func New(cfg Config) *Proxy {
 	}
 	if cfg.Audit == nil {
 		cfg.Audit = func(Event) {}
+	}
+	if record, agent := cfg.Audit, cfg.Agent; true {
+		cfg.Audit = func(ev Event) {
+			ev.Agent, ev.Permission = agent, "network"
+			record(ev)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Proxy{cfg: cfg, slots: make(chan struct{}, cfg.MaxConns), ctx: ctx, cancel: cancel,
@@ -239,7 +260,7 @@ func (p *Proxy) handle(c net.Conn) {
 	c.SetReadDeadline(time.Time{})
 	ev := Event{Method: req.method, Host: canonicalHost(req.host), Port: req.port}
 	up, status, d := p.connect(req)
-	ev.Time, ev.Status, ev.Rule, ev.Reason = time.Now(), status, d.Rule, d.Reason
+	ev.Time, ev.Status, ev.Rule, ev.Reason, ev.Layer = time.Now(), status, d.Rule, d.Reason, d.Layer
 	if up == nil {
 		ev.Decision = "deny"
 		if status != 403 {
@@ -283,6 +304,15 @@ func (p *Proxy) connect(req *request) (net.Conn, int, policyengine.Decision) {
 		return nil, 403, d
 	}
 	host := canonicalHost(req.host)
+	if pol := p.cfg.Policy; pol != nil {
+		url := ""
+		if !req.connect {
+			url = "http://" + authority(host, req.port, 80) + req.target
+		}
+		if pd := pol.CheckRequest(req.method, url, host, req.port); pd.Action != policyengine.Allow {
+			return nil, 403, pd
+		}
+	}
 	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.DialTimeout)
 	defer cancel()
 	var addrs []netip.Addr
@@ -302,6 +332,11 @@ func (p *Proxy) connect(req *request) (net.Conn, int, policyengine.Decision) {
 		addrs[i] = a
 		if ad := e.CheckAddr(host, a, req.port); ad.Action != policyengine.Allow {
 			return nil, 403, ad
+		}
+		if pol := p.cfg.Policy; pol != nil {
+			if ad := pol.CheckAddr(host, a, req.port); ad.Action != policyengine.Allow {
+				return nil, 403, ad
+			}
 		}
 		if p.isSelf(a, req.port) {
 			return nil, 403, policyengine.Decision{Action: policyengine.Deny, Reason: fmt.Sprintf("%s is the proxy itself; it never relays to itself", netip.AddrPortFrom(a, uint16(req.port)))}

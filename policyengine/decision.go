@@ -15,4 +15,7 @@ type Decision struct {
 	Action Action `json:"action"`
 	Reason string `json:"reason"`
 	Rule   string `json:"rule,omitempty"`
+	// Layer is the agent policy layer that decided (global, project or
+	// invocation, with its source), empty when the skills decided.
+	Layer string `json:"layer,omitempty"`
 }

@@ -615,3 +615,32 @@ func (p HostPattern) Match(host string, port int) bool {
 	}
 	return false
 }
+
+// Covers reports whether every host:port that q matches, p matches too
+// (p is at least as wide as q). It is conservative: false when unsure.
+func (p HostPattern) Covers(q HostPattern) bool {
+	if p.kind == patInvalid || q.kind == patInvalid {
+		return false
+	}
+	if p.port != 0 && p.port != q.port {
+		return false
+	}
+	switch p.kind {
+	case patPreset:
+		return (q.kind == patPreset && q.preset == p.preset) || (q.kind == patIP && CategoryOf(q.addr) == p.preset)
+	case patIP:
+		return q.kind == patIP && q.addr == p.addr
+	case patAny:
+		return q.kind == patAny || q.kind == patExact || q.kind == patSuffix || (q.kind == patIP && CategoryOf(q.addr) == CatNone)
+	case patSuffix:
+		switch q.kind {
+		case patExact:
+			return strings.HasSuffix(q.host, "."+p.host)
+		case patSuffix:
+			return q.host == p.host || strings.HasSuffix(q.host, "."+p.host)
+		}
+	case patExact:
+		return q.kind == patExact && q.host == p.host
+	}
+	return false
+}

@@ -21,9 +21,9 @@ import (
 // swap) and pids capped. The init joins it before it starts the command,
 // so the command never runs uncapped.
 type Cgroup struct {
-	Version int    // 1 or 2
-	Path    string // relative to the hierarchy root, as in /proc/PID/cgroup
-	memDir  string // the memory controller's folder
+	Version int      // 1 or 2
+	Path    string   // relative to the hierarchy root, as in /proc/PID/cgroup
+	memDir  string   // the memory controller's folder
 	dirs    []string // one per controller hierarchy (one on v2)
 }
 

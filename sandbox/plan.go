@@ -148,7 +148,12 @@ type LimitFlags struct {
 // flags, the later winning.
 func ResolveLimits(skills policyengine.Limits, flags LimitFlags) Limits {
 	l := Limits{Memory: DefaultMemory, MemoryFrom: "default", Pids: DefaultPids, PidsFrom: "default", KillGrace: DefaultKillGrace}
-	from := func(f []string) string { return "skills " + strings.Join(f, ", ") }
+	from := func(f []string) string {
+		if len(f) > 0 && strings.HasPrefix(f[0], "policy ") {
+			return strings.Join(f, ", ")
+		}
+		return "skills " + strings.Join(f, ", ")
+	}
 	if v := skills.Memory.Value; v > 0 {
 		l.Memory, l.MemoryFrom, l.Explicit = v, from(skills.Memory.From), true
 	}

@@ -31,8 +31,9 @@ type RunOptions struct {
 	// Plan.CgroupFiles): its peak memory and OOM kills go in the Result.
 	Cgroup *Cgroup
 	// Timeout ends the run: SIGTERM to the command, then after KillGrace
-	// SIGKILL to the whole sandbox.
+	// SIGKILL to the whole sandbox. Closing Done does the same at once.
 	Timeout, KillGrace time.Duration
+	Done               <-chan struct{}
 }
 
 // Stdio are the streams the command gets, passed straight through.

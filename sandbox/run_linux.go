@@ -144,19 +144,34 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 			opts.Serve(files)
 		}
 	}
-	if opts.Timeout > 0 {
-		timer := time.AfterFunc(opts.Timeout, func() {
-			l.mu.Lock()
-			l.timedOut = true
+	end := func() {
+		l.mu.Lock()
+		if l.timedOut {
 			l.mu.Unlock()
-			// SIGTERM reaches the command through the shim and PID 1;
-			// SIGKILL to the shim takes PID 1 (PR_SET_PDEATHSIG) and
-			// with it every process of the PID namespace, however it
-			// double-forked.
-			l.cmd.Process.Signal(unix.SIGTERM)
-			time.AfterFunc(opts.KillGrace, func() { l.cmd.Process.Kill() })
-		})
+			return
+		}
+		l.timedOut = true
+		l.mu.Unlock()
+		// SIGTERM reaches the command through the shim and PID 1; SIGKILL
+		// to the shim takes PID 1 (PR_SET_PDEATHSIG) and with it every
+		// process of the PID namespace, however it double-forked.
+		l.cmd.Process.Signal(unix.SIGTERM)
+		time.AfterFunc(opts.KillGrace, func() { l.cmd.Process.Kill() })
+	}
+	if opts.Timeout > 0 {
+		timer := time.AfterFunc(opts.Timeout, end)
 		defer timer.Stop()
+	}
+	if opts.Done != nil {
+		finished := make(chan struct{})
+		defer close(finished)
+		go func() {
+			select {
+			case <-opts.Done:
+				end()
+			case <-finished:
+			}
+		}()
 	}
 	handle := func(s status) {
 		switch {

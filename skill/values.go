@@ -139,3 +139,10 @@ func checkPathGlob(v string) error {
 	_, err = policyengine.CompileGlob(p)
 	return err
 }
+
+// ExpandPath expands the variables of a path written outside a skill (an
+// agent policy's caps): $WORK_DIR, $HOME, $TMPDIR, $DATA_DIR (the parent of
+// every skill's data folder) and a leading "~".
+func ExpandPath(s string, v Variables) (string, error) {
+	return expand(s, map[string]string{"WORK_DIR": v.WorkDir, "HOME": v.Home, "TMPDIR": v.TmpDir, "DATA_DIR": v.DataDir})
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"corral"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -10,35 +11,55 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
+	"corral/policy"
 	"corral/policyengine"
 )
 
 var checkCommand = command{
 	name:  "check",
-	usage: "[--skill DIR]... [--work-dir D] read|write|net|url|exec|env ARG\n       corral check [--skill DIR]... --stdin",
-	summary: `Answer one permission question with a JSON decision on stdout.
+	usage: "[--skill DIR]... [--work-dir D] [--policy FILE] [--policy-json JSON] [--no-confirm] [--agent ID] [--audit-log FILE] read|write|net|url|exec|env ARG | tool NAME [COMMAND]\n       corral check [flags] --stdin",
+	summary: `Answer one permission question with a JSON decision on stdout: allowed
+only where both the skills and the agent policy allow.
 Exit 0 allow, 1 deny, 2 confirm, 125 bad input. With --stdin, read JSON
-lines {"kind":"net","arg":"api.a.com:443"} and answer one decision per line.`,
+lines {"kind":"net","arg":"api.a.com:443"} ({"kind":"tool","arg":"bash git
+status"} for a tool and its command) and answer one decision per line.`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
 		var sf skillFlags
 		sf.register(fs)
+		var pf policyFlags
+		pf.register(fs)
 		stdin := fs.Bool("stdin", false, "answer JSON-line questions from stdin until EOF")
+		noConfirm := fs.Bool("no-confirm", false, "nobody can answer: a confirm is a deny")
+		auditLog := fs.String("audit-log", "", "append every denial to `file` as JSON lines")
 		return func(args []string) error {
 			l, err := sf.load()
 			if err != nil {
 				return failed(err)
 			}
+			a := &asker{engine: l.Engine, noConfirm: *noConfirm, agent: pf.agent}
+			if a.policy, err = pf.load(l); err != nil {
+				return failed(err)
+			}
+			if *auditLog != "" {
+				f := &auditFile{name: *auditLog}
+				defer f.Close()
+				a.audit = f
+			}
 			if *stdin {
 				if len(args) > 0 {
 					return failed(errors.New("--stdin takes no arguments"))
 				}
-				return checkStream(l.engine, os.Stdin, os.Stdout)
+				return checkStream(a, os.Stdin, os.Stdout)
+			}
+			if len(args) == 3 && args[0] == "tool" {
+				args = []string{"tool", args[1] + " " + args[2]}
 			}
 			if len(args) != 2 {
-				return failed(errors.New("want KIND ARG, e.g. check net api.example.com:443 (kinds: " + strings.Join(checkKinds, ", ") + ")"))
+				return failed(errors.New("want KIND ARG, e.g. check net api.example.com:443, or tool NAME [COMMAND] (kinds: " + strings.Join(checkKinds, ", ") + ")"))
 			}
-			d, err := ask(l.engine, args[0], args[1])
+			d, err := a.ask(args[0], args[1])
 			if err != nil {
 				return failed(err)
 			}
@@ -55,9 +76,80 @@ lines {"kind":"net","arg":"api.a.com:443"} and answer one decision per line.`,
 	},
 }
 
-var checkKinds = []string{"read", "write", "net", "url", "exec", "env"}
+var checkKinds = []string{"read", "write", "net", "url", "exec", "env", "tool"}
 
-// ask answers one question. An error means the question itself is malformed.
+// asker answers questions with the skills' engine and, when there is one,
+// the agent policy.
+type asker struct {
+	engine    *policyengine.Engine
+	policy    *policy.Evaluator
+	noConfirm bool
+	agent     string
+	audit     io.Writer
+}
+
+// ask answers one question: allowed only where the skills and the policy
+// both allow. An error means the question itself is malformed.
+func (a *asker) ask(kind, arg string) (policyengine.Decision, error) {
+	var d policyengine.Decision
+	var err error
+	if kind == "tool" {
+		name, command, _ := strings.Cut(strings.TrimSpace(arg), " ")
+		if name == "" {
+			return d, errors.New("want a tool name, as in tool bash 'git status'")
+		}
+		d = policyengine.Decision{Action: policyengine.Allow, Reason: "skills do not restrict tools"}
+		if strings.TrimSpace(command) != "" && (name == "bash" || name == "sh" || name == "shell") {
+			d = a.engine.CheckExec(command)
+		}
+		if a.policy != nil {
+			d = policy.Combine(d, a.policy.CheckTool(name, command))
+		}
+	} else {
+		if d, err = ask(a.engine, kind, arg); err != nil {
+			return d, err
+		}
+		if a.policy != nil {
+			d = policy.Combine(d, a.policyAsk(kind, arg))
+		}
+	}
+	if d.Action == policyengine.Confirm && a.noConfirm {
+		d.Action = policyengine.Deny
+		d.Reason += " (--no-confirm: nobody can answer)"
+	}
+	if d.Action == policyengine.Deny && a.audit != nil {
+		line, _ := json.Marshal(corral.Denial{Time: time.Now(), Agent: a.agent, Permission: kind, Context: arg, Decision: d})
+		a.audit.Write(append(line, '\n'))
+	}
+	return d, nil
+}
+
+// policyAsk is the agent policy's answer for a kind the skills answered.
+func (a *asker) policyAsk(kind, arg string) policyengine.Decision {
+	p := a.policy
+	switch kind {
+	case "read":
+		return p.CheckRead(arg)
+	case "write":
+		return p.CheckWrite(arg)
+	case "net":
+		host, port, err := policyengine.SplitHostPort(arg)
+		if err != nil {
+			return policyengine.Decision{Action: policyengine.Deny, Reason: err.Error()}
+		}
+		return p.CheckNetwork(host, port)
+	case "url":
+		return p.CheckURL(arg)
+	case "exec":
+		return p.CheckExec(arg)
+	case "env":
+		return p.CheckEnv(arg)
+	}
+	return policyengine.Decision{Action: policyengine.Deny, Reason: "unknown kind " + kind}
+}
+
+// ask answers one question with the skills alone. An error means the
+// question itself is malformed.
 func ask(e *policyengine.Engine, kind, arg string) (policyengine.Decision, error) {
 	switch kind {
 	case "read", "write":
@@ -108,7 +200,7 @@ const maxQuestion = 1 << 20
 // flushed whenever no further input is waiting, so a caller that asks one
 // question at a time gets its answer at once and a bulk caller gets
 // throughput.
-func checkStream(e *policyengine.Engine, in io.Reader, out io.Writer) error {
+func checkStream(e *asker, in io.Reader, out io.Writer) error {
 	r := bufio.NewReaderSize(in, 64<<10)
 	w := bufio.NewWriterSize(out, 64<<10)
 	var buf []byte
@@ -119,7 +211,7 @@ func checkStream(e *policyengine.Engine, in io.Reader, out io.Writer) error {
 			var a answer
 			if jerr := parseQuestion(line, &q); jerr != nil {
 				a = answer{Decision: policyengine.Decision{Action: policyengine.Deny, Reason: "bad input: not a JSON question"}, Error: jerr.Error()}
-			} else if d, qerr := ask(e, q.Kind, q.Arg); qerr != nil {
+			} else if d, qerr := e.ask(q.Kind, q.Arg); qerr != nil {
 				a = answer{Decision: policyengine.Decision{Action: policyengine.Deny, Reason: "bad input: " + qerr.Error()}, Error: qerr.Error()}
 			} else {
 				a = answer{Decision: d}

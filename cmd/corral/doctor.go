@@ -1,6 +1,7 @@
 package main
 
 import (
+	"corral"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -22,18 +23,18 @@ var doctorCommand = command{
 			if err != nil {
 				return failed(err)
 			}
-			spec := sandbox.Spec{WorkDir: l.vars.WorkDir, BestEffort: true}
-			facts := sandbox.Probe(l.perms, spec)
-			plan, err := sandbox.BuildPlan(l.perms, spec, facts)
+			spec := sandbox.Spec{WorkDir: l.Vars.WorkDir, BestEffort: true}
+			facts := sandbox.Probe(l.Perms, spec)
+			plan, err := sandbox.BuildPlan(l.Perms, spec, facts)
 			if err != nil {
 				return failed(err)
 			}
-			limits := sandbox.ResolveLimits(l.perms.Limits, sandbox.LimitFlags{})
+			limits := sandbox.ResolveLimits(l.Perms.Limits, sandbox.LimitFlags{})
 			cg, cgErr := sandbox.NewCgroup("", limits.Memory, limits.Pids)
 			if cgErr == nil {
 				cg.Remove()
 			}
-			plan.Protections = append(plan.Protections, limitsProtection(limits, cg, cgErr))
+			plan.Protections = append(plan.Protections, corral.LimitsProtection(limits, cg, cgErr))
 			if *asJSON {
 				enc := json.NewEncoder(os.Stdout)
 				enc.SetIndent("", "  ")

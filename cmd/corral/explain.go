@@ -1,6 +1,7 @@
 package main
 
 import (
+	"corral"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -60,14 +61,14 @@ type explanation struct {
 	PlanError   string                   `json:"plan_error,omitempty"`
 }
 
-func explain(l *loaded) *explanation {
-	x := &explanation{WorkDir: l.vars.WorkDir, Default: l.perms.IsDefault(), Permissions: l.perms}
-	for _, s := range l.skills {
+func explain(l *corral.Skills) *explanation {
+	x := &explanation{WorkDir: l.Vars.WorkDir, Default: l.Perms.IsDefault(), Permissions: l.Perms}
+	for _, s := range l.List {
 		x.Skills = append(x.Skills, skillView{s.Name, s.Description, s.File, s.Permissions != nil})
 	}
-	x.Summary = summarise(l.perms)
-	spec := sandbox.Spec{WorkDir: l.vars.WorkDir, BestEffort: true}
-	plan, err := sandbox.BuildPlan(l.perms, spec, sandbox.Probe(l.perms, spec))
+	x.Summary = summarise(l.Perms)
+	spec := sandbox.Spec{WorkDir: l.Vars.WorkDir, BestEffort: true}
+	plan, err := sandbox.BuildPlan(l.Perms, spec, sandbox.Probe(l.Perms, spec))
 	if err != nil {
 		x.PlanError = err.Error()
 	}
@@ -94,7 +95,7 @@ func summarise(p policyengine.Permissions) []string {
 		out = append(out, "Programs: any (no skill declares an exec list).")
 	}
 	out = append(out, "Environment: "+strings.Join(append(policyengine.Values(p.Env), policyengine.DefaultEnv...), ", ")+"; every other variable is dropped.")
-	out = append(out, "Limits: "+limitsText(sandbox.ResolveLimits(p.Limits, sandbox.LimitFlags{}))+".")
+	out = append(out, "Limits: "+corral.LimitsText(sandbox.ResolveLimits(p.Limits, sandbox.LimitFlags{}))+".")
 	return out
 }
 
@@ -219,28 +220,4 @@ func orNone(v []string) string {
 		return "nothing"
 	}
 	return strings.Join(v, ", ")
-}
-
-// limitsText says what the limits are and where each came from.
-func limitsText(l sandbox.Limits) string {
-	lim := []string{
-		fmt.Sprintf("memory + swap %s (%s)", formatSize(l.Memory), l.MemoryFrom),
-		fmt.Sprintf("%d processes (%s)", l.Pids, l.PidsFrom),
-	}
-	if l.Timeout > 0 {
-		lim = append(lim, fmt.Sprintf("timeout %s (%s), then SIGTERM and SIGKILL %s later", l.Timeout, l.TimeoutFrom, l.KillGrace))
-	} else {
-		lim = append(lim, "no timeout")
-	}
-	return strings.Join(lim, "; ") + "; enforced by a fresh cgroup per run"
-}
-
-func formatSize(n int64) string {
-	switch {
-	case n%(1<<30) == 0:
-		return fmt.Sprintf("%d GiB", n>>30)
-	case n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	}
-	return fmt.Sprintf("%d bytes", n)
 }

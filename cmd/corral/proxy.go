@@ -1,6 +1,7 @@
 package main
 
 import (
+	"corral"
 	"flag"
 	"fmt"
 	"net/netip"
@@ -45,8 +46,8 @@ func (n *netFlags) audit() (*netns.Audit, func() error, error) {
 	return netns.NewAudit(f), f.Close, nil
 }
 
-func (n *netFlags) config(l *loaded, a *netns.Audit) netns.Config {
-	cfg := netns.Config{Engine: l.engine, Audit: a.Record}
+func (n *netFlags) config(l *corral.Skills, a *netns.Audit) netns.Config {
+	cfg := netns.Config{Engine: l.Engine, Audit: a.Record}
 	if len(n.pins) > 0 {
 		cfg.Resolver = &netns.Pinned{Names: n.pins, Next: netns.SystemResolver()}
 	}
@@ -122,7 +123,7 @@ func runProxy(sf *skillFlags, nf *netFlags, listen string) error {
 		cfg.Self = []netip.AddrPort{ap}
 	}
 	p := netns.New(cfg)
-	fmt.Fprintf(os.Stderr, "corral proxy: listening on %s with %d network.allow rule(s)\n", ln.Addr(), len(l.perms.Network))
+	fmt.Fprintf(os.Stderr, "corral proxy: listening on %s with %d network.allow rule(s)\n", ln.Addr(), len(l.Perms.Network))
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
 	go func() {

@@ -28,7 +28,7 @@ func BenchmarkCheckStream(b *testing.B) {
 	input := strings.Repeat(strings.Join(qs, "\n")+"\n", 1000)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := checkStream(e, strings.NewReader(input), io.Discard); err != nil {
+		if err := checkStream(&asker{engine: e}, strings.NewReader(input), io.Discard); err != nil {
 			b.Fatal(err)
 		}
 	}

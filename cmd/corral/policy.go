@@ -1,0 +1,57 @@
+package main
+
+import (
+	"flag"
+	"os"
+
+	"corral"
+	"corral/policy"
+)
+
+// policyFlags are the agent policy's flags, shared by check, exec, proxy
+// and explain.
+type policyFlags struct {
+	global, project, invocation string
+	agent                       string
+}
+
+func (f *policyFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.project, "policy", "", "the project's agent policy `file` (YAML or JSON)")
+	fs.StringVar(&f.invocation, "policy-json", "", "a per-invocation agent policy as a JSON `object`, above the files")
+	fs.StringVar(&f.global, "global-policy", policy.GlobalFile(), "the global agent policy `file`, used when it exists (\"\" for none)")
+	fs.StringVar(&f.agent, "agent", "", "the agent's `id`, written into every audit event")
+}
+
+// load compiles the layers in force; nil when there are none.
+func (f *policyFlags) load(s *corral.Skills) (*policy.Evaluator, error) {
+	ev, err := s.Policy(f.global, f.project, f.invocation)
+	if err != nil || ev.Empty() {
+		return nil, err
+	}
+	return ev, nil
+}
+
+// auditFile is the JSON-lines audit log, opened for appending (created
+// 0600) at its first event, so a run that decides nothing leaves no file.
+type auditFile struct {
+	name string
+	f    *os.File
+}
+
+func (a *auditFile) Write(p []byte) (int, error) {
+	if a.f == nil {
+		f, err := os.OpenFile(a.name, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return 0, err
+		}
+		a.f = f
+	}
+	return a.f.Write(p)
+}
+
+func (a *auditFile) Close() error {
+	if a.f == nil {
+		return nil
+	}
+	return a.f.Close()
+}

@@ -1,0 +1,279 @@
+package policy
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	"corral/policyengine"
+	"corral/skill"
+)
+
+func (c *Caps) validate() error {
+	for _, h := range c.Network {
+		if _, err := policyengine.ParseHostPattern(h); err != nil {
+			return fmt.Errorf("network: %w", err)
+		}
+	}
+	if c.FS != nil {
+		for _, g := range append(append([]string(nil), c.FS.Read...), c.FS.Write...) {
+			if _, err := skill.ExpandPath(g, skill.Variables{WorkDir: "/w", Home: "/h", TmpDir: "/t", DataDir: "/d"}); err != nil {
+				return fmt.Errorf("fs: %w", err)
+			}
+		}
+	}
+	if l := c.Limits; l != nil {
+		if l.Memory != "" {
+			if _, err := skill.ParseSize(l.Memory); err != nil {
+				return fmt.Errorf("limits.memory: %w", err)
+			}
+		}
+		if l.Timeout != "" {
+			if _, err := skill.ParseDuration(l.Timeout); err != nil {
+				return fmt.Errorf("limits.timeout: %w", err)
+			}
+		}
+		if l.Pids < 0 {
+			return fmt.Errorf("limits.pids %d: must be positive", l.Pids)
+		}
+	}
+	return nil
+}
+
+// capLayer is one layer's caps, compiled.
+type capLayer struct {
+	label                  string
+	fs, network, exec, env bool // which dimensions the layer caps
+	engine                 *policyengine.Engine
+	perms                  policyengine.Permissions
+	memory                 int64
+	pids                   int
+	timeout                time.Duration
+}
+
+// Options are what an Evaluator needs beyond the policy.
+type Options struct {
+	Vars   skill.Variables // expand the caps' paths
+	Skills []string        // names of the active skills, for skill_name rules
+}
+
+// Evaluator decides with a Stack.
+type Evaluator struct {
+	stack       Stack
+	url         *compiledURL
+	allow, deny []compiledRule
+	caps        []capLayer
+	skills      []string
+}
+
+// New compiles the stack.
+func New(s Stack, o Options) (*Evaluator, error) {
+	e := &Evaluator{stack: s, skills: o.Skills}
+	for _, l := range s {
+		p := l.Policy
+		if p.URL != nil {
+			c := compileURL(p.URL, l.label())
+			e.url = &c // the highest layer that sets it replaces the lower ones
+		}
+		for _, list := range []struct {
+			dst   *[]compiledRule
+			rules []Rule
+		}{{&e.allow, p.Permissions.Allow}, {&e.deny, p.Permissions.Deny}} {
+			for _, r := range list.rules {
+				cr := compiledRule{Rule: r, layer: l.label()}
+				if r.CommandGlob != "" {
+					cr.glob, _ = compileURLRule(r.CommandGlob)
+				}
+				*list.dst = append(*list.dst, cr)
+			}
+		}
+		if p.Caps != nil {
+			c, err := compileCaps(p.Caps, l.label(), o.Vars)
+			if err != nil {
+				return nil, err
+			}
+			e.caps = append(e.caps, c)
+		}
+	}
+	return e, nil
+}
+
+func compileCaps(c *Caps, label string, vars skill.Variables) (capLayer, error) {
+	cl := capLayer{label: label}
+	source := "policy " + label
+	expand := func(globs []string) ([]string, error) {
+		var out []string
+		for _, g := range globs {
+			x, err := skill.ExpandPath(g, vars)
+			if err != nil {
+				return nil, fmt.Errorf("policy %s: caps.fs: %w", label, err)
+			}
+			out = append(out, x)
+		}
+		return out, nil
+	}
+	if c.FS != nil && (len(c.FS.Read) > 0 || len(c.FS.Write) > 0) {
+		cl.fs = true
+		r, err := expand(c.FS.Read)
+		if err != nil {
+			return cl, err
+		}
+		w, err := expand(c.FS.Write)
+		if err != nil {
+			return cl, err
+		}
+		cl.perms.Read, cl.perms.Write = policyengine.NewEntries(source, r), policyengine.NewEntries(source, w)
+	}
+	cl.network, cl.exec, cl.env = len(c.Network) > 0, len(c.Exec) > 0, len(c.Env) > 0
+	cl.perms.Network = policyengine.NewEntries(source, c.Network)
+	cl.perms.Exec = policyengine.NewEntries(source, c.Exec)
+	if cl.exec {
+		cl.perms.ExecDeclared = []string{source}
+	}
+	cl.perms.Env = policyengine.NewEntries(source, c.Env)
+	if l := c.Limits; l != nil {
+		cl.memory, _ = skill.ParseSize(l.Memory)
+		cl.timeout, _ = skill.ParseDuration(l.Timeout)
+		cl.pids = l.Pids
+	}
+	eng, err := policyengine.New(cl.perms, policyengine.Options{WorkDir: vars.WorkDir})
+	if err != nil {
+		return cl, fmt.Errorf("policy %s: caps: %w", label, err)
+	}
+	cl.engine = eng
+	return cl, nil
+}
+
+// Empty reports whether no layer is in force.
+func (e *Evaluator) Empty() bool { return len(e.stack) == 0 }
+
+func layered(d policyengine.Decision, label string) policyengine.Decision {
+	d.Layer = label
+	// The engine words its reasons for skills; these are caps.
+	reason := strings.NewReplacer(
+		"of skills policy "+label, "of the caps",
+		"permissions.network.allow", "caps.network",
+		"permissions.exec", "caps.exec",
+		"permissions.fs.", "caps.fs.",
+		"permissions.env", "caps.env",
+	).Replace(d.Reason)
+	d.Reason = "the " + label + " policy's caps: " + reason
+	return d
+}
+
+var allow = policyengine.Decision{Action: policyengine.Allow, Reason: "no policy rule or cap applies"}
+
+// capCheck runs check on every layer that caps the dimension.
+func (e *Evaluator) capCheck(on func(capLayer) bool, check func(*policyengine.Engine) policyengine.Decision) policyengine.Decision {
+	for _, c := range e.caps {
+		if !on(c) {
+			continue
+		}
+		if d := check(c.engine); d.Action != policyengine.Allow {
+			return layered(d, c.label)
+		}
+	}
+	return allow
+}
+
+// CheckRead decides a read against the fs caps.
+func (e *Evaluator) CheckRead(path string) policyengine.Decision {
+	return e.capCheck(func(c capLayer) bool { return c.fs }, func(x *policyengine.Engine) policyengine.Decision { return x.CheckRead(path) })
+}
+
+// CheckWrite decides a write against the fs caps.
+func (e *Evaluator) CheckWrite(path string) policyengine.Decision {
+	return e.capCheck(func(c capLayer) bool { return c.fs }, func(x *policyengine.Engine) policyengine.Decision { return x.CheckWrite(path) })
+}
+
+// CheckEnv decides an environment variable against the env caps.
+func (e *Evaluator) CheckEnv(name string) policyengine.Decision {
+	return e.capCheck(func(c capLayer) bool { return c.env }, func(x *policyengine.Engine) policyengine.Decision { return x.CheckEnv(name) })
+}
+
+// CheckNetwork decides host:port against the network caps.
+func (e *Evaluator) CheckNetwork(host string, port int) policyengine.Decision {
+	return e.capCheck(func(c capLayer) bool { return c.network }, func(x *policyengine.Engine) policyengine.Decision { return x.CheckNetwork(host, port) })
+}
+
+// CheckAddr decides an address a name resolved to against the network
+// caps (address categories need a preset or an IP rule there too).
+func (e *Evaluator) CheckAddr(host string, addr netip.Addr, port int) policyengine.Decision {
+	return e.capCheck(func(c capLayer) bool { return c.network }, func(x *policyengine.Engine) policyengine.Decision { return x.CheckAddr(host, addr, port) })
+}
+
+// CheckURL decides a URL: the URL policy (if any layer sets one), then the
+// network caps.
+func (e *Evaluator) CheckURL(raw string) policyengine.Decision {
+	u, err := policyengine.ParseURL(raw)
+	if err != nil {
+		return policyengine.Decision{Action: policyengine.Deny, Reason: fmt.Sprintf("cannot check URL: %v", err)}
+	}
+	return e.checkParsedURL(u)
+}
+
+func (e *Evaluator) checkParsedURL(u policyengine.URL) policyengine.Decision {
+	d := allow
+	if e.url != nil {
+		if d = e.url.decide(u); d.Action != policyengine.Allow {
+			return d
+		}
+	}
+	if c := e.CheckNetwork(u.Host, u.Port); c.Action != policyengine.Allow {
+		return c
+	}
+	return d
+}
+
+// CheckRequest decides a proxy request: an absolute-URI request by its
+// URL, a CONNECT tunnel by https://host:port/.
+func (e *Evaluator) CheckRequest(method, rawURL, host string, port int) policyengine.Decision {
+	if rawURL == "" {
+		scheme := "https"
+		if port == 80 {
+			scheme = "http"
+		}
+		h := host
+		if strings.Contains(h, ":") {
+			h = "[" + h + "]"
+		}
+		rawURL = fmt.Sprintf("%s://%s:%d/", scheme, h, port)
+	}
+	return e.CheckURL(rawURL)
+}
+
+// CheckTool decides a tool use; command is its shell line, if any.
+func (e *Evaluator) CheckTool(tool, command string) policyengine.Decision {
+	if strings.TrimSpace(command) == "" {
+		return decideTool(e.allow, e.deny, tool, e.skills)
+	}
+	d := decideCommand(e.allow, e.deny, tool, command, e.skills)
+	if d.Action == policyengine.Deny {
+		return d
+	}
+	if c := e.capCheck(func(c capLayer) bool { return c.exec }, func(x *policyengine.Engine) policyengine.Decision { return x.CheckExec(command) }); c.Action != policyengine.Allow {
+		return c
+	}
+	return d
+}
+
+// CheckExec decides a shell line run by the bash tool.
+func (e *Evaluator) CheckExec(line string) policyengine.Decision { return e.CheckTool("bash", line) }
+
+// Combine is the answer when skills and policy both have a say: allowed
+// only where both allow; the skills' denial first, then the policy's
+// denial, then its confirm.
+func Combine(skills, pol policyengine.Decision) policyengine.Decision {
+	switch {
+	case skills.Action != policyengine.Allow:
+		return skills
+	case pol.Action != policyengine.Allow:
+		return pol
+	}
+	if pol.Layer != "" {
+		skills.Reason += "; " + pol.Reason
+		skills.Layer = pol.Layer
+	}
+	return skills
+}

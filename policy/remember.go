@@ -1,0 +1,138 @@
+package policy
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// RememberCommands are the command rules a "remember" answer adds for a
+// shell line: the first one or two words of each segment ("git push",
+// "npm test"), without duplicates. Two words are kept when the second is a
+// subcommand-like word (no dash, no slash, no variable).
+func RememberCommands(line string) ([]string, error) {
+	segs, err := segments(line)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, s := range segs {
+		cmd := s.words[0]
+		if len(s.words) > 1 && subcommand(s.words[1]) {
+			cmd += " " + s.words[1]
+		}
+		if !contains(out, cmd) {
+			out = append(out, cmd)
+		}
+	}
+	return out, nil
+}
+
+func subcommand(w string) bool {
+	if w == "" || strings.ContainsAny(w, "-/$.=*?\"'`") {
+		return false
+	}
+	for _, c := range w {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Remember appends {command: ...} allow rules for line's segments to the
+// policy file (created if missing), keeping the rest of the file, its
+// comments included. It returns the rules added.
+func Remember(file, line string) ([]string, error) {
+	cmds, err := RememberCommands(line)
+	if err != nil {
+		return nil, err
+	}
+	var doc yaml.Node
+	data, err := os.ReadFile(file)
+	switch {
+	case os.IsNotExist(err):
+		data = []byte("version: 1\n")
+	case err != nil:
+		return nil, err
+	}
+	if _, err := Parse(file, data); err != nil && len(bytes.TrimSpace(data)) > 0 {
+		return nil, err
+	}
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("policy %s: %w", file, err)
+	}
+	if doc.Kind == 0 {
+		doc = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode}}}
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("policy %s: not a mapping", file)
+	}
+	perms := child(root, "permissions", yaml.MappingNode)
+	allow := child(perms, "allow", yaml.SequenceNode)
+	allow.Style = 0
+	var added []string
+	for _, c := range cmds {
+		if hasCommandRule(allow, c) {
+			continue
+		}
+		allow.Content = append(allow.Content, &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
+			{Kind: yaml.ScalarNode, Value: "command"}, {Kind: yaml.ScalarNode, Value: c}}})
+		added = append(added, c)
+	}
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return nil, err
+	}
+	if _, err := Parse(file, buf.Bytes()); err != nil {
+		return nil, fmt.Errorf("remembering would break the policy: %w", err)
+	}
+	tmp := file + ".tmp"
+	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
+		return nil, err
+	}
+	return added, os.Rename(tmp, file)
+}
+
+// child returns the value node of key in m, adding it when missing.
+func child(m *yaml.Node, key string, kind yaml.Kind) *yaml.Node {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			v := m.Content[i+1]
+			if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
+				v.Kind, v.Tag, v.Value = kind, "", ""
+			}
+			return v
+		}
+	}
+	v := &yaml.Node{Kind: kind}
+	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: key}, v)
+	return v
+}
+
+func hasCommandRule(seq *yaml.Node, cmd string) bool {
+	for _, r := range seq.Content {
+		if r.Kind != yaml.MappingNode || len(r.Content) != 2 {
+			continue
+		}
+		if r.Content[0].Value == "command" && r.Content[1].Value == cmd {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,530 @@
+package corral
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"corral/netns"
+	"corral/policy"
+	"corral/policyengine"
+	"corral/sandbox"
+)
+
+// Spec is one sandboxed run.
+type Spec struct {
+	// Skills grant the permissions (LoadSkills); required.
+	Skills *Skills
+	// Policy caps them (Skills.Policy); optional.
+	Policy *policy.Evaluator
+	// Argv is the command; argv[0] is looked up on the sandbox's PATH.
+	Argv []string
+	// Env is the environment the sandbox filters (default os.Environ()).
+	Env []string
+	// Stdin, Stdout and Stderr are the command's streams (nil: empty
+	// input, output discarded). *os.File values pass straight through.
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Limits override the skills' limits; CgroupParent places the run's
+	// cgroup.
+	Limits       sandbox.LimitFlags
+	CgroupParent string
+	// BestEffort runs even where a protection cannot be enforced.
+	BestEffort bool
+	// Confirmed says the user agreed to what the policy said needs
+	// confirmation; without it a confirm is a denial (nobody can answer).
+	Confirmed bool
+	// Agent names the agent in every audit event.
+	Agent string
+	// Audit, if set, gets every decision of the run as JSON lines: the
+	// preflight's and the egress proxy's.
+	Audit io.Writer
+	// Resolve pins names in the proxy's resolver (still checked).
+	Resolve map[string][]netip.Addr
+	// Warn gets warnings meant for a person (default: discarded).
+	Warn func(string)
+	// Trace gets timing steps (CORRAL_TRACE=1 in the CLI).
+	Trace func(step string)
+}
+
+// Denial is one refused permission, as audited.
+type Denial struct {
+	Time       time.Time `json:"time"`
+	Agent      string    `json:"agent,omitempty"`
+	Permission string    `json:"permission"` // exec, network, ...
+	Context    string    `json:"context"`    // the command line, URL or path
+	policyengine.Decision
+}
+
+// Result is how a run ended. ExitCode is the command's own status, 128+N
+// for signal N, 124 when the timeout ended it and 137 when the memory cap
+// did.
+type Result struct {
+	ExitCode    int                  `json:"exit_code"`
+	Signal      int                  `json:"signal,omitempty"`
+	Wall        time.Duration        `json:"-"`
+	PeakMemory  int64                `json:"peak_memory_bytes"`
+	OOMKilled   bool                 `json:"oom_killed"`
+	TimedOut    bool                 `json:"timed_out"`
+	Limits      *sandbox.Limits      `json:"limits,omitempty"`
+	Cgroup      string               `json:"cgroup,omitempty"`
+	Protections []sandbox.Protection `json:"protections"`
+	Dropped     []string             `json:"dropped,omitempty"`
+	Denials     []Denial             `json:"denials"`
+	// ProxyDenials are the requests the egress proxy refused (at most
+	// 1000; ProxyDenialsMore counts the rest).
+	ProxyDenials     []netns.Event `json:"proxy_denials,omitempty"`
+	ProxyDenialsMore int           `json:"proxy_denials_more,omitempty"`
+	Warnings         []string      `json:"warnings,omitempty"`
+	Created          []string      `json:"created,omitempty"`
+	// Proxy is the egress proxy's audit, for a summary of its refusals.
+	Proxy *netns.Audit `json:"-"`
+}
+
+// auditLog serialises JSON lines from the preflight and the proxy.
+type auditLog struct {
+	mu  sync.Mutex
+	w   io.Writer
+	err error
+}
+
+func (a *auditLog) write(v any) {
+	if a == nil || a.w == nil {
+		return
+	}
+	line, _ := json.Marshal(v)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.err == nil {
+		_, a.err = a.w.Write(append(line, '\n'))
+	}
+}
+
+func (a *auditLog) Write(p []byte) (int, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.err != nil {
+		return 0, a.err
+	}
+	n, err := a.w.Write(p)
+	a.err = err
+	return n, err
+}
+
+// Run runs spec.Argv in the sandbox and waits for it. The Result is
+// filled as far as the run got, also with an error; an *Error says why
+// the command did not run its course (its Code: 125, 126, 127).
+// Cancelling ctx ends the run as a timeout does.
+func Run(ctx context.Context, spec Spec) (*Result, error) {
+	r := &Result{Denials: []Denial{}}
+	trace, warn := spec.Trace, spec.Warn
+	if trace == nil {
+		trace = func(string) {}
+	}
+	if warn == nil {
+		warn = func(string) {}
+	}
+	if spec.Skills == nil || len(spec.Argv) == 0 {
+		return r, failed(errors.New("corral.Run needs skills and a command"))
+	}
+	audit := &auditLog{w: spec.Audit}
+	deny := func(permission, context string, d policyengine.Decision) error {
+		den := Denial{Time: time.Now(), Agent: spec.Agent, Permission: permission, Context: context, Decision: d}
+		r.Denials = append(r.Denials, den)
+		audit.write(den)
+		return &Error{Code: ExitNotAllowed, Err: fmt.Errorf("%w: %s", ErrNotPermitted, d.Reason)}
+	}
+	sk := spec.Skills
+	if spec.Policy != nil && !spec.Policy.Empty() {
+		capped, notes, err := sk.Capped(spec.Policy)
+		if err != nil {
+			return r, failed(err)
+		}
+		sk = capped
+		r.Warnings = append(r.Warnings, notes...)
+	}
+	sandbox.Prepare(sk.Perms)
+	if st, err := os.Stat(sk.Vars.WorkDir); err != nil || !st.IsDir() {
+		return r, failed(fmt.Errorf("work dir %s is not a folder", sk.Vars.WorkDir))
+	}
+	// Preflight: the skills' engine checks the command (and sh -c
+	// scripts), then the agent policy's rules, before anything starts.
+	line := commandLine(spec.Argv)
+	if d := sk.Engine.CheckArgv(spec.Argv); d.Action != policyengine.Allow {
+		return r, deny("exec", line, d)
+	}
+	if spec.Policy != nil && !spec.Policy.Empty() {
+		d := spec.Policy.CheckExec(line)
+		if d.Action == policyengine.Confirm && !spec.Confirmed {
+			d.Action = policyengine.Deny
+			d.Reason += " (nobody can answer here: pass --confirmed once the user agreed)"
+		}
+		if d.Action == policyengine.Deny {
+			return r, deny("exec", line, d)
+		}
+	}
+	created, err := createWriteRoots(sk)
+	r.Created = created
+	if err != nil {
+		return r, failed(err)
+	}
+	// The cgroup is made while the init boots and the plan is built.
+	limits := sandbox.ResolveLimits(sk.Perms.Limits, spec.Limits)
+	if dl, ok := ctx.Deadline(); ok {
+		if left := time.Until(dl); limits.Timeout == 0 || left < limits.Timeout {
+			limits.Timeout, limits.TimeoutFrom = max(left, time.Millisecond), "the caller's context"
+		}
+	}
+	r.Limits = &limits
+	cgDone := make(chan cgroupResult, 1)
+	go func() {
+		sandbox.RemoveStale(spec.CgroupParent)
+		cg, err := sandbox.NewCgroup(spec.CgroupParent, limits.Memory, limits.Pids)
+		cgDone <- cgroupResult{cg, err}
+	}()
+	stdio, closeStdio, err := files(spec)
+	if err != nil {
+		return r, failed(err)
+	}
+	defer closeStdio()
+	trace("loaded")
+	launch, err := sandbox.Start(stdio)
+	if err != nil {
+		removeCgroup(<-cgDone, warn)
+		return r, failed(err)
+	}
+	trace("started")
+	env := spec.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	sspec := sandbox.Spec{Argv: spec.Argv, WorkDir: sk.Vars.WorkDir, Env: env, BestEffort: spec.BestEffort}
+	plan, err := sandbox.BuildPlan(sk.Perms, sspec, sandbox.Probe(sk.Perms, sspec))
+	var notFound *sandbox.NotFoundError
+	switch {
+	case errors.As(err, &notFound):
+		launch.Abort()
+		removeCgroup(<-cgDone, warn)
+		return r, &Error{Code: ExitNotFound, Err: err}
+	case err != nil:
+		launch.Abort()
+		removeCgroup(<-cgDone, warn)
+		return r, failed(err)
+	}
+	plan.Limits = limits
+	cgr := <-cgDone
+	defer func() {
+		t := time.Now()
+		removeCgroup(cgr, warn)
+		if plan.Trace && cgr.err == nil {
+			trace(fmt.Sprintf("cgroup removed in %d µs", time.Since(t).Microseconds()))
+		}
+	}()
+	if cgr.err != nil && limits.Explicit && !spec.BestEffort {
+		launch.Abort()
+		return r, failed(fmt.Errorf("%w: cannot enforce the memory and process limits (%s, %s): %v", sandbox.ErrProtection, limits.MemoryFrom, limits.PidsFrom, cgr.err))
+	}
+	if cgr.err == nil {
+		r.Cgroup = cgr.cg.Path
+		plan.CgroupFiles = cgr.cg.JoinFiles()
+	}
+	plan.Protections = append(plan.Protections, LimitsProtection(limits, cgr.cg, cgr.err))
+	plan.Trace = spec.Trace != nil && os.Getenv("CORRAL_TRACE") == "1"
+	r.Protections, r.Warnings = plan.Protections, append(r.Warnings, plan.Warnings...)
+	for _, p := range plan.Protections {
+		if !p.Enforced {
+			r.Dropped = append(r.Dropped, p.Name)
+			warn(fmt.Sprintf("running without %s: %s", p.Name, p.Detail))
+		}
+	}
+	trace("planned")
+	var proxy *netns.Proxy
+	if plan.Proxy != nil {
+		var w io.Writer
+		if spec.Audit != nil {
+			w = audit
+		}
+		r.Proxy = netns.NewAudit(w)
+		cfg := netns.Config{Engine: sk.Engine, Audit: r.Proxy.Record, Agent: spec.Agent}
+		if spec.Policy != nil && !spec.Policy.Empty() {
+			cfg.Policy = spec.Policy
+		}
+		if len(spec.Resolve) > 0 {
+			cfg.Resolver = &netns.Pinned{Names: spec.Resolve, Next: netns.SystemResolver()}
+		}
+		proxy = netns.New(cfg)
+	}
+	res, err := launch.Run(plan, sandbox.RunOptions{Cgroup: cgr.cg, Timeout: limits.Timeout, KillGrace: limits.KillGrace, Done: ctx.Done(), Serve: func(files []*os.File) {
+		for _, f := range files {
+			ln, lerr := net.FileListener(f)
+			f.Close()
+			if lerr != nil {
+				warn(fmt.Sprintf("proxy listener: %v", lerr))
+				continue
+			}
+			go proxy.Serve(ln)
+		}
+	}})
+	trace("done")
+	if proxy != nil {
+		proxy.Close()
+		r.ProxyDenials, r.ProxyDenialsMore = r.Proxy.Denials()
+		if aerr := r.Proxy.Err(); aerr != nil {
+			warn(fmt.Sprintf("writing the audit log: %v", aerr))
+		}
+	}
+	if res != nil {
+		r.ExitCode, r.Signal, r.Wall, r.PeakMemory = res.ExitCode, res.Signal, res.Wall, res.MaxRSS
+	}
+	if err != nil {
+		return r, failed(err)
+	}
+	r.TimedOut, r.OOMKilled = res.TimedOut, res.OOMKills > 0
+	switch {
+	case res.TimedOut:
+		r.ExitCode = ExitTimeout
+		return r, nil
+	case res.OOMKills > 0 && (res.Signal == int(unix.SIGKILL) || res.ExitCode == ExitOOM):
+		r.ExitCode = ExitOOM
+	}
+	if res.Stage != nil {
+		return r, execFailure(spec.Argv[0], res.Stage)
+	}
+	return r, nil
+}
+
+// commandLine is argv as the policy's command rules see it: an sh -c
+// script as written, anything else quoted for the shell.
+func commandLine(argv []string) string {
+	if len(argv) >= 3 && (filepath.Base(argv[0]) == "sh" || filepath.Base(argv[0]) == "bash") && argv[1] == "-c" {
+		return argv[2]
+	}
+	quoted := make([]string, len(argv))
+	for i, a := range argv {
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:@%+,") == "" {
+			quoted[i] = a
+		} else {
+			quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(quoted, " ")
+}
+
+// files turns the spec's streams into files the init can inherit,
+// copying through pipes where they are not files.
+func files(spec Spec) (sandbox.Stdio, func(), error) {
+	var s sandbox.Stdio
+	var closers []func()
+	var wg sync.WaitGroup
+	done := func() {
+		for _, c := range closers {
+			c()
+		}
+		wg.Wait()
+	}
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return s, nil, err
+	}
+	closers = append(closers, func() { null.Close() })
+	switch in := spec.Stdin.(type) {
+	case nil:
+		s.Stdin = null
+	case *os.File:
+		s.Stdin = in
+	default:
+		r, w, err := os.Pipe()
+		if err != nil {
+			done()
+			return s, nil, err
+		}
+		s.Stdin = r
+		closers = append(closers, func() { r.Close() })
+		go func() {
+			io.Copy(w, in)
+			w.Close()
+		}()
+	}
+	out := func(dst io.Writer) (*os.File, error) {
+		switch o := dst.(type) {
+		case nil:
+			return null, nil
+		case *os.File:
+			return o, nil
+		}
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			io.Copy(dst, r)
+			r.Close()
+		}()
+		// The write end closes when the run ends, before the copy is
+		// waited for.
+		closers = append([]func(){func() { w.Close() }}, closers...)
+		return w, nil
+	}
+	if s.Stdout, err = out(spec.Stdout); err != nil {
+		done()
+		return s, nil, err
+	}
+	if s.Stderr, err = out(spec.Stderr); err != nil {
+		done()
+		return s, nil, err
+	}
+	return s, done, nil
+}
+
+// execFailure maps a failed exec inside the sandbox to 126 or 127.
+func execFailure(prog string, e *sandbox.StageError) error {
+	switch unix.Errno(e.Errno) {
+	case unix.ENOENT:
+		return &Error{Code: ExitNotFound, Err: fmt.Errorf("%s: command not found in the sandbox", prog)}
+	case unix.EACCES, unix.EPERM:
+		return &Error{Code: ExitNotAllowed, Err: fmt.Errorf("%s: the sandbox refused to execute it (%s)", prog, e.Message)}
+	}
+	return failed(fmt.Errorf("starting %s: %w", prog, e))
+}
+
+type cgroupResult struct {
+	cg  *sandbox.Cgroup
+	err error
+}
+
+func removeCgroup(r cgroupResult, warn func(string)) {
+	if r.err != nil || r.cg == nil {
+		return
+	}
+	if err := r.cg.Remove(); err != nil {
+		warn(fmt.Sprintf("removing cgroup %s: %v", r.cg.Path, err))
+	}
+}
+
+// LimitsProtection is the limits row of the protections table.
+func LimitsProtection(l sandbox.Limits, cg *sandbox.Cgroup, err error) sandbox.Protection {
+	if err != nil {
+		what := "the default caps are dropped with this warning; a limit a skill or a flag asks for fails the run (exit 125)"
+		if l.Explicit {
+			what = "a skill or a flag asked for limits, so exec refuses to run (exit 125) unless --best-effort is given"
+		}
+		return sandbox.Protection{Name: "limits", Detail: fmt.Sprintf("no cgroup, so no memory or process cap: %v; %s", err, what)}
+	}
+	return sandbox.Protection{Name: "limits", Enforced: true, Detail: fmt.Sprintf("cgroup v%d: %s", cg.Version, LimitsText(l))}
+}
+
+// LimitsText says what the limits are and where each came from.
+func LimitsText(l sandbox.Limits) string {
+	lim := []string{
+		fmt.Sprintf("memory + swap %s (%s)", FormatSize(l.Memory), l.MemoryFrom),
+		fmt.Sprintf("%d processes (%s)", l.Pids, l.PidsFrom),
+	}
+	if l.Timeout > 0 {
+		lim = append(lim, fmt.Sprintf("timeout %s (%s), then SIGTERM and SIGKILL %s later", l.Timeout, l.TimeoutFrom, l.KillGrace))
+	} else {
+		lim = append(lim, "no timeout")
+	}
+	return strings.Join(lim, "; ") + "; enforced by a fresh cgroup per run"
+}
+
+// FormatSize writes a byte count as people write limits.
+func FormatSize(n int64) string {
+	switch {
+	case n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// createWriteRoots creates missing folders that fs.write grants as a whole
+// (such as $WORK_DIR/out/**) inside the work dir or a $DATA_DIR, so the
+// kernel has something to attach the grant to, and a missing .git/hooks in
+// a writable repository, so it can be protected.
+func createWriteRoots(s *Skills) ([]string, error) {
+	var created []string
+	for _, e := range s.Perms.Write {
+		g, err := policyengine.CompileGlob(e.Value)
+		if err != nil || !g.Subtree() {
+			continue
+		}
+		dir := g.Base()
+		root := s.Vars.WorkDir
+		if !within(dir, root) {
+			root = s.Vars.DataDir
+			if !within(dir, root) {
+				continue
+			}
+		}
+		made, err := mkdirNoFollow(root, dir)
+		created = append(created, made...)
+		if err != nil {
+			return created, fmt.Errorf("creating %s for %s: %w", dir, e.Value, err)
+		}
+		// A repository without a hooks folder would let the command
+		// create one; an empty one is what git init makes anyway, and it
+		// is then protected read-only like any other.
+		git := filepath.Join(dir, ".git")
+		if st, err := os.Lstat(git); err == nil && st.IsDir() {
+			hooks := filepath.Join(git, "hooks")
+			if _, err := os.Lstat(hooks); err != nil {
+				if err := os.Mkdir(hooks, 0o755); err != nil {
+					return created, fmt.Errorf("creating %s: %w", hooks, err)
+				}
+				created = append(created, hooks)
+			}
+		}
+	}
+	return created, nil
+}
+
+// mkdirNoFollow creates dir and its missing parents below root without
+// following symlinks: a link planted by an earlier sandboxed run must not
+// send corral's own mkdir outside the work dir.
+func mkdirNoFollow(root, dir string) ([]string, error) {
+	var made []string
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, err
+	}
+	rel, err := filepath.Rel(root, dir)
+	if err != nil || rel == "." {
+		return nil, err
+	}
+	p := root
+	for _, part := range strings.Split(rel, "/") {
+		p = filepath.Join(p, part)
+		st, err := os.Lstat(p)
+		switch {
+		case err == nil && st.Mode()&os.ModeSymlink != 0:
+			return made, fmt.Errorf("%s is a symlink", p)
+		case err == nil:
+			continue
+		case !errors.Is(err, os.ErrNotExist):
+			return made, err
+		}
+		if err := os.Mkdir(p, 0o700); err != nil {
+			return made, err
+		}
+		made = append(made, p)
+	}
+	return made, nil
+}
+
+func within(p, root string) bool {
+	rel, err := filepath.Rel(root, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
