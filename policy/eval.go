@@ -277,3 +277,46 @@ func Combine(skills, pol policyengine.Decision) policyengine.Decision {
 	}
 	return skills
 }
+
+// LayerInfo describes a layer for explain.
+type LayerInfo struct {
+	Name    string `json:"name"`
+	Source  string `json:"source"`
+	Summary string `json:"summary"`
+}
+
+// Layers describes the layers in force, lowest first.
+func (e *Evaluator) Layers() []LayerInfo {
+	var out []LayerInfo
+	for _, l := range e.stack {
+		p := l.Policy
+		var parts []string
+		if p.URL != nil {
+			def := p.URL.Default
+			if def == "" {
+				def = "deny"
+			}
+			parts = append(parts, fmt.Sprintf("URL policy (default %s, %d allow, %d deny, %d allow_override, %d deny_override)",
+				def, len(p.URL.Allow), len(p.URL.Deny), len(p.URL.AllowOverride), len(p.URL.DenyOverride)))
+		}
+		if n := len(p.Permissions.Allow) + len(p.Permissions.Deny); n > 0 {
+			parts = append(parts, fmt.Sprintf("%d allow and %d deny tool/command rules", len(p.Permissions.Allow), len(p.Permissions.Deny)))
+		}
+		if p.Caps != nil {
+			parts = append(parts, "caps")
+		}
+		if len(parts) == 0 {
+			parts = []string{"empty"}
+		}
+		out = append(out, LayerInfo{Name: l.Name, Source: l.Source, Summary: strings.Join(parts, "; ")})
+	}
+	return out
+}
+
+// URLLayer names the layer whose URL policy is in force ("" for none).
+func (e *Evaluator) URLLayer() string {
+	if e.url == nil {
+		return ""
+	}
+	return e.url.layer
+}

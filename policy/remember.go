@@ -11,8 +11,8 @@ import (
 
 // RememberCommands are the command rules a "remember" answer adds for a
 // shell line: the first one or two words of each segment ("git push",
-// "npm test"), without duplicates. Two words are kept when the second is a
-// subcommand-like word (no dash, no slash, no variable).
+// "npm test", "tee"), without duplicates. Two words are kept for programs
+// that take a subcommand, when the second word looks like one.
 func RememberCommands(line string) ([]string, error) {
 	segs, err := segments(line)
 	if err != nil {
@@ -21,7 +21,7 @@ func RememberCommands(line string) ([]string, error) {
 	var out []string
 	for _, s := range segs {
 		cmd := s.words[0]
-		if len(s.words) > 1 && subcommand(s.words[1]) {
+		if len(s.words) > 1 && subcommandPrograms[s.words[0]] && subcommand(s.words[1]) {
 			cmd += " " + s.words[1]
 		}
 		if !contains(out, cmd) {
@@ -30,6 +30,12 @@ func RememberCommands(line string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// subcommandPrograms take a subcommand as their first argument.
+var subcommandPrograms = map[string]bool{"git": true, "npm": true, "npx": true, "yarn": true, "pnpm": true, "bun": true,
+	"cargo": true, "go": true, "docker": true, "podman": true, "kubectl": true, "helm": true, "pip": true, "pip3": true,
+	"uv": true, "poetry": true, "gh": true, "terraform": true, "make": true, "deno": true, "dotnet": true, "mvn": true,
+	"gradle": true, "systemctl": true, "brew": true, "apt": true, "apt-get": true, "rustup": true, "conda": true}
 
 func subcommand(w string) bool {
 	if w == "" || strings.ContainsAny(w, "-/$.=*?\"'`") {

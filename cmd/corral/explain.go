@@ -9,18 +9,21 @@ import (
 	"os"
 	"strings"
 
+	"corral/policy"
 	"corral/policyengine"
 	"corral/sandbox"
 )
 
 var explainCommand = command{
 	name:  "explain",
-	usage: "[--skill DIR]... [--work-dir D] [--json]",
+	usage: "[--skill DIR]... [--work-dir D] [--policy FILE] [--policy-json JSON] [--json]",
 	summary: `Show the skills, the merged permissions (and which skill each entry came
 from) and what the sandbox will allow.`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
 		var sf skillFlags
 		sf.register(fs)
+		var pf policyFlags
+		pf.register(fs)
 		asJSON := fs.Bool("json", false, "print JSON instead of text")
 		return func(args []string) error {
 			if len(args) > 0 {
@@ -30,7 +33,14 @@ from) and what the sandbox will allow.`,
 			if err != nil {
 				return failed(err)
 			}
-			x := explain(l)
+			ev, err := pf.load(l)
+			if err != nil {
+				return failed(err)
+			}
+			x, err := explain(l, ev)
+			if err != nil {
+				return failed(err)
+			}
 			if *asJSON {
 				enc := json.NewEncoder(os.Stdout)
 				enc.SetIndent("", "  ")
@@ -59,10 +69,28 @@ type explanation struct {
 	Summary     []string                 `json:"summary"`
 	Plan        *sandbox.Plan            `json:"plan,omitempty"`
 	PlanError   string                   `json:"plan_error,omitempty"`
+	Policy      *policyView              `json:"policy,omitempty"`
 }
 
-func explain(l *corral.Skills) *explanation {
-	x := &explanation{WorkDir: l.Vars.WorkDir, Default: l.Perms.IsDefault(), Permissions: l.Perms}
+// policyView is the agent policy in force and what it did to the skills'
+// permissions.
+type policyView struct {
+	Layers    []policy.LayerInfo `json:"layers"`
+	URLLayer  string             `json:"url_policy_layer,omitempty"`
+	Narrowing []string           `json:"narrowing,omitempty"`
+}
+
+func explain(l *corral.Skills, ev *policy.Evaluator) (*explanation, error) {
+	x := &explanation{WorkDir: l.Vars.WorkDir, Default: l.Perms.IsDefault()}
+	if ev != nil {
+		capped, notes, err := l.Capped(ev)
+		if err != nil {
+			return nil, err
+		}
+		x.Policy = &policyView{Layers: ev.Layers(), URLLayer: ev.URLLayer(), Narrowing: notes}
+		l = &corral.Skills{List: l.List, Perms: capped.Perms, Vars: l.Vars, Engine: capped.Engine}
+	}
+	x.Permissions = l.Perms
 	for _, s := range l.List {
 		x.Skills = append(x.Skills, skillView{s.Name, s.Description, s.File, s.Permissions != nil})
 	}
@@ -73,7 +101,7 @@ func explain(l *corral.Skills) *explanation {
 		x.PlanError = err.Error()
 	}
 	x.Plan = plan
-	return x
+	return x, nil
 }
 
 // summarise says in sentences what the merged permissions allow.
@@ -112,6 +140,18 @@ func (x *explanation) writeText(w io.Writer) {
 		fmt.Fprintf(w, "  %s  %s%s\n    %s\n", s.Name, s.File, note, s.Description)
 	}
 	fmt.Fprintf(w, "\nwork dir: %s\n", x.WorkDir)
+	if pv := x.Policy; pv != nil {
+		fmt.Fprintf(w, "\nagent policy (lowest layer first; the permissions below are already capped by it):\n")
+		for _, l := range pv.Layers {
+			fmt.Fprintf(w, "  %-10s %s: %s\n", l.Name, l.Source, l.Summary)
+		}
+		if pv.URLLayer != "" {
+			fmt.Fprintf(w, "  URL policy: the %s layer's (the highest that sets one replaces the others)\n", pv.URLLayer)
+		}
+		for _, n := range pv.Narrowing {
+			fmt.Fprintf(w, "  capped: %s\n", n)
+		}
+	}
 	if x.Default {
 		fmt.Fprintf(w, "\ndefault sandbox: no skill declares permissions\n")
 	}
