@@ -82,7 +82,7 @@ func denialSummary(a *netns.Audit) string {
 
 var proxyCommand = command{
 	name:  "proxy",
-	usage: "[--skill DIR]... --listen ADDR [--audit-log FILE] [--resolve NAME=ADDR]...",
+	usage: "[--skill DIR]... --listen ADDR [--policy FILE] [--agent ID] [--audit-log FILE] [--resolve NAME=ADDR]...",
 	summary: `Run the egress proxy alone (for containers and macOS): HTTP and CONNECT
 on ADDR, allowing what the skills' network.allow allows. Ends on SIGINT or
 SIGTERM.`,
@@ -91,6 +91,8 @@ SIGTERM.`,
 		sf.register(fs)
 		var nf netFlags
 		nf.register(fs)
+		var pf policyFlags
+		pf.register(fs)
 		listen := fs.String("listen", "", "listen on `addr` (host:port)")
 		return func(args []string) error {
 			if len(args) > 0 {
@@ -99,12 +101,12 @@ SIGTERM.`,
 			if *listen == "" {
 				return failed(fmt.Errorf("--listen ADDR is required, as in --listen 127.0.0.1:3128"))
 			}
-			return runProxy(&sf, &nf, *listen)
+			return runProxy(&sf, &nf, &pf, *listen)
 		}
 	},
 }
 
-func runProxy(sf *skillFlags, nf *netFlags, listen string) error {
+func runProxy(sf *skillFlags, nf *netFlags, pf *policyFlags, listen string) error {
 	l, err := sf.load()
 	if err != nil {
 		return failed(err)
@@ -119,6 +121,14 @@ func runProxy(sf *skillFlags, nf *netFlags, listen string) error {
 		return failed(err)
 	}
 	cfg := nf.config(l, a)
+	cfg.Agent = pf.agent
+	ev, err := pf.load(l)
+	if err != nil {
+		return failed(err)
+	}
+	if ev != nil {
+		cfg.Policy = ev
+	}
 	if ap, err := netip.ParseAddrPort(ln.Addr().String()); err == nil {
 		cfg.Self = []netip.AddrPort{ap}
 	}
