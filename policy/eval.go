@@ -18,8 +18,12 @@ func (c *Caps) validate() error {
 	}
 	if c.FS != nil {
 		for _, g := range append(append([]string(nil), c.FS.Read...), c.FS.Write...) {
-			if _, err := skill.ExpandPath(g, skill.Variables{WorkDir: "/w", Home: "/h", TmpDir: "/t", DataDir: "/d"}); err != nil {
+			x, err := skill.ExpandPath(g, skill.Variables{WorkDir: "/w", Home: "/h", TmpDir: "/t", DataDir: "/d"})
+			if err != nil {
 				return fmt.Errorf("fs: %w", err)
+			}
+			if _, err := policyengine.CompileGlob(x); err != nil {
+				return fmt.Errorf("fs: %q: %w", g, err)
 			}
 		}
 	}
@@ -83,7 +87,7 @@ func New(s Stack, o Options) (*Evaluator, error) {
 			for _, r := range list.rules {
 				cr := compiledRule{Rule: r, layer: l.label()}
 				if r.CommandGlob != "" {
-					cr.glob, _ = compileURLRule(r.CommandGlob)
+					cr.glob = compileGlob(r.CommandGlob)
 				}
 				*list.dst = append(*list.dst, cr)
 			}
@@ -105,6 +109,11 @@ func compileCaps(c *Caps, label string, vars skill.Variables) (capLayer, error) 
 	expand := func(globs []string) ([]string, error) {
 		var out []string
 		for _, g := range globs {
+			for name, v := range map[string]string{"WORK_DIR": vars.WorkDir, "HOME": vars.Home, "TMPDIR": vars.TmpDir, "DATA_DIR": vars.DataDir} {
+				if v == "" && (strings.Contains(g, "$"+name) || strings.Contains(g, "${"+name+"}") || (name == "HOME" && strings.HasPrefix(g, "~"))) {
+					return nil, fmt.Errorf("policy %s: caps.fs %q uses $%s, which has no value here", label, g, name)
+				}
+			}
 			x, err := skill.ExpandPath(g, vars)
 			if err != nil {
 				return nil, fmt.Errorf("policy %s: caps.fs: %w", label, err)
@@ -137,7 +146,14 @@ func compileCaps(c *Caps, label string, vars skill.Variables) (capLayer, error) 
 		cl.timeout, _ = skill.ParseDuration(l.Timeout)
 		cl.pids = l.Pids
 	}
-	eng, err := policyengine.New(cl.perms, policyengine.Options{WorkDir: vars.WorkDir})
+	enginePerms := cl.perms
+	if !cl.fs {
+		// This layer caps no files: its engine must not refuse an exec
+		// check's redirections for want of fs grants.
+		enginePerms.Read = policyengine.NewEntries(source, []string{"/**"})
+		enginePerms.Write = policyengine.NewEntries(source, []string{"/**"})
+	}
+	eng, err := policyengine.New(enginePerms, policyengine.Options{WorkDir: vars.WorkDir})
 	if err != nil {
 		return cl, fmt.Errorf("policy %s: caps: %w", label, err)
 	}

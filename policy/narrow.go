@@ -55,7 +55,9 @@ func (e *Evaluator) Narrow(p policyengine.Permissions) (policyengine.Permissions
 			p.Limits.Timeout.Value, p.Limits.Timeout.From = c.timeout, []string{source}
 		}
 	}
-	return p, notes
+	// Back to the documented shape: sorted, one entry a value, sources
+	// merged.
+	return p.Normalize(), notes
 }
 
 func keepIf(entries []policyengine.Entry, notes []string, source, what string, ok func(string) bool) ([]policyengine.Entry, []string) {
@@ -70,35 +72,42 @@ func keepIf(entries []policyengine.Entry, notes []string, source, what string, o
 	return kept, notes
 }
 
-// narrowGlobs intersects path globs with cap globs.
+// narrowGlobs intersects path globs with cap globs: an entry inside any
+// cap stays; otherwise every cap inside the entry takes its place.
 func narrowGlobs(entries, caps []policyengine.Entry, source string) ([]policyengine.Entry, []string) {
 	var out []policyengine.Entry
 	var notes []string
+	var capGlobs []*policyengine.Glob
+	for _, c := range caps {
+		cg, _ := policyengine.CompileGlob(c.Value)
+		capGlobs = append(capGlobs, cg)
+	}
 	for _, e := range entries {
 		g, err := policyengine.CompileGlob(e.Value)
 		if err != nil {
 			continue
 		}
-		kept := false
-		for _, c := range caps {
-			cg, err := policyengine.CompileGlob(c.Value)
-			if err != nil {
-				continue
-			}
-			switch {
-			case globInside(g, cg):
-				out = append(out, e)
-				kept = true
-			case globInside(cg, g):
-				out = append(out, policyengine.Entry{Value: c.Value, From: append(append([]string(nil), e.From...), source)})
-				notes = append(notes, fmt.Sprintf("%s narrowed to %s (%s)", e.Value, c.Value, source))
-				kept = true
-			}
-			if kept {
+		inside := false
+		for _, cg := range capGlobs {
+			if cg != nil && globInside(g, cg) {
+				inside = true
 				break
 			}
 		}
-		if !kept {
+		if inside {
+			out = append(out, e)
+			continue
+		}
+		var narrowed []string
+		for i, cg := range capGlobs {
+			if cg != nil && globInside(cg, g) {
+				out = append(out, policyengine.Entry{Value: caps[i].Value, From: append(append([]string(nil), e.From...), source)})
+				narrowed = append(narrowed, caps[i].Value)
+			}
+		}
+		if len(narrowed) > 0 {
+			notes = append(notes, fmt.Sprintf("%s narrowed to %s (%s)", e.Value, strings.Join(narrowed, ", "), source))
+		} else {
 			notes = append(notes, fmt.Sprintf("%s dropped: outside the caps of %s", e.Value, source))
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -207,7 +208,9 @@ func GlobalFile() string {
 func LoadStack(global, project, invocation string) (Stack, error) {
 	var s Stack
 	if global != "" {
-		if _, err := os.Stat(global); err == nil {
+		// Only a missing global file is skipped: one that exists but
+		// cannot be read must not silently lift its rules.
+		if _, err := os.Stat(global); !errors.Is(err, fs.ErrNotExist) {
 			p, err := Load(global)
 			if err != nil {
 				return nil, err

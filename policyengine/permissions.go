@@ -149,3 +149,19 @@ func sources(entries []Entry) string {
 	}
 	return strings.Join(all, ", ")
 }
+
+// Normalize returns p in the documented shape (every list sorted by
+// Value, each value once, sources merged) whatever order its lists are in.
+func (p Permissions) Normalize() Permissions {
+	fold := func(es []Entry) []Entry {
+		var out []Entry
+		for _, e := range es {
+			out = mergeEntries(out, []Entry{{e.Value, unionStrings(nil, e.From)}})
+		}
+		return out
+	}
+	p.Read, p.Write, p.Network = fold(p.Read), fold(p.Write), fold(p.Network)
+	p.Exec, p.Env, p.Services = fold(p.Exec), fold(p.Env), fold(p.Services)
+	p.Declared, p.ExecDeclared = unionStrings(nil, p.Declared), unionStrings(nil, p.ExecDeclared)
+	return p
+}
