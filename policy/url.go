@@ -40,8 +40,6 @@ func (g glob) wild() bool {
 	return false
 }
 
-func (g glob) literal() string { return string(g.pat) }
-
 func compileGlob(s string) glob {
 	var g glob
 	rs := []rune(s)

@@ -63,7 +63,7 @@ func (e *NotFoundError) Error() string {
 // BuildPlan turns permissions and host facts into a Plan. It is pure: the
 // same inputs give the same Plan.
 func BuildPlan(p policyengine.Permissions, spec Spec, facts *Facts) (*Plan, error) {
-	b := &builder{perms: p, spec: spec, facts: facts, plan: &Plan{Hostname: "corral"}}
+	b := &builder{perms: p, spec: spec, facts: facts, plan: &Plan{Hostname: "corral", perms: p}}
 	restricted := p.ExecRestricted()
 	b.plan.Exec.Restricted = restricted
 	if err := b.command(); err != nil {
@@ -522,6 +522,24 @@ func (b *builder) protections() {
 	f := b.facts
 	add := func(name string, ok bool, detail string) {
 		b.plan.Protections = append(b.plan.Protections, Protection{Name: name, Enforced: ok, Detail: detail})
+	}
+	if f.OS == "darwin" {
+		// macOS: one Seatbelt profile (package seatbelt) enforces files,
+		// programs and network; none of the Linux features apply.
+		net := "no network.allow rule: no outbound connection at all (no UDP, no DNS, no UNIX socket)"
+		if len(b.perms.Network) > 0 {
+			net = fmt.Sprintf("outbound TCP only to corral's egress proxy on 127.0.0.1 (a port chosen per run), enforcing %d network.allow rule(s); no UDP, no DNS, no UNIX socket", len(b.perms.Network))
+		}
+		add("seatbelt", true, "sandbox-exec with a deny-by-default profile rendered from the permissions")
+		add("filesystem", true, "reads only fs.read, fs.write, the macOS system baseline and a private TMPDIR; writes only fs.write and that TMPDIR; protected paths inside writable roots (.git/hooks, .git/config, shell start-up files) read-only")
+		add("network", true, net)
+		if b.plan.Exec.Restricted {
+			add("exec-allowlist", true, "only the allowed programs (and the shells /bin/sh starts) may run; code is mapped only from the system's library folders")
+		}
+		add("signals", true, "signals and process information only within the sandbox")
+		add("terminal", true, "the command runs in its own session without a controlling terminal; the terminal it inherits cannot be controlled (no ioctl, so no TIOCSTI)")
+		add("process-cleanup", false, "macOS has no PID namespace: when the command ends or times out corral kills its process group, but a process that left the group (setsid) can outlive the run")
+		return
 	}
 	add("namespaces", f.UserNSErr == "", orText(f.UserNSErr, "user, mount, pid, network, ipc and uts namespaces"))
 	add("landlock-fs", f.LandlockABI >= 1, orText(f.LandlockErr, fmt.Sprintf("Landlock ABI %d filesystem rules", f.LandlockABI)))

@@ -3,6 +3,9 @@ package sandbox
 // Facts are what Probe learned about the host: kernel features and the
 // files the plan refers to. BuildPlan reads only Facts, never the host.
 type Facts struct {
+	// OS is "darwin" when the plan is for macOS's Seatbelt sandbox;
+	// empty (Linux) otherwise.
+	OS          string `json:"os,omitempty"`
 	LandlockABI int    `json:"landlock_abi"`
 	LandlockErr string `json:"landlock_error,omitempty"` // why Landlock is unavailable
 	UserNSErr   string `json:"userns_error,omitempty"`   // why user namespaces are refused

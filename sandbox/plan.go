@@ -38,6 +38,10 @@ type Plan struct {
 	// Warnings are places where the kernel's rule differs from the glob
 	// it came from, and other things a user should know.
 	Warnings []string `json:"warnings,omitempty"`
+
+	// perms are the permissions the plan was built from: on macOS the
+	// Seatbelt profile is rendered from them.
+	perms policyengine.Permissions
 }
 
 // MountKind is what a mount step does.

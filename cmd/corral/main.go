@@ -53,7 +53,7 @@ type command struct {
 }
 
 // commands is the subcommand table, in the order help lists them.
-var commands = []*command{&execCommand, &proxyCommand, &checkCommand, &policyCommand, &explainCommand, &doctorCommand, &versionCommand}
+var commands = []*command{&execCommand, &proxyCommand, &checkCommand, &policyCommand, &explainCommand, &seatbeltCommand, &doctorCommand, &versionCommand}
 
 func init() {
 	// The sandbox's init stage must run on the main thread, locked before
