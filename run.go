@@ -158,28 +158,19 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	if st, err := os.Stat(sk.Vars.WorkDir); err != nil || !st.IsDir() {
 		return r, failed(fmt.Errorf("work dir %s is not a folder", sk.Vars.WorkDir))
 	}
-	// Preflight: the skills' engine checks the command (and sh -c
-	// scripts), then the agent policy's rules, before anything starts.
-	line := commandLine(spec.Argv)
-	if d := sk.Engine.CheckArgv(spec.Argv); d.Action != policyengine.Allow {
-		return r, deny("exec", line, d)
-	}
-	if spec.Policy != nil && !spec.Policy.Empty() {
-		d := spec.Policy.CheckExec(line)
-		if d.Action == policyengine.Confirm && !spec.Confirmed {
-			d.Action = policyengine.Deny
-			d.Reason += " (nobody can answer here: pass --confirmed once the user agreed)"
-		}
-		if d.Action == policyengine.Deny {
-			return r, deny("exec", line, d)
-		}
-	}
-	created, err := createWriteRoots(sk)
-	r.Created = created
+	// The init starts first and boots (namespaces, uid map) while the
+	// command is checked, the cgroup made and the plan built.
+	stdio, closeStdio, err := files(spec)
 	if err != nil {
 		return r, failed(err)
 	}
-	// The cgroup is made while the init boots and the plan is built.
+	defer closeStdio()
+	trace("loaded")
+	launch, err := sandbox.Start(stdio)
+	if err != nil {
+		return r, failed(err)
+	}
+	trace("started")
 	limits := sandbox.ResolveLimits(sk.Perms.Limits, spec.Limits)
 	if dl, ok := ctx.Deadline(); ok {
 		if left := time.Until(dl); limits.Timeout == 0 || left < limits.Timeout {
@@ -193,18 +184,32 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		cg, err := sandbox.NewCgroup(spec.CgroupParent, limits.Memory, limits.Pids)
 		cgDone <- cgroupResult{cg, err}
 	}()
-	stdio, closeStdio, err := files(spec)
-	if err != nil {
-		return r, failed(err)
-	}
-	defer closeStdio()
-	trace("loaded")
-	launch, err := sandbox.Start(stdio)
-	if err != nil {
+	abort := func(err error) (*Result, error) {
+		launch.Abort()
 		removeCgroup(<-cgDone, warn)
-		return r, failed(err)
+		return r, err
 	}
-	trace("started")
+	// Preflight: the skills' engine checks the command (and sh -c
+	// scripts), then the agent policy's rules, before anything runs.
+	line := commandLine(spec.Argv)
+	if d := sk.Engine.CheckArgv(spec.Argv); d.Action != policyengine.Allow {
+		return abort(deny("exec", line, d))
+	}
+	if spec.Policy != nil && !spec.Policy.Empty() {
+		d := spec.Policy.CheckExec(line)
+		if d.Action == policyengine.Confirm && !spec.Confirmed {
+			d.Action = policyengine.Deny
+			d.Reason += " (nobody can answer here: pass --confirmed once the user agreed)"
+		}
+		if d.Action == policyengine.Deny {
+			return abort(deny("exec", line, d))
+		}
+	}
+	created, err := createWriteRoots(sk)
+	r.Created = created
+	if err != nil {
+		return abort(failed(err))
+	}
 	env := spec.Env
 	if env == nil {
 		env = os.Environ()
@@ -214,13 +219,9 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	var notFound *sandbox.NotFoundError
 	switch {
 	case errors.As(err, &notFound):
-		launch.Abort()
-		removeCgroup(<-cgDone, warn)
-		return r, &Error{Code: ExitNotFound, Err: err}
+		return abort(&Error{Code: ExitNotFound, Err: err})
 	case err != nil:
-		launch.Abort()
-		removeCgroup(<-cgDone, warn)
-		return r, failed(err)
+		return abort(failed(err))
 	}
 	plan.Limits = limits
 	cgr := <-cgDone
