@@ -77,34 +77,45 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 }
 
 func (f *Facts) probeKernel() {
-	abi, err := llsys.LandlockGetABIVersion()
-	switch {
-	case err == nil:
-		f.LandlockABI = abi
-	case errors.Is(err, unix.ENOSYS):
-		f.LandlockErr = "the kernel has no Landlock (built without CONFIG_SECURITY_LANDLOCK)"
-	case errors.Is(err, unix.EOPNOTSUPP):
-		f.LandlockErr = "Landlock is built in but not enabled (add landlock to the lsm= boot parameter)"
-	default:
-		f.LandlockErr = fmt.Sprintf("Landlock ABI query failed: %v", err)
-	}
+	f.LandlockABI, f.LandlockErr = landlockFacts(llsys.LandlockGetABIVersion())
 	f.UserNSErr = userNSRefusal()
 	// PR_GET_SECCOMP answers EINVAL when the kernel lacks seccomp.
-	_, err = unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0)
+	_, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0)
 	f.Seccomp = err == nil
+}
+
+// landlockFacts turns the answer to the Landlock ABI query into the ABI
+// version, or 0 and why Landlock is unavailable.
+func landlockFacts(abi int, err error) (int, string) {
+	switch {
+	case err == nil:
+		return abi, ""
+	case errors.Is(err, unix.ENOSYS):
+		return 0, "the kernel has no Landlock (built without CONFIG_SECURITY_LANDLOCK)"
+	case errors.Is(err, unix.EOPNOTSUPP):
+		return 0, "Landlock is built in but not enabled (add landlock to the lsm= boot parameter)"
+	default:
+		return 0, fmt.Sprintf("Landlock ABI query failed: %v", err)
+	}
 }
 
 // userNSRefusal predicts, from sysctls, why creating a user namespace
 // would fail; the clone itself has the last word.
 func userNSRefusal() string {
-	if readInt("/proc/sys/user/max_user_namespaces") == 0 {
+	return userNSRefusalIn("/proc/sys", os.Getuid())
+}
+
+// userNSRefusalIn is userNSRefusal for a caller with uid, reading the
+// sysctls under sysctlDir (/proc/sys; a test points it at a fake tree).
+func userNSRefusalIn(sysctlDir string, uid int) string {
+	if readInt(sysctlDir+"/user/max_user_namespaces") == 0 {
 		return "user namespaces are disabled: sysctl user.max_user_namespaces is 0"
 	}
-	if os.Getuid() != 0 {
-		if readInt("/proc/sys/kernel/unprivileged_userns_clone") == 0 {
+	if uid != 0 {
+		if readInt(sysctlDir+"/kernel/unprivileged_userns_clone") == 0 {
 			return "unprivileged user namespaces are disabled: sysctl kernel.unprivileged_userns_clone is 0"
 		}
-		if readInt("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == 1 {
+		if readInt(sysctlDir+"/kernel/apparmor_restrict_unprivileged_userns") == 1 {
 			return "AppArmor restricts unprivileged user namespaces (sysctl kernel.apparmor_restrict_unprivileged_userns=1); allow corral with an AppArmor profile that has the userns rule, or set the sysctl to 0"
 		}
 	}
