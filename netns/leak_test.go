@@ -218,7 +218,8 @@ func TestNoLeaks(t *testing.T) {
 	}
 	// With every socket accounted for, a collection frees the splice pipes.
 	debug.SetGCPercent(gcPercent)
-	if !eventually(5*time.Second, func() bool { runtime.GC(); return fdKinds()["pipe"] <= basePipes+8 }) {
+	// Generous: on a loaded machine the finalizers that close the pipes run late.
+	if !eventually(30*time.Second, func() bool { runtime.GC(); return fdKinds()["pipe"] <= basePipes+8 }) {
 		t.Errorf("%d pipes open after garbage collection, %d before the test", fdKinds()["pipe"], basePipes)
 	}
 

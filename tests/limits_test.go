@@ -125,7 +125,9 @@ func TestLimitMemoryReport(t *testing.T) {
 	if err := json.Unmarshal(data, &rep); err != nil {
 		t.Fatalf("report: %v\n%s", err, data)
 	}
-	if !rep.OOMKilled || rep.Peak < 40<<20 || rep.Peak > 48<<20 || rep.Limits.Memory != 48<<20 {
+	// The kernel charges in batches: the recorded peak can pass the cap by
+	// a few pages.
+	if !rep.OOMKilled || rep.Peak < 40<<20 || rep.Peak > 49<<20 || rep.Limits.Memory != 48<<20 {
 		t.Errorf("report: oom_killed %v, peak %d, limit %d", rep.OOMKilled, rep.Peak, rep.Limits.Memory)
 	}
 }
