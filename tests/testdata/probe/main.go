@@ -251,6 +251,17 @@ var commands = map[string]func([]string){
 		need(a, 1)
 		check("unshare "+a[0], unix.Unshare(nsFlag(a[0])))
 	},
+	"unshare-x32": func(a []string) {
+		// unshare-x32 NS: unshare through the x32 system-call number
+		// (0x40000000 | 272), which a filter written for x86_64 numbers
+		// alone would not match.
+		need(a, 1)
+		_, _, e := syscall.RawSyscall(0x40000000|unix.SYS_UNSHARE, uintptr(nsFlag(a[0])), 0, 0)
+		if e != 0 {
+			fail("unshare-x32 "+a[0], e)
+		}
+		ok("unshare-x32 %s", a[0])
+	},
 	"clone": func(a []string) {
 		need(a, 1)
 		flags := uintptr(nsFlag(a[0]) | int(unix.SIGCHLD))
