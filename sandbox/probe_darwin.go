@@ -4,7 +4,6 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"strings"
 
 	"corral/policyengine"
@@ -28,22 +27,7 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 		resolver:    &resolver{seen: map[string]resolved{"/": {real: "/", dir: true}}},
 	}
 	f.stat(spec.WorkDir)
-	for _, list := range [][]policyengine.Entry{p.Read, p.Write} {
-		for _, e := range list {
-			g, err := policyengine.CompileGlob(e.Value)
-			if err != nil {
-				continue
-			}
-			f.stat(g.Base())
-			if !g.Subtree() && !g.Literal() && !strings.Contains(e.Value, "**") {
-				matches, _ := filepath.Glob(e.Value)
-				f.Matches[e.Value] = matches
-				for _, m := range matches {
-					f.stat(m)
-				}
-			}
-		}
-	}
+	f.statGrants(p)
 	for _, e := range p.Exec {
 		f.program(e.Value)
 	}

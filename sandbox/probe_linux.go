@@ -32,22 +32,7 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 		f.stat(r)
 	}
 	f.stat(spec.WorkDir)
-	for _, list := range [][]policyengine.Entry{p.Read, p.Write} {
-		for _, e := range list {
-			g, err := policyengine.CompileGlob(e.Value)
-			if err != nil {
-				continue
-			}
-			f.stat(g.Base())
-			if !g.Subtree() && !g.Literal() && !strings.Contains(e.Value, "**") {
-				matches, _ := filepath.Glob(e.Value)
-				f.Matches[e.Value] = matches
-				for _, m := range matches {
-					f.stat(m)
-				}
-			}
-		}
-	}
+	f.statGrants(p)
 	for _, e := range p.Write {
 		g, err := policyengine.CompileGlob(e.Value)
 		if err != nil {
