@@ -756,6 +756,11 @@ void corral_init_main(void) {
 		for (size_t i = 0; i < NFORWARDED; i++)
 			sigaction(forwarded[i], &dfl, NULL);
 		sigprocmask(SIG_SETMASK, &old, NULL);
+		// Belt and braces: nothing but stdio crosses into the command.
+		if (syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */) < 0)
+			for (int fd = 3; fd < 65536; fd++)
+				if (fd != errpipe[1])
+					close(fd);
 		int err[2] = {0, 0};
 		if (setsid() < 0) {
 			err[0] = 1, err[1] = errno;

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -55,10 +56,22 @@ static void corral_forward(int sig) {
 		kill(corral_init_pid, sig);
 }
 
+// corral_close_from closes every fd from first up.
+static void corral_close_from(int first) {
+	if (syscall(SYS_close_range, (unsigned)first, ~0U, 0) == 0)
+		return;
+	for (int fd = first; fd < 65536; fd++)
+		close(fd);
+}
+
 __attribute__((constructor)) static void corral_nsinit(int argc, char **argv, char **envp) {
 	(void)envp;
 	if (argc < 2 || strcmp(argv[1], INIT_ARG) != 0)
 		return;
+	// Keep only stdio and corral's three pipes: any other fd corral
+	// inherited without close-on-exec was opened outside the sandbox and
+	// would carry that access into it.
+	corral_close_from(6);
 	uid_t uid = geteuid();
 	gid_t gid = getegid();
 	char map[64];

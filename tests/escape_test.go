@@ -4,10 +4,13 @@ package tests
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Attacks after published container and sandbox escapes.
@@ -58,4 +61,35 @@ func fileHash(t *testing.T, file string) []byte {
 	}
 	h := sha256.Sum256(data)
 	return h[:]
+}
+
+// TestEscapeInheritedFDs hands corral open files it did not ask for (fds
+// 3 to 7, without close-on-exec), as a careless parent does: one of them
+// is a secret outside every grant. None may reach the command.
+func TestEscapeInheritedFDs(t *testing.T) {
+	t.Parallel()
+	requireSandbox(t)
+	attack(t, "filesystem", "read a secret through a file descriptor corral inherited")
+	f := newFS(t, asSelf)
+	writeFile(t, filepath.Join(f.work, "attack.sh"), "for fd in 3 4 5 6 7; do cat <&$fd; done 2>/dev/null; ls /proc/self/fd\necho "+attackDone+"\n", 0o644)
+	var extra []*os.File
+	for range 5 {
+		sf, err := os.Open(f.secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sf.Close()
+		extra = append(extra, sf)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := asSelf.command(ctx, runOpts{args: []string{"exec", "--work-dir", f.work, "--", "sh", "attack.sh"}, dir: f.work})
+	cmd.ExtraFiles = extra
+	out, _ := cmd.CombinedOutput()
+	if !strings.Contains(string(out), attackDone) {
+		t.Fatalf("the script did not run to its end:\n%s", out)
+	}
+	if strings.Contains(string(out), f.tok) {
+		t.Errorf("the command read the secret through an inherited fd:\n%s", out)
+	}
 }
