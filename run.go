@@ -172,6 +172,19 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	}
 	trace("started")
 	limits := sandbox.ResolveLimits(sk.Perms.Limits, spec.Limits)
+	if spec.Policy != nil {
+		// The policy's limit caps hold against the flags too.
+		mem, pids, timeout := spec.Policy.LimitCeilings()
+		if mem > 0 && limits.Memory > mem {
+			limits.Memory, limits.MemoryFrom, limits.Explicit = mem, "the agent policy's caps", true
+		}
+		if pids > 0 && limits.Pids > pids {
+			limits.Pids, limits.PidsFrom, limits.Explicit = pids, "the agent policy's caps", true
+		}
+		if timeout > 0 && (limits.Timeout == 0 || limits.Timeout > timeout) {
+			limits.Timeout, limits.TimeoutFrom = timeout, "the agent policy's caps"
+		}
+	}
 	if dl, ok := ctx.Deadline(); ok {
 		if left := time.Until(dl); limits.Timeout == 0 || left < limits.Timeout {
 			limits.Timeout, limits.TimeoutFrom = max(left, time.Millisecond), "the caller's context"

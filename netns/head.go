@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 
@@ -61,7 +62,13 @@ func readHead(br *bufio.Reader) (*request, error) {
 				return "", err
 			}
 		}
-		return string(bytes.TrimRight(buf, "\r\n")), nil
+		text := bytes.TrimSuffix(bytes.TrimSuffix(buf, []byte("\n")), []byte("\r"))
+		for _, c := range text {
+			if (c < 0x20 && c != '\t') || c == 0x7f {
+				return "", badRequest("control character 0x%02x in the request head", c)
+			}
+		}
+		return string(text), nil
 	}
 	first, err := line()
 	if err != nil {
@@ -189,6 +196,104 @@ func (r *request) header(name string) string {
 		}
 	}
 	return ""
+}
+
+// canonicalTarget replaces the request target by the path and query the
+// policy checks and the origin gets: dot segments resolved, repeated
+// slashes merged. A fragment, an encoded '/', '\\' or '.', or a ';' glued
+// to a dot segment could be read differently by the origin than by the
+// check ("/public/..%2fsecret", "/public/..;/admin"), so they are refused.
+func (r *request) canonicalTarget() error {
+	t := r.target
+	if strings.ContainsAny(t, "#\\") {
+		return fmt.Errorf("request path %q: a fragment or backslash is ambiguous", clip(t))
+	}
+	path, query, _ := strings.Cut(t, "?")
+	lower := strings.ToLower(path)
+	for _, bad := range []string{"%2f", "%5c", "%2e", "%00"} {
+		if strings.Contains(lower, bad) {
+			return fmt.Errorf("request path %q: an encoded %q is ambiguous", clip(t), bad)
+		}
+	}
+	for _, seg := range strings.Split(path, "/") {
+		if strings.HasPrefix(seg, ".;") || strings.HasPrefix(seg, "..;") {
+			return fmt.Errorf("request path %q: a ';' on a dot segment is ambiguous", clip(t))
+		}
+	}
+	u, err := policyengine.ParseURL("http://" + authority(canonicalHost(r.host), r.port, 80) + path)
+	if err != nil {
+		return fmt.Errorf("request path %q: %v", clip(t), err)
+	}
+	clean := u.Path
+	for strings.Contains(clean, "//") {
+		clean = strings.ReplaceAll(clean, "//", "/")
+	}
+	if query != "" {
+		clean += "?" + query
+	}
+	r.target = clean
+	return nil
+}
+
+// copyBody sends the request's declared body, and nothing after it:
+// Content-Length bytes, or a chunked body up to its last chunk and
+// trailers. Both at once is refused.
+func (r *request) copyBody(up io.Writer, br *bufio.Reader) error {
+	te, cl := r.header("Transfer-Encoding"), r.header("Content-Length")
+	switch {
+	case te != "" && cl != "":
+		return errors.New("both Transfer-Encoding and Content-Length")
+	case strings.EqualFold(strings.TrimSpace(te), "chunked"):
+		return copyChunked(up, br)
+	case te != "":
+		return fmt.Errorf("transfer encoding %q is not relayed", te)
+	case cl != "":
+		n, err := strconv.ParseInt(strings.TrimSpace(cl), 10, 64)
+		if err != nil || n < 0 {
+			return fmt.Errorf("bad Content-Length %q", cl)
+		}
+		_, err = io.CopyN(up, br, n)
+		return err
+	}
+	return nil
+}
+
+// copyChunked relays a chunked body as is, through its last chunk and
+// trailer section.
+func copyChunked(up io.Writer, br *bufio.Reader) error {
+	line := func() ([]byte, error) {
+		l, err := br.ReadSlice('\n')
+		if err != nil {
+			return nil, err
+		}
+		_, err = up.Write(l)
+		return l, err
+	}
+	for {
+		l, err := line()
+		if err != nil {
+			return err
+		}
+		size, _, _ := strings.Cut(strings.TrimSpace(string(l)), ";")
+		n, err := strconv.ParseInt(size, 16, 64)
+		if err != nil || n < 0 {
+			return fmt.Errorf("bad chunk size %q", size)
+		}
+		if n == 0 {
+			for { // trailers, then the empty line
+				t, err := line()
+				if err != nil {
+					return err
+				}
+				if len(bytes.TrimSpace(t)) == 0 {
+					return nil
+				}
+			}
+		}
+		if _, err := io.CopyN(up, br, n+2); err != nil { // data and CRLF
+			return err
+		}
+	}
 }
 
 // hopByHop are headers meant for the proxy, not the origin.

@@ -42,6 +42,7 @@ type Event struct {
 	Method     string    `json:"method"`
 	Host       string    `json:"host"`
 	Port       int       `json:"port"`
+	URL        string    `json:"url,omitempty"`  // a plain-HTTP request's URL, as sent upstream
 	Addr       string    `json:"addr,omitempty"` // the address dialled, for an allowed request
 	Decision   string    `json:"decision"`       // allow, deny or error
 	Status     int       `json:"status"`         // the answer to the client
@@ -259,6 +260,18 @@ func (p *Proxy) handle(c net.Conn) {
 	}
 	c.SetReadDeadline(time.Time{})
 	ev := Event{Method: req.method, Host: canonicalHost(req.host), Port: req.port}
+	if !req.connect {
+		// The path the policy checks is the path that is sent: resolved,
+		// with no ambiguous encodings left for the origin to read
+		// differently.
+		if err := req.canonicalTarget(); err != nil {
+			ev.Time, ev.Decision, ev.Status, ev.Reason = time.Now(), "error", 400, err.Error()
+			p.cfg.Audit(ev)
+			respond(c, 400, err.Error())
+			return
+		}
+		ev.URL = "http://" + authority(ev.Host, req.port, 80) + req.target
+	}
 	up, status, d := p.connect(req)
 	ev.Time, ev.Status, ev.Rule, ev.Reason, ev.Layer = time.Now(), status, d.Rule, d.Reason, d.Layer
 	if up == nil {
@@ -277,11 +290,24 @@ func (p *Proxy) handle(c net.Conn) {
 		return
 	}
 	defer p.untrack(up)
-	if req.connect {
-		if _, err := io.WriteString(c, "HTTP/1.1 200 Connection Established\r\n\r\n"); err != nil {
+	if !req.connect {
+		// One checked request goes upstream, with exactly its declared
+		// body; whatever the client sends after it (a pipelined request
+		// for another path or host) goes nowhere.
+		if _, err := up.Write(req.originHead()); err != nil {
 			return
 		}
-	} else if _, err := up.Write(req.originHead()); err != nil {
+		c.SetReadDeadline(time.Now().Add(p.cfg.IdleTimeout))
+		if err := req.copyBody(up, br); err != nil {
+			return
+		}
+		if cw, ok := up.(interface{ CloseWrite() error }); ok {
+			cw.CloseWrite()
+		}
+		copyIdle(c, up, p.cfg.IdleTimeout)
+		return
+	}
+	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection Established\r\n\r\n"); err != nil {
 		return
 	}
 	// Bytes the client sent after its head go first.
@@ -309,8 +335,13 @@ func (p *Proxy) connect(req *request) (net.Conn, int, policyengine.Decision) {
 		if !req.connect {
 			url = "http://" + authority(host, req.port, 80) + req.target
 		}
-		if pd := pol.CheckRequest(req.method, url, host, req.port); pd.Action != policyengine.Allow {
+		pd := pol.CheckRequest(req.method, url, host, req.port)
+		if pd.Action != policyengine.Allow {
 			return nil, 403, pd
+		}
+		if pd.Rule != "" {
+			d.Rule += "; policy " + pd.Rule
+			d.Layer = pd.Layer
 		}
 	}
 	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.DialTimeout)
@@ -425,6 +456,17 @@ func respond(w io.Writer, status int, reason string) {
 	body := reason + "\n"
 	fmt.Fprintf(w, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nX-Corral-Reason: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
 		status, statusText[status], reason, len(body), body)
+}
+
+// copyIdle copies src to dst until EOF, an error, or idle without a byte.
+func copyIdle(dst, src net.Conn, idle time.Duration) {
+	for {
+		src.SetReadDeadline(time.Now().Add(idle))
+		n, err := io.CopyN(dst, src, 4<<20)
+		if err != nil && !(isTimeout(err) && n > 0) {
+			return
+		}
+	}
 }
 
 // relay copies both ways until both directions end, passing half-closes

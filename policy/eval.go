@@ -336,3 +336,20 @@ func (e *Evaluator) URLLayer() string {
 	}
 	return e.url.layer
 }
+
+// LimitCeilings are the smallest limit caps of all layers (0: none), which
+// no flag may raise.
+func (e *Evaluator) LimitCeilings() (memory int64, pids int, timeout time.Duration) {
+	for _, c := range e.caps {
+		if c.memory > 0 && (memory == 0 || c.memory < memory) {
+			memory = c.memory
+		}
+		if c.pids > 0 && (pids == 0 || c.pids < pids) {
+			pids = c.pids
+		}
+		if c.timeout > 0 && (timeout == 0 || c.timeout < timeout) {
+			timeout = c.timeout
+		}
+	}
+	return memory, pids, timeout
+}

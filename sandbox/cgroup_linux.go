@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/containerd/cgroups/v3"
@@ -55,7 +56,10 @@ var CgroupRoot = "/sys/fs/cgroup"
 // and pids caps of lim; zero values are not capped. It uses cgroup v2 when
 // the host is unified, else the v1 memory and pids hierarchies.
 func NewCgroup(parent string, memory int64, pids int) (*Cgroup, error) {
-	name := cgroupPrefix + strconv.Itoa(os.Getpid()) + "-" + startTime(os.Getpid())
+	// run-PID-START-N: N tells apart the runs of one process (the Go API
+	// runs several at once); PID-START tells a later corral the owner
+	// is gone.
+	name := cgroupPrefix + strconv.Itoa(os.Getpid()) + "-" + startTime(os.Getpid()) + "-" + strconv.FormatInt(runSeq.Add(1), 10)
 	if cgroups.Mode() == cgroups.Unified {
 		return newCgroup2(parent, name, memory, pids)
 	}
@@ -275,9 +279,13 @@ func RemoveStale(parent string) []string {
 	return removed
 }
 
-// ownerAlive reports whether run-PID-START names a live process.
+// runSeq numbers the runs of this process.
+var runSeq atomic.Int64
+
+// ownerAlive reports whether run-PID-START[-N] names a live process.
 func ownerAlive(name string) bool {
 	pid, start, ok := strings.Cut(strings.TrimPrefix(name, cgroupPrefix), "-")
+	start, _, _ = strings.Cut(start, "-")
 	n, err := strconv.Atoi(pid)
 	if !ok || err != nil {
 		return true // not ours to judge

@@ -173,6 +173,7 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 			}
 		}()
 	}
+	gotExit := false
 	handle := func(s status) {
 		switch {
 		case s.Started != 0:
@@ -180,6 +181,7 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 		case s.Error != nil:
 			res.Stage = s.Error
 		case s.Exit != nil:
+			gotExit = true
 			res.ExitCode, res.Signal, res.MaxRSS = s.Exit.Code, s.Exit.Signal, s.Exit.MaxRSSKB*1024
 		}
 	}
@@ -194,9 +196,17 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 	if res.TimedOut && !res.Started && res.Stage == nil {
 		res.Started = true // killed by the timeout before its "started" came
 	}
-	if res.TimedOut && res.ExitCode == 255 {
-		if ws, ok := l.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Exited() {
-			res.ExitCode = ws.ExitStatus()
+	if !gotExit && res.Started {
+		// PID 1 died before it reported the command's end (killed from
+		// outside, or by the timeout): the shim's status says how, as
+		// 128+N for signal N.
+		if ws, ok := l.cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
+			switch {
+			case ws.Exited():
+				res.ExitCode = ws.ExitStatus()
+			case ws.Signaled():
+				res.ExitCode, res.Signal = 128+int(ws.Signal()), int(ws.Signal())
+			}
 		}
 	}
 	if opts.Cgroup != nil {
