@@ -318,12 +318,10 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	return r, nil
 }
 
-// commandLine is argv as the policy's command rules see it: an sh -c
-// script as written, anything else quoted for the shell.
+// commandLine is argv quoted for the shell, all of it: the policy's rules
+// look into sh -c scripts themselves, and the shell and the script's own
+// arguments ($0, $1...) stay in view.
 func commandLine(argv []string) string {
-	if len(argv) >= 3 && (filepath.Base(argv[0]) == "sh" || filepath.Base(argv[0]) == "bash") && argv[1] == "-c" {
-		return argv[2]
-	}
 	quoted := make([]string, len(argv))
 	for i, a := range argv {
 		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:@%+,") == "" {

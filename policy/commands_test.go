@@ -243,3 +243,33 @@ func TestDenyThroughWrapper(t *testing.T) {
 		}
 	}
 }
+
+// TestShellIsTransparentForAllow: sh -c and eval only run their script,
+// so allow rules look at the script's programs; deny rules still see the
+// shell, and the script's own arguments stay in the line.
+func TestShellIsTransparentForAllow(t *testing.T) {
+	e := project(t, "permissions:\n  allow: [{command: \"npm test\"}]\n  deny: [{command: bash}, {command: \"git push\"}]\n")
+	wantDecision(t, "sh -c", e.CheckExec("sh -c 'npm test'"), policyengine.Allow, "-", "-")
+	wantDecision(t, "bash -c", e.CheckExec("bash -c 'npm test'"), policyengine.Deny, "-", projectLabel)
+	wantDecision(t, "git -C", e.CheckExec("git -C . push"), policyengine.Deny, "-", projectLabel)
+	wantDecision(t, "git -c", e.CheckExec("git -c k=v --no-pager push origin"), policyengine.Deny, "-", projectLabel)
+	d := e.CheckExec(`sh -c '"$0" -rf x' rm`)
+	if d.Action == policyengine.Allow {
+		t.Errorf("sh -c with $0 allowed: %s", d.Reason)
+	}
+}
+
+// TestTunnelPolicy: a CONNECT tunnel is decided by scheme and host, since
+// its paths are unseen: a path-scoped deny denies the tunnel, a
+// path-scoped allow does not allow it, a whole-host allow does.
+func TestTunnelPolicy(t *testing.T) {
+	e := project(t, "url:\n  default: allow\n  deny: ['https://a.example/admin/*']\n")
+	wantDecision(t, "deny path", e.CheckRequest("CONNECT", "", "a.example", 443), policyengine.Deny, "-", projectLabel)
+	wantDecision(t, "other host", e.CheckRequest("CONNECT", "", "b.example", 443), policyengine.Allow, "-", "-")
+	e = project(t, "url:\n  default: deny\n  allow: ['https://api.example/v1/*', 'https://whole.example/*']\n")
+	d := e.CheckRequest("CONNECT", "", "api.example", 443)
+	wantDecision(t, "allow path", d, policyengine.Deny, "-", projectLabel)
+	wantContains(t, "allow path", d.Reason, "cannot see paths inside a CONNECT tunnel")
+	wantDecision(t, "allow host", e.CheckRequest("CONNECT", "", "whole.example", 443), policyengine.Allow, "-", "-")
+	wantDecision(t, "plain http path", e.CheckRequest("GET", "https://api.example/v1/x", "api.example", 443), policyengine.Allow, "-", "-")
+}

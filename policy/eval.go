@@ -245,18 +245,33 @@ func (e *Evaluator) checkParsedURL(u policyengine.URL) policyengine.Decision {
 // CheckRequest decides a proxy request: an absolute-URI request by its
 // URL, a CONNECT tunnel by https://host:port/.
 func (e *Evaluator) CheckRequest(method, rawURL, host string, port int) policyengine.Decision {
-	if rawURL == "" {
-		scheme := "https"
-		if port == 80 {
-			scheme = "http"
-		}
-		h := host
-		if strings.Contains(h, ":") {
-			h = "[" + h + "]"
-		}
-		rawURL = fmt.Sprintf("%s://%s:%d/", scheme, h, port)
+	if rawURL != "" {
+		return e.CheckURL(rawURL)
 	}
-	return e.CheckURL(rawURL)
+	// A tunnel: its paths are unseen, so the URL rules apply by scheme
+	// and host (decideTunnel).
+	scheme := "https"
+	if port == 80 {
+		scheme = "http"
+	}
+	h := host
+	if strings.Contains(h, ":") {
+		h = "[" + h + "]"
+	}
+	u, err := policyengine.ParseURL(fmt.Sprintf("%s://%s:%d/", scheme, h, port))
+	if err != nil {
+		return policyengine.Decision{Action: policyengine.Deny, Reason: fmt.Sprintf("cannot check the tunnel: %v", err)}
+	}
+	d := allow
+	if e.url != nil {
+		if d = e.url.decideTunnel(u); d.Action != policyengine.Allow {
+			return d
+		}
+	}
+	if c := e.CheckNetwork(u.Host, u.Port); c.Action != policyengine.Allow {
+		return c
+	}
+	return d
 }
 
 // CheckTool decides a tool use; command is its shell line, if any.

@@ -46,7 +46,7 @@ func TestBuiltinNotReadOnly(t *testing.T) {
 		// Not on the list.
 		"git push", "git commit -m x", "git", "git -C . status", "git -c core.pager=sh log",
 		"/bin/ls", "./ls", "rm x", "cp a b", "tee out", "echo hi", "xargs cat", "env ls",
-		"sh -c ls", "ls; rm x", "ls $(rm x)", "cat `curl x`", "ls | sh",
+		"sh -c 'ls > x'", "ls; rm x", "ls $(rm x)", "cat `curl x`", "ls | sh",
 	} {
 		wantDecision(t, line, e.CheckExec(line), policyengine.Confirm, "", "")
 	}

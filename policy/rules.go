@@ -81,6 +81,7 @@ type segment struct {
 	words, base []string
 	text, btext string
 	redir       bool // has an output redirection
+	shell       bool // sh -c or eval: allow rules look at the script's programs instead
 }
 
 // segments are every program the line runs, found the way the skills'
@@ -95,7 +96,7 @@ func segments(line string) ([]segment, error) {
 	var out []segment
 	for _, inv := range invs {
 		base := append([]string{inv.Name}, inv.Words[1:]...)
-		s := segment{words: inv.Words, base: base, text: strings.Join(inv.Words, " "), btext: strings.Join(base, " ")}
+		s := segment{words: inv.Words, base: base, text: strings.Join(inv.Words, " "), btext: strings.Join(base, " "), shell: inv.Shell}
 		for _, r := range inv.Redirects {
 			if r.Op != "<" && r.Op != "<<" && r.Op != "<<<" && r.Op != "<&" {
 				s.redir = true
@@ -143,16 +144,41 @@ func (r compiledRule) matches(tool string, seg *segment, line string, skills []s
 	return true
 }
 
-// wordsFor are the words a rule matches: by base name for deny rules
-// (deny is true), as written for allow rules.
+// wordsFor are the words a rule matches: by base name, and for git
+// without its global options ("git -C . push" is "git push"), for deny
+// rules (deny is true); as written for allow rules.
 func (s *segment) wordsFor(deny bool) ([]string, string) {
 	if s == nil {
 		return nil, ""
 	}
 	if deny {
+		if s.base[0] == "git" {
+			w := gitSubcommand(s.base)
+			return w, strings.Join(w, " ")
+		}
 		return s.base, s.btext
 	}
 	return s.words, s.text
+}
+
+// gitValueOptions are git's global options that take a separate value.
+var gitValueOptions = map[string]bool{"-C": true, "-c": true, "--git-dir": true, "--work-tree": true,
+	"--namespace": true, "--exec-path": true, "--super-prefix": true, "--config-env": true, "--list-cmds": true}
+
+// gitSubcommand drops git's global options, so the subcommand follows
+// "git".
+func gitSubcommand(words []string) []string {
+	i := 1
+	for i < len(words) && strings.HasPrefix(words[i], "-") {
+		if gitValueOptions[words[i]] {
+			i++
+		}
+		i++
+	}
+	if i > len(words) {
+		i = len(words)
+	}
+	return append([]string{"git"}, words[i:]...)
 }
 
 // readOnly reports whether the built-in allowlist covers the segment.
@@ -194,6 +220,9 @@ func decideCommand(allow, deny []compiledRule, tool, line string, skills []strin
 	var unsure []string
 	var by, layers []string
 	for i := range segs {
+		if segs[i].shell && !segs[i].redir {
+			continue // its script's programs are the next segments
+		}
 		ok := false
 		for _, r := range allow {
 			if r.matches(tool, &segs[i], norm, skills, false) {

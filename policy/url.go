@@ -281,7 +281,32 @@ func compileURL(p *URLPolicy, layer string) compiledURL {
 // decide applies first-match-wins: deny_override, allow_override, deny,
 // allow, default.
 func (c compiledURL) decide(u policyengine.URL) policyengine.Decision {
+	return c.decideMode(u, false)
+}
+
+// decideTunnel decides a CONNECT tunnel to u's host, whose paths the proxy
+// cannot see: a rule applies by scheme and host; a deny rule with a path
+// denies the whole tunnel, an allow rule with a path does not allow it.
+func (c compiledURL) decideTunnel(u policyengine.URL) policyengine.Decision {
+	return c.decideMode(u, true)
+}
+
+// allPaths reports whether the rule's path part matches every path.
+func (r urlRule) allPaths() bool {
+	if r.any {
+		return true
+	}
+	p := string(r.path.pat)
+	return (p == "/*" || p == "*" || p == "/**") && !r.path.lit[len(r.path.lit)-1]
+}
+
+func (c compiledURL) decideMode(u policyengine.URL, tunnel bool) policyengine.Decision {
 	canonical := CanonicalURL(u)
+	if tunnel {
+		host, _ := canonicalParts(u)
+		canonical = u.Scheme + "://" + host + " (a tunnel: paths unseen)"
+	}
+	var skipped []string
 	for _, l := range []struct {
 		name   string
 		rules  []urlRule
@@ -289,7 +314,16 @@ func (c compiledURL) decide(u policyengine.URL) policyengine.Decision {
 	}{{"deny_override", c.denyOverride, policyengine.Deny}, {"allow_override", c.allowOverride, policyengine.Allow},
 		{"deny", c.deny, policyengine.Deny}, {"allow", c.allow, policyengine.Allow}} {
 		for _, r := range l.rules {
-			if r.match(u, canonical) {
+			matched := r.match(u, canonical)
+			if tunnel && r.preset == policyengine.CatNone {
+				host, _ := canonicalParts(u)
+				matched = r.scheme.match(u.Scheme) && hostMatch(r.host, host) && !(r.host.wild() && u.Category != policyengine.CatNone)
+				if matched && !r.allPaths() && l.action == policyengine.Allow {
+					skipped = append(skipped, r.text)
+					matched = false
+				}
+			}
+			if matched {
 				verb := "allows"
 				if l.action == policyengine.Deny {
 					verb = "denies"
@@ -302,6 +336,11 @@ func (c compiledURL) decide(u policyengine.URL) policyengine.Decision {
 	if c.allowByDefault {
 		return policyengine.Decision{Action: policyengine.Allow, Rule: "url.default: allow", Layer: c.layer,
 			Reason: fmt.Sprintf("%s: no URL rule of the %s policy matches; its default allows", canonical, c.layer)}
+	}
+	if len(skipped) > 0 {
+		return policyengine.Decision{Action: policyengine.Deny, Rule: "url.default: deny", Layer: c.layer,
+			Reason: fmt.Sprintf("%s: the %s policy allows only some paths of this host (%s), and the proxy cannot see paths inside a CONNECT tunnel; to allow the tunnel, add a rule for the whole host such as %q",
+				canonical, c.layer, strings.Join(skipped, ", "), u.Scheme+"://"+u.Host+"/*")}
 	}
 	return policyengine.Decision{Action: policyengine.Deny, Rule: "url.default: deny", Layer: c.layer,
 		Reason: fmt.Sprintf("%s: no URL rule of the %s policy matches and its default denies; to allow it, add a url.allow rule such as %q", canonical, c.layer, canonical)}

@@ -17,6 +17,9 @@ type Invocation struct {
 	Redirects []Redirect
 	// Wrapped is set when a wrapper, shell or eval ran the program.
 	Wrapped bool
+	// Shell is set on a shell's -c or eval: it only runs the script,
+	// whose programs are the following invocations.
+	Shell bool
 }
 
 // Invocations lists every program line runs, outermost first.
@@ -51,8 +54,10 @@ func invocationOf(c Command, depth int, isWrapped, inShell bool, out *[]Invocati
 	}
 	name := path.Base(c.Program)
 	*out = append(*out, Invocation{Name: name, Words: append([]string{c.Program}, c.Args...), Redirects: c.Redirects, Wrapped: isWrapped})
+	self := len(*out) - 1
 	switch {
 	case name == "eval" && inShell:
+		(*out)[self].Shell = true
 		return invocationsOf(strings.Join(c.Args, " "), depth+1, true, out)
 	case inShell && name == "trap" && len(c.Args) > 1 && !strings.HasPrefix(c.Args[0], "-"):
 		return invocationsOf(c.Args[0], depth+1, true, out)
@@ -73,6 +78,7 @@ func invocationOf(c Command, depth int, isWrapped, inShell bool, out *[]Invocati
 	}
 	if shells[name] {
 		if script, ok := shellScript(c.Args); ok {
+			(*out)[self].Shell = true
 			return invocationsOf(script, depth+1, true, out)
 		}
 	}
