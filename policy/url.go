@@ -238,6 +238,12 @@ func decodeUnreserved(s string) string {
 			i += 2
 			continue
 		}
+		if s[i] == '%' {
+			// A '%' that starts no escape is written as one, so a decoded
+			// character can never complete a new escape with it.
+			b.WriteString("%25")
+			continue
+		}
 		b.WriteByte(s[i])
 	}
 	return b.String()

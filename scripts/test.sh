@@ -55,7 +55,7 @@ grep -qE '^ok ' /tmp/corral-e2e.log || { tail -50 /tmp/corral-e2e.log; fail=1; }
 
 step "fuzzing each parser briefly"
 fuzztime=${CORRAL_FUZZTIME:-8s}
-for pkg in ./skill ./policyengine ./netns ./cmd/corral ./seatbelt; do
+for pkg in ./skill ./policyengine ./policy ./netns ./cmd/corral ./seatbelt; do
 	for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz'); do
 		echo "-- $pkg $target ($fuzztime)"
 		if ! go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" >/tmp/corral-fuzz.log 2>&1; then
