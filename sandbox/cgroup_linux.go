@@ -72,7 +72,7 @@ func newCgroup2(parent, name string, memory int64, pids int) (*Cgroup, error) {
 		if err != nil {
 			return nil, err
 		}
-		parent = filepath.Join(own, "corral")
+		parent = v2Parent(own)
 	}
 	group := filepath.Join("/", parent, name)
 	res := &cgroup2.Resources{}
@@ -100,6 +100,13 @@ func newCgroup2(parent, name string, memory int64, pids int) (*Cgroup, error) {
 func hasFile(dir, name string) bool {
 	_, err := os.Stat(filepath.Join(dir, name))
 	return err == nil
+}
+
+// v2Parent is the default parent on cgroup v2: a "corral" folder beside
+// corral's own cgroup, not inside it. v2 enables controllers only in a
+// cgroup without processes of its own, and corral's cgroup has corral.
+func v2Parent(own string) string {
+	return filepath.Join(filepath.Dir(filepath.Clean("/"+own)), "corral")
 }
 
 // ownCgroup2 is the cgroup2 path of this process.
@@ -173,6 +180,9 @@ func newCgroup1(parent, name string, memory int64, pids int) (*Cgroup, error) {
 // cgroupError says why a cgroup could not be made in words a user can act
 // on.
 func cgroupError(err error) error {
+	if errors.Is(err, unix.EBUSY) {
+		return fmt.Errorf("cannot enable the memory and pids controllers there (%v): cgroup v2 allows that only in a cgroup without processes; pass --cgroup-parent with an empty, delegated cgroup", err)
+	}
 	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EROFS) || errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("no writable cgroup (%v): run as root, or pass --cgroup-parent with a cgroup delegated to you", err)
 	}
@@ -244,7 +254,7 @@ func RemoveStale(parent string) []string {
 			return nil
 		}
 		if parent == "" {
-			parent = filepath.Join(own, "corral")
+			parent = v2Parent(own)
 		}
 		dirs = []string{filepath.Join(CgroupRoot, parent)}
 	} else {

@@ -119,3 +119,13 @@ func policyLimits(mem int64, pids int) policyengine.Limits {
 	}
 	return l
 }
+
+// TestCgroupV2DefaultParent: the default parent is beside corral's own
+// cgroup, since v2 enables controllers only where no process lives.
+func TestCgroupV2DefaultParent(t *testing.T) {
+	for own, want := range map[string]string{"/": "/corral", "/system.slice/agent.service": "/system.slice/corral", "/user.slice/u.slice/app.scope": "/user.slice/u.slice/corral"} {
+		if got := v2Parent(own); got != want {
+			t.Errorf("v2Parent(%q) = %q, want %q", own, got, want)
+		}
+	}
+}
