@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"os"
 	"strings"
 	"sync"
 
@@ -29,16 +28,6 @@ const maxKept = 1000
 
 // NewAudit returns an Audit writing JSON lines to w (nil: none).
 func NewAudit(w io.Writer) *Audit { return &Audit{w: w} }
-
-// OpenAuditFile opens file for appending (created 0600) as the JSON-lines
-// audit log.
-func OpenAuditFile(file string) (*os.File, error) {
-	f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("audit log: %w", err)
-	}
-	return f, nil
-}
 
 // Record is a Config.Audit function.
 func (a *Audit) Record(ev Event) {

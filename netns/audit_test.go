@@ -8,8 +8,6 @@ import (
 	"errors"
 	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -152,32 +150,6 @@ func TestAuditWriteError(t *testing.T) {
 	}
 	if d, _ := a.Denials(); len(d) != 2 {
 		t.Errorf("%d denials kept, want 2 despite the log failing", len(d))
-	}
-}
-
-func TestOpenAuditFile(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "audit.jsonl")
-	for i := range 2 {
-		f, err := OpenAuditFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		a := NewAudit(f)
-		a.Record(Event{Decision: "deny", Port: i + 1})
-		f.Close()
-	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := strings.Count(string(b), "\n"); n != 2 {
-		t.Errorf("%d lines after two opens, want 2 (append): %q", n, b)
-	}
-	if fi, _ := os.Stat(file); fi.Mode().Perm() != 0o600 {
-		t.Errorf("mode %v, want 0600", fi.Mode().Perm())
-	}
-	if _, err := OpenAuditFile(filepath.Join(t.TempDir(), "no", "such", "dir")); err == nil {
-		t.Error("no error for a missing directory")
 	}
 }
 

@@ -34,15 +34,13 @@ func (n *netFlags) register(fs *flag.FlagSet) {
 	})
 }
 
-// audit opens the audit log, if one was asked for.
+// audit is the proxy's audit, writing to the log file if one was asked
+// for (opened at its first event, as check and exec do).
 func (n *netFlags) audit() (*netns.Audit, func() error, error) {
 	if n.auditLog == "" {
 		return netns.NewAudit(nil), func() error { return nil }, nil
 	}
-	f, err := netns.OpenAuditFile(n.auditLog)
-	if err != nil {
-		return nil, nil, err
-	}
+	f := &auditFile{name: n.auditLog}
 	return netns.NewAudit(f), f.Close, nil
 }
 
