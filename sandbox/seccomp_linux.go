@@ -36,12 +36,22 @@ func compileSeccomp(rules []SysRule) (*seccomp.ScmpFilter, error) {
 	return f, nil
 }
 
+// newSyscalls are numbers of syscalls newer than some libseccomp
+// releases. Syscalls added since Linux 5.1 have the same number on every
+// architecture corral builds for (x86_64, arm64).
+var newSyscalls = map[string]int{"open_tree_attr": 467}
+
 func addRule(f *seccomp.ScmpFilter, r SysRule) error {
 	nr, err := seccomp.GetSyscallFromName(r.Syscall)
 	if err != nil {
-		// A syscall this libseccomp does not know cannot be called by
-		// name on this architecture either; nothing to refuse.
-		return nil
+		// The kernel may have a syscall this libseccomp is too old to
+		// name (libseccomp 2.5.4 and open_tree_attr, in the kernel since
+		// 6.15): refuse it by number, since a program can call it so.
+		n, ok := newSyscalls[r.Syscall]
+		if !ok {
+			return fmt.Errorf("seccomp rule %s: libseccomp does not know this syscall and corral has no number for it", r.Syscall)
+		}
+		nr = seccomp.ScmpSyscall(n)
 	}
 	errno, ok := errnos[r.Errno]
 	if !ok {

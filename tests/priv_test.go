@@ -62,6 +62,7 @@ var syscallAttacks = []struct {
 	{"setns", []string{"setns"}, "EPERM"},
 	{"mount tmpfs", []string{"mount", "mnt"}, "EPERM"}, // on the work dir's mnt/
 	{"fsopen", []string{"fsopen"}, "EPERM"},
+	{"open_tree_attr by number (unknown to older libseccomp)", []string{"open-tree-attr"}, "EPERM"},
 	{"ptrace PID 1", []string{"ptrace", "1"}, "EPERM"},
 	{"ptrace parent", []string{"ptrace", "parent"}, "EPERM"},
 	{"process_vm_readv PID 1", []string{"process-vm-readv", "1"}, "EPERM"},

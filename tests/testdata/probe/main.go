@@ -251,6 +251,16 @@ var commands = map[string]func([]string){
 		need(a, 1)
 		check("unshare "+a[0], unix.Unshare(nsFlag(a[0])))
 	},
+	"open-tree-attr": func(a []string) {
+		// open_tree_attr(AT_FDCWD, "/", 0, NULL, 0) by number (467):
+		// newer than some libseccomp releases, which cannot name it.
+		root, _ := syscall.BytePtrFromString("/")
+		fd, _, e := syscall.Syscall6(467, uintptr(0xffffff9c), uintptr(unsafe.Pointer(root)), 0, 0, 0, 0)
+		if e != 0 {
+			fail("open_tree_attr", e)
+		}
+		ok("open_tree_attr fd %d", fd)
+	},
 	"unshare-x32": func(a []string) {
 		// unshare-x32 NS: unshare through the x32 system-call number
 		// (0x40000000 | 272), which a filter written for x86_64 numbers
