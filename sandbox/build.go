@@ -39,10 +39,16 @@ var hiddenRoots = []string{"/tmp", "/var/tmp", "/run", "/var/run", "/dev/shm", "
 // allowed programs, so a program that is not allowed is neither executable
 // nor readable (the dynamic loader cannot open it). /bin and /sbin stay
 // symlinks into /usr; /opt is left out.
+//
+// Of those, only codeRoots may hold code the dynamic loader maps; the
+// data roots are bound noexec (Debian puts everything that runs under
+// lib), and the folders in codeRoots that hold programs are found by the
+// program index and bound noexec too.
 var (
 	programRoots = []string{"/usr", "/bin", "/sbin", "/opt"}
-	libraryRoots = []string{"/usr/lib", "/usr/lib32", "/usr/lib64", "/usr/libx32",
-		"/usr/share", "/usr/include", "/usr/local/lib", "/usr/local/share"}
+	codeRoots    = []string{"/usr/lib", "/usr/lib32", "/usr/lib64", "/usr/libx32", "/usr/local/lib"}
+	dataRoots    = []string{"/usr/share", "/usr/include", "/usr/local/share"}
+	libraryRoots = append(slices.Clone(codeRoots), dataRoots...)
 )
 
 // ErrUnsafeGrant means a grant resolves through a symlink the sandbox
@@ -83,6 +89,7 @@ func BuildPlan(p policyengine.Permissions, spec Spec, facts *Facts) (*Plan, erro
 	b.baseline()
 	b.grants()
 	b.execTargets()
+	b.programFolders()
 	b.protected()
 	b.devices()
 	b.env()
@@ -102,12 +109,13 @@ func BuildPlan(p policyengine.Permissions, spec Spec, facts *Facts) (*Plan, erro
 }
 
 type builder struct {
-	perms policyengine.Permissions
-	spec  Spec
-	facts *Facts
-	plan  *Plan
-	binds []Mount // bind mounts of grants, sorted before use
-	errs  []string
+	perms    policyengine.Permissions
+	spec     Spec
+	facts    *Facts
+	plan     *Plan
+	binds    []Mount // bind mounts of grants, sorted before use
+	restrict []Mount // noexec binds over folders the grants' binds expose
+	errs     []string
 }
 
 func (b *builder) warn(format string, args ...any) {
@@ -155,6 +163,14 @@ func (b *builder) rule(p string, access uint64, from string) {
 	b.plan.Landlock.Rules = append(b.plan.Landlock.Rules, PathRule{Path: real, Access: access, Rights: rightsString(access), From: from})
 }
 
+// restrictExec binds the folder p onto itself read-only and noexec, on
+// top of the binds of the grants (a grant below p is bound again above it).
+func (b *builder) restrictExec(p, why string) {
+	if info := b.facts.file(p); info.Exists && info.Dir {
+		b.restrict = append(b.restrict, Mount{Kind: MountBind, Source: info.Real, Target: info.Real, ReadOnly: true, NoExec: true, Dir: true, Why: why})
+	}
+}
+
 // bind adds a bind mount of p (by its real path) to the new root; a
 // symlinked p is recreated as a symlink to the real path.
 func (b *builder) bind(p string, readOnly, noExec bool, why string) {
@@ -186,6 +202,9 @@ func (b *builder) baseline() {
 			if root == "/usr" {
 				roots = libraryRoots
 				b.bind(root, true, false, policyengine.SystemSource+" (Landlock: only library folders and allowed programs)")
+				for _, d := range dataRoots {
+					b.restrictExec(d, "data, not code: noexec, so the dynamic loader cannot map a program from it")
+				}
 			}
 			if info := b.facts.file(root); info.Exists && info.Real != root {
 				// /bin -> usr/bin stays, so #!/bin/sh finds an allowed sh.
@@ -204,7 +223,9 @@ func (b *builder) baseline() {
 				b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountCopy, Source: r, Target: r, Why: policyengine.SystemSource})
 				continue
 			}
-			b.bind(r, true, false, policyengine.SystemSource)
+			// With an exec allowlist only the folders the program index
+			// covers may hold code to map.
+			b.bind(r, true, restricted && !slices.Contains(mappableRoots(), r), policyengine.SystemSource)
 		}
 	}
 	// The private /tmp is the sandbox's own.
@@ -344,8 +365,60 @@ func (b *builder) execTargets() {
 			}
 		}
 	}
-	b.warn("exec allowlist: Landlock leaves programs outside it neither executable nor readable (outside the library folders); ELF programs inside readable library folders (such as /usr/lib) can still be started through the dynamic loader, but only with the allowed programs' Landlock, seccomp and namespace limits")
 	sort.Slice(b.plan.Exec.Allowed, func(i, j int) bool { return b.plan.Exec.Allowed[i].Path < b.plan.Exec.Allowed[j].Path })
+}
+
+// mappableRoots are the system folders that, with an exec allowlist, the
+// sandbox can read and map code from: the code roots inside /usr and the
+// baseline folders outside /usr and /etc (/lib and /lib64 where they are
+// not symlinks into /usr). Granted folders, data roots and /etc's folders
+// are bound noexec.
+func mappableRoots() []string {
+	roots := slices.Clone(codeRoots)
+	for _, glob := range policyengine.SystemRead {
+		root, ok := strings.CutSuffix(glob, "/**")
+		if !ok || slices.Contains(programRoots, root) || isUnder(root, "/etc") || hiddenUnder(root) != "" || slices.ContainsFunc(hiddenRoots, func(h string) bool { return isUnder(root, h) }) {
+			continue
+		}
+		roots = append(roots, root)
+	}
+	return roots
+}
+
+// programFolders binds noexec every folder the sandbox could map code
+// from that holds programs, so the allowed dynamic loader cannot run them
+// (ld.so PROGRAM opens PROGRAM for reading and maps it; Landlock does not
+// check mmap). Folders an allowed program loads libraries from (its RPATH)
+// stay as they are; an allowed program inside a noexec folder is bound
+// again on its own.
+func (b *builder) programFolders() {
+	idx := b.facts.ProgramIndex
+	if !b.plan.Exec.Restricted || idx == nil {
+		return
+	}
+	keep := map[string]string{}
+	for _, e := range b.perms.Exec {
+		for _, d := range b.facts.Programs[e.Value].LibraryDirs {
+			keep[d] = e.Value
+		}
+	}
+	var noexec, kept []string
+	for _, f := range idx.Folders {
+		if by, ok := keep[f]; ok {
+			kept = append(kept, f+" (for "+by+")")
+			continue
+		}
+		if len(noexec) > 0 && isUnder(f, noexec[len(noexec)-1]) {
+			continue // sorted: a noexec parent covers it
+		}
+		noexec = append(noexec, f)
+		// The index lists real folder paths.
+		b.restrict = append(b.restrict, Mount{Kind: MountBind, Source: f, Target: f, ReadOnly: true, NoExec: true, Dir: true,
+			Why: "holds programs outside the exec allowlist: noexec, so the dynamic loader cannot map them"})
+	}
+	if len(kept) > 0 {
+		b.warn("exec allowlist: these folders hold other programs but stay mappable, because allowed programs load libraries from them (RPATH), so those programs can be started through the dynamic loader: %s", strings.Join(kept, ", "))
+	}
 }
 
 // protected keeps paths that run code later read-only inside writable
@@ -450,8 +523,27 @@ func (b *builder) finishMounts() {
 			private = append(private, m)
 		}
 	}
+	// Folders bound noexec on top of the grants, then whatever was bound
+	// below them again on top (an allowed program, a granted folder):
+	// one sorted pass, since each bind covers only what was bound before.
+	restrict := b.restrict
+	sort.SliceStable(restrict, func(i, j int) bool { return restrict[i].Target < restrict[j].Target })
+	var above []Mount
+	for _, m := range binds {
+		if m.ReadOnly && m.NoExec {
+			continue // nothing for a restriction to take away
+		}
+		for _, r := range restrict {
+			if m.Target != r.Target && isUnder(m.Target, r.Target) {
+				above = append(above, m)
+				break
+			}
+		}
+	}
+	layered := append(restrict, above...)
+	sort.SliceStable(layered, func(i, j int) bool { return layered[i].Target < layered[j].Target })
 	// Copies go first: a grant that binds /etc itself then covers them.
-	b.plan.Mounts = append(append(append(append(append(copies, private...), kept...), links...), protected...), dirs...)
+	b.plan.Mounts = append(append(append(append(append(append(copies, private...), kept...), layered...), links...), protected...), dirs...)
 }
 
 // env keeps the variables the env rules allow and sets the sandbox's own.

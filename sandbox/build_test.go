@@ -283,3 +283,74 @@ func TestPlanPinsGitDir(t *testing.T) {
 		t.Errorf(".git pinned at %d, hooks at %d", git, hooks)
 	}
 }
+
+// TestPlanProgramFolders: with an exec allowlist every folder the program
+// index lists is bound noexec (after /usr, so the bind lands on top), an
+// allowed program inside one is bound again on its own, a folder an
+// allowed program loads libraries from stays mappable, and the data roots
+// and /etc's folders are noexec.
+func TestPlanProgramFolders(t *testing.T) {
+	perms := policyengine.Permissions{
+		Write: entries("/ws/**"), Exec: entries("sh", "java"), Declared: []string{"t"}, ExecDeclared: []string{"t"},
+	}
+	facts := fakeFacts([]string{"/ws"}, nil, "sh")
+	java := "/usr/lib/jvm/17/bin/java"
+	facts.Programs["java"] = Program{Path: "/usr/bin/java", Real: java, Interpreters: []string{"/usr/lib/ld.so"},
+		Links: map[string]string{"/usr/bin/java": java}, LibraryDirs: []string{"/usr/lib/jvm/17/lib"}}
+	facts.Files[java] = FileInfo{Exists: true, Real: java}
+	facts.ProgramIndex = &ProgramIndex{Source: "test", Folders: []string{
+		"/usr/lib/git-core", "/usr/lib/jvm/17/bin", "/usr/lib/jvm/17/lib", "/usr/lib/systemd", "/usr/lib/systemd/generators",
+	}}
+	plan, err := BuildPlan(perms, Spec{Argv: []string{"sh"}, WorkDir: "/ws"}, facts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	index := func(target string, noexec bool) int {
+		for i, m := range plan.Mounts {
+			if m.Kind == MountBind && m.Target == target && m.NoExec == noexec {
+				return i
+			}
+		}
+		return -1
+	}
+	usr := index("/usr", false)
+	if usr < 0 {
+		t.Fatalf("no /usr bind: %+v", plan.Mounts)
+	}
+	for _, f := range []string{"/usr/lib/git-core", "/usr/lib/jvm/17/bin", "/usr/lib/systemd", "/usr/share"} {
+		if i := index(f, true); i < usr {
+			t.Errorf("%s: want a noexec bind after /usr (at %d), got %d", f, usr, i)
+		}
+	}
+	if index("/etc/ssl", true) < 0 {
+		t.Error("/etc/ssl is not bound noexec")
+	}
+	if i := index("/usr/lib/systemd/generators", true); i >= 0 {
+		t.Error("a folder inside a noexec folder got its own bind")
+	}
+	if i := index("/usr/lib/jvm/17/lib", true); i >= 0 {
+		t.Error("the folder java loads its libraries from is noexec")
+	}
+	if i, bin := index(java, false), index("/usr/lib/jvm/17/bin", true); i < bin {
+		t.Errorf("the allowed %s is not bound again after its noexec folder (%d, %d)", java, i, bin)
+	}
+	warned := false
+	for _, w := range plan.Warnings {
+		warned = warned || strings.Contains(w, "/usr/lib/jvm/17/lib (for java)")
+	}
+	if !warned {
+		t.Errorf("no warning names the folder left mappable for java: %q", plan.Warnings)
+	}
+
+	// Without an exec allowlist nothing of this applies.
+	perms.Exec, perms.ExecDeclared = nil, nil
+	plan, err = BuildPlan(perms, Spec{Argv: []string{"sh"}, WorkDir: "/ws"}, facts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range plan.Mounts {
+		if m.NoExec && m.Kind == MountBind {
+			t.Errorf("default sandbox: %s is noexec", m.Target)
+		}
+	}
+}

@@ -19,8 +19,20 @@ type Facts struct {
 	Matches map[string][]string `json:"matches,omitempty"`
 	// Submodules are the .git/modules/NAME folders inside writable roots.
 	Submodules []string `json:"submodules,omitempty"`
+	// ProgramIndex, with an exec allowlist, lists the folders the
+	// sandbox could map code from that hold programs.
+	ProgramIndex *ProgramIndex `json:"program_index,omitempty"`
 
 	resolver *resolver // Linux: cached symlink resolution while probing
+}
+
+// ProgramIndex is the answer and where it came from.
+type ProgramIndex struct {
+	Folders []string `json:"folders"`
+	// Source is the index file used, or "walked" when it was built now
+	// (and saved to Saved, if anywhere).
+	Source string `json:"source"`
+	Saved  string `json:"saved,omitempty"`
 }
 
 // FileInfo describes one path.
@@ -41,7 +53,10 @@ type Program struct {
 	// Links are the symlinks from Path to Real, so the sandbox can
 	// recreate them.
 	Links map[string]string `json:"links,omitempty"`
-	Err   string            `json:"error,omitempty"`
+	// LibraryDirs are the real folders the program and its interpreters
+	// name in their RPATH or RUNPATH.
+	LibraryDirs []string `json:"library_dirs,omitempty"`
+	Err         string   `json:"error,omitempty"`
 }
 
 // file returns the facts for p (the zero FileInfo when unknown).

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -58,7 +59,55 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 	if len(spec.Argv) > 0 {
 		f.program(spec.Argv[0])
 	}
+	if p.ExecRestricted() {
+		f.programIndex(p, spec)
+	}
 	return f
+}
+
+// writableBases are the work dir and the bases of the write grants.
+func writableBases(p policyengine.Permissions, spec Spec) []string {
+	writable := []string{spec.WorkDir}
+	for _, w := range p.Write {
+		if g, err := policyengine.CompileGlob(w.Value); err == nil {
+			writable = append(writable, g.Base())
+		}
+	}
+	return writable
+}
+
+// HostProgramIndex is the program index an exec with p and spec would
+// use, built now if it has to be (corral doctor shows it).
+func HostProgramIndex(p policyengine.Permissions, spec Spec) ProgramIndex {
+	f := &Facts{resolver: newResolver(), Files: map[string]FileInfo{}}
+	return f.loadProgramIndex(p, spec)
+}
+
+func (f *Facts) loadProgramIndex(p policyengine.Permissions, spec Spec) ProgramIndex {
+	var roots []string
+	for _, r := range mappableRoots() {
+		if info := f.stat(r); info.Exists && info.Dir && !slices.Contains(roots, info.Real) {
+			roots = append(roots, info.Real)
+		}
+	}
+	return LoadProgramIndex(roots, writableBases(p, spec))
+}
+
+// programIndex finds the folders, among those the sandbox can map code
+// from, that hold programs, and the folders the allowed programs load
+// libraries from.
+func (f *Facts) programIndex(p policyengine.Permissions, spec Spec) {
+	idx := f.loadProgramIndex(p, spec)
+	f.ProgramIndex = &idx
+	for name, prog := range f.Programs {
+		if prog.Err != "" {
+			continue
+		}
+		for _, t := range append([]string{prog.Real}, prog.Interpreters...) {
+			prog.LibraryDirs = append(prog.LibraryDirs, f.libraryDirs(t)...)
+		}
+		f.Programs[name] = prog
+	}
 }
 
 func (f *Facts) probeKernel() {
@@ -238,23 +287,123 @@ func (f *Facts) interpreters(p string, links map[string]string, depth int) []str
 	return nil
 }
 
-// elfInterpreter returns the PT_INTERP path of a 64-bit little-endian ELF
-// file, reading only the program headers (debug/elf would parse every
-// section and costs tens of microseconds per program).
-func elfInterpreter(f *os.File, head []byte) string {
+// libraryDirs returns the real folders holding libraries that an ELF
+// program names in its RPATH or RUNPATH, with $ORIGIN expanded: the
+// dynamic loader maps libraries from them, so they must stay mappable.
+func (f *Facts) libraryDirs(p string) []string {
+	fh, err := os.Open(p)
+	if err != nil {
+		return nil
+	}
+	defer fh.Close()
+	head := make([]byte, 64)
+	if n, _ := fh.Read(head); n < 64 {
+		return nil
+	}
+	var dirs []string
+	for _, list := range elfRunPaths(fh, head) {
+		for _, d := range strings.Split(list, ":") {
+			d = strings.ReplaceAll(strings.ReplaceAll(d, "${ORIGIN}", "$ORIGIN"), "$ORIGIN", path.Dir(p))
+			if !path.IsAbs(d) {
+				continue
+			}
+			if info := f.stat(path.Clean(d)); info.Exists && info.Dir && !slices.Contains(dirs, info.Real) && holdsLibraries(info.Real) {
+				dirs = append(dirs, info.Real)
+			}
+		}
+	}
+	return dirs
+}
+
+// holdsLibraries says whether dir holds a shared library (*.so, *.so.N):
+// an RPATH entry without one (java's $ORIGIN, its bin) can stay noexec.
+func holdsLibraries(dir string) bool {
+	fh, err := os.Open(dir)
+	if err != nil {
+		return false
+	}
+	defer fh.Close()
+	names, _ := fh.Readdirnames(-1)
+	return slices.ContainsFunc(names, isLibraryName)
+}
+
+// elfPhdrs reads the program headers of a 64-bit little-endian ELF file.
+func elfPhdrs(f *os.File, head []byte) (phdrs []byte, entsize int64) {
 	if len(head) < 64 || string(head[:4]) != "\x7fELF" || head[4] != 2 || head[5] != 1 {
-		return ""
+		return nil, 0
 	}
 	le := binary.LittleEndian
 	phoff, phentsize, phnum := int64(le.Uint64(head[32:])), int64(le.Uint16(head[54:])), int64(le.Uint16(head[56:]))
 	if phentsize < 56 || phnum == 0 || phnum > 128 {
-		return ""
+		return nil, 0
 	}
-	phdrs := make([]byte, phentsize*phnum)
+	phdrs = make([]byte, phentsize*phnum)
 	if _, err := f.ReadAt(phdrs, phoff); err != nil {
-		return ""
+		return nil, 0
 	}
-	for i := int64(0); i < phnum; i++ {
+	return phdrs, phentsize
+}
+
+// elfRunPaths returns the DT_RPATH and DT_RUNPATH strings of an ELF file.
+func elfRunPaths(f *os.File, head []byte) []string {
+	phdrs, entsize := elfPhdrs(f, head)
+	le := binary.LittleEndian
+	var dynOff, dynSize int64
+	type load struct{ off, vaddr, size uint64 }
+	var loads []load
+	for i := int64(0); i*entsize < int64(len(phdrs)); i++ {
+		ph := phdrs[i*entsize:]
+		switch le.Uint32(ph[0:]) {
+		case 1: // PT_LOAD
+			loads = append(loads, load{le.Uint64(ph[8:]), le.Uint64(ph[16:]), le.Uint64(ph[32:])})
+		case 2: // PT_DYNAMIC
+			dynOff, dynSize = int64(le.Uint64(ph[8:])), int64(le.Uint64(ph[32:]))
+		}
+	}
+	if dynSize <= 0 || dynSize > 1<<20 {
+		return nil
+	}
+	dyn := make([]byte, dynSize)
+	if _, err := f.ReadAt(dyn, dynOff); err != nil {
+		return nil
+	}
+	var strtab uint64
+	var offsets []uint64
+	for i := 0; i+16 <= len(dyn); i += 16 {
+		tag, val := le.Uint64(dyn[i:]), le.Uint64(dyn[i+8:])
+		switch tag {
+		case 0: // DT_NULL
+			i = len(dyn)
+		case 5: // DT_STRTAB
+			strtab = val
+		case 15, 29: // DT_RPATH, DT_RUNPATH
+			offsets = append(offsets, val)
+		}
+	}
+	var out []string
+	for _, l := range loads {
+		if strtab < l.vaddr || strtab >= l.vaddr+l.size {
+			continue
+		}
+		for _, o := range offsets {
+			buf := make([]byte, 4096)
+			n, _ := f.ReadAt(buf, int64(strtab-l.vaddr+l.off+o))
+			if s, _, ok := strings.Cut(string(buf[:n]), "\x00"); ok {
+				out = append(out, s)
+			}
+		}
+		break
+	}
+	return out
+}
+
+// elfInterpreter returns the PT_INTERP path of a 64-bit little-endian ELF
+// file, reading only the program headers (debug/elf would parse every
+// section and costs tens of microseconds per program).
+func elfInterpreter(f *os.File, head []byte) string {
+	phdrs, phentsize := elfPhdrs(f, head)
+	le := binary.LittleEndian
+	for i := int64(0); i*phentsize < int64(len(phdrs)); i++ {
 		ph := phdrs[i*phentsize:]
 		if le.Uint32(ph[0:]) != 3 { // PT_INTERP
 			continue

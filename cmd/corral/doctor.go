@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	"corral/sandbox"
 )
@@ -35,16 +36,28 @@ var doctorCommand = command{
 				cg.Remove()
 			}
 			plan.Protections = append(plan.Protections, corral.LimitsProtection(limits, cg, cgErr))
+			start := time.Now()
+			idx := sandbox.HostProgramIndex(l.Perms, spec)
+			took := time.Since(start)
 			if *asJSON {
 				enc := json.NewEncoder(os.Stdout)
 				enc.SetIndent("", "  ")
-				return enc.Encode(map[string]any{"facts": kernelFacts(facts), "protections": plan.Protections})
+				return enc.Encode(map[string]any{"facts": kernelFacts(facts), "protections": plan.Protections, "program_index": idx})
 			}
 			fmt.Printf("host: uid %d, Landlock ABI %d, seccomp %v\n", facts.Uid, facts.LandlockABI, facts.Seccomp)
 			if facts.UserNSErr != "" {
 				fmt.Printf("user namespaces: refused: %s\n", facts.UserNSErr)
 			} else {
 				fmt.Printf("user namespaces: allowed\n")
+			}
+			fmt.Printf("program index (exec allowlists bind these noexec): %d folders holding programs, ", len(idx.Folders))
+			switch {
+			case idx.Source != "walked":
+				fmt.Printf("read from %s\n", idx.Source)
+			case idx.Saved != "":
+				fmt.Printf("walked in %d ms, saved to %s\n", took.Milliseconds(), idx.Saved)
+			default:
+				fmt.Printf("walked in %d ms, not saved (no index file this user may write): every exec with an exec allowlist walks again\n", took.Milliseconds())
 			}
 			fmt.Printf("\nwhat exec would enforce:\n")
 			refuse := false

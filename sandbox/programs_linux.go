@@ -1,0 +1,356 @@
+package sandbox
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The program index answers one question for the exec allowlist: which
+// folders that the sandbox can read, and map code from, hold ELF
+// programs? Landlock checks execve but not mmap(PROT_EXEC), so any ELF
+// program the sandbox can read runs through the allowed dynamic loader
+// (ld.so /usr/lib/git-core/git). The plan binds each such folder noexec,
+// and the kernel then refuses to map code from it.
+//
+// Walking the system's library folders reads about 150,000 files (half a
+// second with a warm cache, tens of seconds cold), so the answer is kept
+// in a file and walked again when its stamps change (the package
+// databases, the roots and the folders directly inside them: about 500
+// stats) or after an hour.
+
+const programIndexVersion = "corral program index v1"
+
+// packageStamps change whenever a package manager installs or removes
+// anything.
+var packageStamps = []string{
+	"/var/lib/dpkg/status", "/var/lib/rpm", "/usr/lib/sysimage/rpm",
+	"/lib/apk/db/installed", "/var/lib/pacman/local",
+}
+
+// programIndexFiles are the index files corral reads, in order: the one
+// root keeps for everybody, then the user's own.
+func programIndexFiles() []string {
+	files := []string{"/var/cache/corral/programs"}
+	if os.Getuid() == 0 {
+		return files
+	}
+	dir := os.Getenv("XDG_CACHE_HOME")
+	if dir == "" || !filepath.IsAbs(dir) {
+		home, err := os.UserHomeDir()
+		if err != nil || !filepath.IsAbs(home) {
+			return files
+		}
+		dir = filepath.Join(home, ".cache")
+	}
+	return append(files, filepath.Join(dir, "corral", "programs"))
+}
+
+// programIndexMaxAge bounds how long an index is trusted without a
+// walk, for programs copied by hand into folders the stamps don't cover.
+const programIndexMaxAge = time.Hour
+
+// LoadProgramIndex returns the program folders under roots (real paths of
+// folders). An index file inside one of the writable roots is neither
+// read nor written: the sandbox could have emptied it.
+func LoadProgramIndex(roots, writable []string) ProgramIndex {
+	return loadProgramIndex(roots, writable, programIndexFiles(), time.Now())
+}
+
+func loadProgramIndex(roots, writable, files []string, now time.Time) ProgramIndex {
+	var usable []string
+	for _, file := range files {
+		if slices.ContainsFunc(writable, func(w string) bool { return w != "" && isUnder(file, w) }) {
+			continue
+		}
+		usable = append(usable, file)
+		if folders, ok := readProgramIndex(file, roots, now); ok {
+			return ProgramIndex{Folders: folders, Source: file}
+		}
+	}
+	// One walker at a time per index file: runs started together wait
+	// for the first one's walk and then read its index.
+	save := ""
+	for i := len(usable) - 1; i >= 0 && save == ""; i-- {
+		if unlock, err := lockIndex(usable[i]); err == nil {
+			defer unlock()
+			save = usable[i]
+			if folders, ok := readProgramIndex(save, roots, now); ok {
+				return ProgramIndex{Folders: folders, Source: save}
+			}
+		}
+	}
+	// The stamps are taken before the walk: a change during it makes the
+	// next run walk again.
+	stamps := takeStamps(roots)
+	idx := ProgramIndex{Folders: walkPrograms(roots), Source: "walked"}
+	if save != "" && writeProgramIndex(save, roots, now, stamps, idx.Folders) == nil {
+		idx.Saved = save
+	}
+	return idx
+}
+
+// lockIndex takes the lock beside an index file, making its folder.
+func lockIndex(file string) (unlock func(), err error) {
+	dir := filepath.Dir(file)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if !trustedFile(dir, true) {
+		return nil, fmt.Errorf("%s is writable by others", dir)
+	}
+	fd, err := unix.Open(file+".lock", unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(fd, unix.LOCK_EX); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return func() { unix.Close(fd) }, nil
+}
+
+// stamp is a path and its modification time ("-" when it is missing).
+type stamp struct{ path, mtime string }
+
+// takeStamps records what changes when programs are installed: the
+// package databases, each root and each folder directly in it (a new
+// folder anywhere below a root changes the time of one of them).
+func takeStamps(roots []string) []stamp {
+	paths := slices.Clone(packageStamps)
+	for _, r := range roots {
+		paths = append(paths, r)
+		f, err := os.Open(r)
+		if err != nil {
+			continue
+		}
+		entries, _ := f.ReadDir(-1)
+		f.Close()
+		for _, e := range entries {
+			if e.IsDir() {
+				paths = append(paths, filepath.Join(r, e.Name()))
+			}
+		}
+	}
+	stamps := make([]stamp, len(paths))
+	for i, p := range paths {
+		stamps[i] = stamp{p, mtime(p)}
+	}
+	return stamps
+}
+
+func mtime(p string) string {
+	var st unix.Stat_t
+	if unix.Lstat(p, &st) != nil {
+		return "-"
+	}
+	return fmt.Sprintf("%d.%09d", st.Mtim.Sec, st.Mtim.Nsec)
+}
+
+// stampsHold checks the stamps, in two halves at once.
+func stampsHold(stamps []stamp) bool {
+	half := len(stamps) / 2
+	other := make(chan bool, 1)
+	go func() { other <- stampsHoldSerial(stamps[half:]) }()
+	return stampsHoldSerial(stamps[:half]) && <-other
+}
+
+func stampsHoldSerial(stamps []stamp) bool {
+	for _, s := range stamps {
+		if mtime(s.path) != s.mtime {
+			return false
+		}
+	}
+	return true
+}
+
+// readProgramIndex reads file if it is trustworthy (a regular file owned
+// by root or the caller, writable by nobody else, in such a folder), was
+// built for roots less than programIndexMaxAge ago, and its stamps hold.
+func readProgramIndex(file string, roots []string, now time.Time) ([]string, bool) {
+	if !trustedFile(filepath.Dir(file), true) || !trustedFile(file, false) {
+		return nil, false
+	}
+	data, err := readNoFollow(file, 4<<20)
+	if err != nil {
+		return nil, false
+	}
+	lines := strings.Split(string(data), "\n")
+	if len(lines) < 4 || lines[0] != programIndexVersion || lines[1] != "roots "+strings.Join(roots, ":") {
+		return nil, false
+	}
+	built, err := strconv.ParseInt(strings.TrimPrefix(lines[2], "built "), 10, 64)
+	if age := now.Sub(time.Unix(built, 0)); err != nil || age < 0 || age > programIndexMaxAge {
+		return nil, false
+	}
+	var stamps []stamp
+	var folders []string
+	for _, line := range lines[3:] {
+		kind, rest, _ := strings.Cut(line, " ")
+		switch kind {
+		case "stamp":
+			p, m, ok := strings.Cut(rest, " ")
+			if !ok {
+				return nil, false
+			}
+			stamps = append(stamps, stamp{p, m})
+		case "folder":
+			folders = append(folders, rest)
+		case "end":
+			return folders, stampsHold(stamps)
+		default:
+			return nil, false
+		}
+	}
+	return nil, false // cut short
+}
+
+func readNoFollow(file string, limit int64) ([]byte, error) {
+	fh, err := os.OpenFile(file, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	return io.ReadAll(io.LimitReader(fh, limit))
+}
+
+func trustedFile(p string, dir bool) bool {
+	var st unix.Stat_t
+	if unix.Lstat(p, &st) != nil {
+		return false
+	}
+	kind := uint32(unix.S_IFREG)
+	if dir {
+		kind = unix.S_IFDIR
+	}
+	uid := uint32(os.Getuid())
+	return st.Mode&unix.S_IFMT == kind && (st.Uid == 0 || st.Uid == uid) && st.Mode&0o022 == 0
+}
+
+// writeProgramIndex saves the index atomically, readable by everybody
+// (it lists folders every user can list).
+func writeProgramIndex(file string, roots []string, now time.Time, stamps []stamp, folders []string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(file), ".programs-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	w := bufio.NewWriter(tmp)
+	fmt.Fprintf(w, "%s\nroots %s\nbuilt %d\n", programIndexVersion, strings.Join(roots, ":"), now.Unix())
+	for _, s := range stamps {
+		fmt.Fprintf(w, "stamp %s %s\n", s.path, s.mtime)
+	}
+	for _, f := range folders {
+		fmt.Fprintf(w, "folder %s\n", f)
+	}
+	fmt.Fprintln(w, "end")
+	if err := w.Flush(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), file)
+}
+
+// walkPrograms returns, sorted, the folders under roots that directly
+// hold an ELF program: a regular file with an execute bit whose ELF type
+// is executable or shared object, other than a library (*.so, *.so.N;
+// libc.so.6 can be run too, but every program needs it). Symlinks are not
+// followed: what they point to is not under the root's Landlock rule.
+func walkPrograms(roots []string) []string {
+	var (
+		mu      sync.Mutex
+		folders []string
+		wg      sync.WaitGroup
+		sem     = make(chan struct{}, 2*runtime.GOMAXPROCS(0))
+	)
+	var walk func(dir string)
+	walk = func(dir string) {
+		defer wg.Done()
+		sem <- struct{}{}
+		subdirs, programs := scanFolder(dir)
+		<-sem
+		if programs {
+			mu.Lock()
+			folders = append(folders, dir)
+			mu.Unlock()
+		}
+		for _, d := range subdirs {
+			wg.Add(1)
+			go walk(d)
+		}
+	}
+	for _, r := range roots {
+		wg.Add(1)
+		go walk(r)
+	}
+	wg.Wait()
+	slices.Sort(folders)
+	return slices.Compact(folders)
+}
+
+// scanFolder lists dir's subfolders and says whether dir holds a program.
+func scanFolder(dir string) (subdirs []string, programs bool) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, false
+	}
+	f := os.NewFile(uintptr(fd), dir)
+	defer f.Close()
+	entries, _ := f.ReadDir(-1)
+	for _, e := range entries {
+		switch {
+		case e.IsDir():
+			subdirs = append(subdirs, filepath.Join(dir, e.Name()))
+		case programs || !e.Type().IsRegular() || isLibraryName(e.Name()):
+		default:
+			var st unix.Stat_t
+			if unix.Fstatat(fd, e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&0o111 != 0 && isELFProgram(fd, e.Name()) {
+				programs = true
+			}
+		}
+	}
+	return subdirs, programs
+}
+
+func isLibraryName(name string) bool {
+	_, after, found := strings.Cut(name, ".so")
+	return found && (after == "" || after[0] == '.')
+}
+
+// isELFProgram reads the ELF header of dirfd/name: type ET_EXEC or ET_DYN.
+func isELFProgram(dirfd int, name string) bool {
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var head [18]byte
+	if n, _ := unix.Pread(fd, head[:], 0); n < len(head) || string(head[:4]) != "\x7fELF" {
+		return false
+	}
+	var typ uint16
+	if head[5] == 2 {
+		typ = binary.BigEndian.Uint16(head[16:])
+	} else {
+		typ = binary.LittleEndian.Uint16(head[16:])
+	}
+	return typ == 2 || typ == 3 // ET_EXEC, ET_DYN
+}
