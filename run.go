@@ -218,6 +218,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 			return abort(deny("exec", line, d))
 		}
 	}
+	trace("preflight")
 	created, err := createWriteRoots(sk)
 	r.Created = created
 	if err != nil {
@@ -228,7 +229,10 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		env = os.Environ()
 	}
 	sspec := sandbox.Spec{Argv: spec.Argv, WorkDir: sk.Vars.WorkDir, Env: env, BestEffort: spec.BestEffort}
-	plan, err := sandbox.BuildPlan(sk.Perms, sspec, sandbox.Probe(sk.Perms, sspec))
+	facts := sandbox.Probe(sk.Perms, sspec)
+	trace("probed")
+	plan, err := sandbox.BuildPlan(sk.Perms, sspec, facts)
+	trace("built")
 	var notFound *sandbox.NotFoundError
 	switch {
 	case errors.As(err, &notFound):
@@ -238,6 +242,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	}
 	plan.Limits = limits
 	cgr := <-cgDone
+	trace("cgroupready")
 	defer func() {
 		t := time.Now()
 		removeCgroup(cgr, warn)
