@@ -90,6 +90,7 @@ func BuildPlan(p policyengine.Permissions, spec Spec, facts *Facts) (*Plan, erro
 	b.grants()
 	b.execTargets()
 	b.programFolders()
+	b.grantsAboveCode()
 	b.protected()
 	b.devices()
 	b.env()
@@ -277,6 +278,12 @@ func (b *builder) grants() {
 				if !b.safeGrant(e.Value, r) {
 					continue
 				}
+				if w.write {
+					if i := slices.IndexFunc(b.facts.IndexDirs, func(d string) bool { return isUnder(d, b.facts.file(r).Real) }); i >= 0 {
+						b.errs = append(b.errs, fmt.Sprintf("%s covers %s, where corral keeps its program index: a sandbox that could write there could hide programs from the exec allowlist of later runs", e.Value, b.facts.IndexDirs[i]))
+						continue
+					}
+				}
 				b.rule(r, w.access, from)
 				b.bind(r, !w.write, restricted, from)
 			}
@@ -385,38 +392,117 @@ func mappableRoots() []string {
 	return roots
 }
 
+// aboveCode returns the folders from base down to the code roots below it
+// (base itself included), when base is a strict ancestor of one: a grant
+// of base makes everything in them readable.
+func aboveCode(base string) []string {
+	if base == "" {
+		return nil
+	}
+	var out []string
+	for _, r := range mappableRoots() {
+		if r == base || !isUnder(r, base) {
+			continue
+		}
+		for d := path.Dir(r); isUnder(d, base); d = path.Dir(d) {
+			if !slices.Contains(out, d) {
+				out = append(out, d)
+			}
+			if d == base {
+				break
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// grantsAboveCode binds noexec what a grant covering a code root (a read
+// grant of /usr/**) makes readable besides the code roots: /usr/bin,
+// /usr/sbin, /usr/local/bin... The grant's own bind stays exec, as the
+// code roots need.
+func (b *builder) grantsAboveCode() {
+	if !b.plan.Exec.Restricted {
+		return
+	}
+	for _, list := range [][]policyengine.Entry{b.perms.Read, b.perms.Write} {
+		for _, e := range list {
+			g, err := policyengine.CompileGlob(e.Value)
+			if err != nil {
+				continue
+			}
+			for _, dir := range aboveCode(b.facts.file(g.Base()).Real) {
+				for _, name := range b.facts.Listings[dir] {
+					child := path.Join(dir, name)
+					if slices.ContainsFunc(mappableRoots(), func(r string) bool { return isUnder(r, child) }) {
+						continue // a code root or on the way to one
+					}
+					b.restrictExec(child, "readable through "+e.Value+", which covers a code root: noexec, so the dynamic loader cannot map a program from it")
+				}
+			}
+		}
+	}
+}
+
 // programFolders binds noexec every folder the sandbox could map code
 // from that holds programs, so the allowed dynamic loader cannot run them
 // (ld.so PROGRAM opens PROGRAM for reading and maps it; Landlock does not
-// check mmap). Folders an allowed program loads libraries from (its RPATH)
-// stay as they are; an allowed program inside a noexec folder is bound
-// again on its own.
+// check mmap). A noexec bind covers the folder's whole tree, so what below
+// it must stay mappable is bound again on top, executable: folders of
+// libraries (plugins), and the folders an allowed program names in its
+// RPATH (those stay mappable even if they hold programs, and explain says
+// so). Allowed programs inside a noexec folder are bound again too (see
+// finishMounts).
 func (b *builder) programFolders() {
 	idx := b.facts.ProgramIndex
 	if !b.plan.Exec.Restricted || idx == nil {
 		return
 	}
-	keep := map[string]string{}
+	type layer struct {
+		path string
+		exec bool
+		why  string
+	}
+	var layers []layer
+	rpath := map[string]string{}
 	for _, e := range b.perms.Exec {
 		for _, d := range b.facts.Programs[e.Value].LibraryDirs {
-			keep[d] = e.Value
+			if slices.ContainsFunc(mappableRoots(), func(r string) bool { return isUnder(d, r) }) {
+				rpath[d] = e.Value
+			}
 		}
 	}
-	var noexec, kept []string
+	var kept []string
 	for _, f := range idx.Folders {
-		if by, ok := keep[f]; ok {
+		if by, ok := rpath[f]; ok {
 			kept = append(kept, f+" (for "+by+")")
 			continue
 		}
-		if len(noexec) > 0 && isUnder(f, noexec[len(noexec)-1]) {
-			continue // sorted: a noexec parent covers it
+		layers = append(layers, layer{f, false, "holds programs outside the exec allowlist: noexec, so the dynamic loader cannot map them"})
+	}
+	for _, f := range idx.Libraries {
+		layers = append(layers, layer{f, true, "holds libraries below a folder of programs: mappable"})
+	}
+	for d, by := range rpath {
+		layers = append(layers, layer{d, true, "in the RPATH of " + by + ": mappable"})
+	}
+	slices.SortStableFunc(layers, func(x, y layer) int { return strings.Compare(x.path, y.path) })
+	// Emit a layer only where it changes what its nearest emitted
+	// ancestor (or the exec /usr bind) allows.
+	var stack []layer
+	for _, l := range layers {
+		for len(stack) > 0 && !isUnder(l.path, stack[len(stack)-1].path) {
+			stack = stack[:len(stack)-1]
 		}
-		noexec = append(noexec, f)
-		// The index lists real folder paths.
-		b.restrict = append(b.restrict, Mount{Kind: MountBind, Source: f, Target: f, ReadOnly: true, NoExec: true, Dir: true,
-			Why: "holds programs outside the exec allowlist: noexec, so the dynamic loader cannot map them"})
+		parentExec := len(stack) == 0 || stack[len(stack)-1].exec
+		if l.exec == parentExec || len(stack) > 0 && stack[len(stack)-1].path == l.path {
+			continue
+		}
+		stack = append(stack, l)
+		b.restrict = append(b.restrict, Mount{Kind: MountBind, Source: l.path, Target: l.path, ReadOnly: true, NoExec: !l.exec, Dir: true, Why: l.why})
 	}
 	if len(kept) > 0 {
+		sort.Strings(kept)
 		b.warn("exec allowlist: these folders hold other programs but stay mappable, because allowed programs load libraries from them (RPATH), so those programs can be started through the dynamic loader: %s", strings.Join(kept, ", "))
 	}
 }
@@ -451,7 +537,9 @@ func (b *builder) protected() {
 		}
 		for _, p := range paths {
 			if info := b.facts.file(p); info.Exists && info.Real == p {
-				b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountBind, Source: p, Target: p, ReadOnly: true, Dir: info.Dir, Why: why})
+				// noexec with an exec allowlist: a bind without it would
+				// make what an earlier run wrote there executable.
+				b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountBind, Source: p, Target: p, ReadOnly: true, NoExec: b.plan.Exec.Restricted, Dir: info.Dir, Why: why})
 			}
 		}
 	}
@@ -494,6 +582,13 @@ func (b *builder) finishMounts() {
 			}
 			if isUnder(m.Target, k.Target) {
 				covered = (!k.ReadOnly || m.ReadOnly) && (!k.NoExec || m.NoExec)
+				// A noexec grant inside an exec bind (a grant in /usr
+				// with an exec allowlist) narrows it, except in the code
+				// roots, which the program index covers and which must
+				// stay mappable for libraries.
+				if m.NoExec && !k.NoExec && !slices.ContainsFunc(mappableRoots(), func(r string) bool { return isUnder(m.Target, r) }) {
+					covered = false
+				}
 				break
 			}
 		}
@@ -528,18 +623,21 @@ func (b *builder) finishMounts() {
 	// one sorted pass, since each bind covers only what was bound before.
 	restrict := b.restrict
 	sort.SliceStable(restrict, func(i, j int) bool { return restrict[i].Target < restrict[j].Target })
-	var above []Mount
+	under := func(m Mount) bool {
+		return slices.ContainsFunc(restrict, func(r Mount) bool { return m.Target != r.Target && isUnder(m.Target, r.Target) })
+	}
+	var above, below []Mount
 	for _, m := range binds {
-		if m.ReadOnly && m.NoExec {
-			continue // nothing for a restriction to take away
-		}
-		for _, r := range restrict {
-			if m.Target != r.Target && isUnder(m.Target, r.Target) {
-				above = append(above, m)
-				break
-			}
+		if under(m) && !(m.ReadOnly && m.NoExec) {
+			above = append(above, m) // bound again on top
 		}
 	}
+	for _, m := range kept {
+		if !under(m) {
+			below = append(below, m) // the rest is hidden by the restriction
+		}
+	}
+	kept = below
 	layered := append(restrict, above...)
 	sort.SliceStable(layered, func(i, j int) bool { return layered[i].Target < layered[j].Target })
 	// Copies go first: a grant that binds /etc itself then covers them.

@@ -300,7 +300,14 @@ func TestPlanProgramFolders(t *testing.T) {
 	facts.Files[java] = FileInfo{Exists: true, Real: java}
 	facts.ProgramIndex = &ProgramIndex{Source: "test", Folders: []string{
 		"/usr/lib/git-core", "/usr/lib/jvm/17/bin", "/usr/lib/jvm/17/lib", "/usr/lib/systemd", "/usr/lib/systemd/generators",
-	}}
+		"/usr/lib/xorg", "/usr/lib/xorg/modules/bin", "/usr/lib/app",
+	}, Libraries: []string{"/usr/lib/xorg/modules"}}
+	// An allowed program in a folder of programs, whose RPATH names a
+	// folder below it.
+	app := "/usr/lib/app/apptool"
+	facts.Programs["apptool"] = Program{Path: app, Real: app, Interpreters: []string{"/usr/lib/ld.so"}, LibraryDirs: []string{"/usr/lib/app/lib"}}
+	facts.Files[app] = FileInfo{Exists: true, Real: app}
+	perms.Exec = entries("sh", "java", "apptool")
 	plan, err := BuildPlan(perms, Spec{Argv: []string{"sh"}, WorkDir: "/ws"}, facts)
 	if err != nil {
 		t.Fatal(err)
@@ -333,6 +340,21 @@ func TestPlanProgramFolders(t *testing.T) {
 	}
 	if i, bin := index(java, false), index("/usr/lib/jvm/17/bin", true); i < bin {
 		t.Errorf("the allowed %s is not bound again after its noexec folder (%d, %d)", java, i, bin)
+	}
+	// Below a noexec folder: plugins and an RPATH folder mappable again,
+	// and a folder of programs below those noexec again.
+	for _, c := range []struct {
+		inner, outer         string
+		innerExec, outerExec bool
+	}{
+		{"/usr/lib/xorg/modules", "/usr/lib/xorg", true, false},
+		{"/usr/lib/xorg/modules/bin", "/usr/lib/xorg/modules", false, true},
+		{"/usr/lib/app/lib", "/usr/lib/app", true, false},
+		{app, "/usr/lib/app", true, false},
+	} {
+		if o, i := index(c.outer, !c.outerExec), index(c.inner, !c.innerExec); o < 0 || i < o {
+			t.Errorf("%s (exec %v) is not bound on top of %s (exec %v): %d, %d", c.inner, c.innerExec, c.outer, c.outerExec, i, o)
+		}
 	}
 	warned := false
 	for _, w := range plan.Warnings {

@@ -22,6 +22,12 @@ type Facts struct {
 	// ProgramIndex, with an exec allowlist, lists the folders the
 	// sandbox could map code from that hold programs.
 	ProgramIndex *ProgramIndex `json:"program_index,omitempty"`
+	// IndexDirs hold the program index files: no grant may write there.
+	IndexDirs []string `json:"index_dirs,omitempty"`
+	// Listings are the folders directly inside folders that a grant
+	// covers together with a code root (a grant of /usr/**), with an
+	// exec allowlist: all but the code roots' ancestors are bound noexec.
+	Listings map[string][]string `json:"listings,omitempty"`
 
 	resolver *resolver // Linux: cached symlink resolution while probing
 }
@@ -29,6 +35,9 @@ type Facts struct {
 // ProgramIndex is the answer and where it came from.
 type ProgramIndex struct {
 	Folders []string `json:"folders"`
+	// Libraries are the folders below a folder of Folders that hold
+	// shared libraries (and no programs): plugins, a JVM's lib/server.
+	Libraries []string `json:"libraries,omitempty"`
 	// Source is the index file used, or "walked" when it was built now
 	// (and saved to Saved, if anywhere).
 	Source string `json:"source"`

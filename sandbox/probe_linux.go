@@ -26,6 +26,9 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 		Uid:      os.Getuid(),
 	}
 	f.probeKernel()
+	for _, file := range programIndexFiles() {
+		f.IndexDirs = append(f.IndexDirs, path.Dir(file))
+	}
 	for _, glob := range policyengine.SystemRead {
 		f.stat(strings.TrimSuffix(glob, "/**"))
 	}
@@ -60,44 +63,66 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 		f.program(spec.Argv[0])
 	}
 	if p.ExecRestricted() {
-		f.programIndex(p, spec)
+		f.programIndex()
+		f.listAboveCode(p)
 	}
 	return f
 }
 
-// writableBases are the work dir and the bases of the write grants.
-func writableBases(p policyengine.Permissions, spec Spec) []string {
-	writable := []string{spec.WorkDir}
-	for _, w := range p.Write {
-		if g, err := policyengine.CompileGlob(w.Value); err == nil {
-			writable = append(writable, g.Base())
+// listAboveCode lists the folders from each grant that covers a code root
+// down to that root (for /usr/**: /usr and /usr/local).
+func (f *Facts) listAboveCode(p policyengine.Permissions) {
+	for _, list := range [][]policyengine.Entry{p.Read, p.Write} {
+		for _, e := range list {
+			g, err := policyengine.CompileGlob(e.Value)
+			if err != nil {
+				continue
+			}
+			for _, dir := range aboveCode(f.stat(g.Base()).Real) {
+				if _, ok := f.Listings[dir]; ok {
+					continue
+				}
+				fh, err := os.Open(dir)
+				if err != nil {
+					continue
+				}
+				names, _ := fh.Readdirnames(-1)
+				fh.Close()
+				slices.Sort(names)
+				for _, n := range names {
+					f.stat(path.Join(dir, n))
+				}
+				if f.Listings == nil {
+					f.Listings = map[string][]string{}
+				}
+				f.Listings[dir] = names
+			}
 		}
 	}
-	return writable
 }
 
-// HostProgramIndex is the program index an exec with p and spec would
-// use, built now if it has to be (corral doctor shows it).
-func HostProgramIndex(p policyengine.Permissions, spec Spec) ProgramIndex {
+// HostProgramIndex is the program index an exec with an exec allowlist
+// uses, built now if it has to be (corral doctor shows it).
+func HostProgramIndex() ProgramIndex {
 	f := &Facts{resolver: newResolver(), Files: map[string]FileInfo{}}
-	return f.loadProgramIndex(p, spec)
+	return f.loadProgramIndex()
 }
 
-func (f *Facts) loadProgramIndex(p policyengine.Permissions, spec Spec) ProgramIndex {
+func (f *Facts) loadProgramIndex() ProgramIndex {
 	var roots []string
 	for _, r := range mappableRoots() {
 		if info := f.stat(r); info.Exists && info.Dir && !slices.Contains(roots, info.Real) {
 			roots = append(roots, info.Real)
 		}
 	}
-	return LoadProgramIndex(roots, writableBases(p, spec))
+	return LoadProgramIndex(roots)
 }
 
 // programIndex finds the folders, among those the sandbox can map code
 // from, that hold programs, and the folders the allowed programs load
 // libraries from.
-func (f *Facts) programIndex(p policyengine.Permissions, spec Spec) {
-	idx := f.loadProgramIndex(p, spec)
+func (f *Facts) programIndex() {
+	idx := f.loadProgramIndex()
 	f.ProgramIndex = &idx
 	for name, prog := range f.Programs {
 		if prog.Err != "" {

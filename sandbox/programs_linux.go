@@ -27,8 +27,8 @@ import (
 // Walking the system's library folders reads about 150,000 files (half a
 // second with a warm cache, tens of seconds cold), so the answer is kept
 // in a file and walked again when its stamps change (the package
-// databases, the roots and the folders directly inside them: about 500
-// stats) or after an hour.
+// databases, the roots and the folders directly inside them, two levels
+// for /usr/local/lib: about 100 stats) or after an hour.
 
 const programIndexVersion = "corral program index v1"
 
@@ -40,21 +40,24 @@ var packageStamps = []string{
 }
 
 // programIndexFiles are the index files corral reads, in order: the one
-// root keeps for everybody, then the user's own.
+// root keeps for everybody, then the user's own in XDG_RUNTIME_DIR. Both
+// live under /run, which no sandbox can see or write (a grant reaching
+// into it is refused), so no sandboxed run can leave a forged index for a
+// later one; a file in a folder a skill may grant (~/.cache) could.
 func programIndexFiles() []string {
-	files := []string{"/var/cache/corral/programs"}
+	files := []string{"/run/corral/programs"}
 	if os.Getuid() == 0 {
 		return files
 	}
-	dir := os.Getenv("XDG_CACHE_HOME")
+	dir := os.Getenv("XDG_RUNTIME_DIR")
 	if dir == "" || !filepath.IsAbs(dir) {
-		home, err := os.UserHomeDir()
-		if err != nil || !filepath.IsAbs(home) {
-			return files
-		}
-		dir = filepath.Join(home, ".cache")
+		return files
 	}
-	return append(files, filepath.Join(dir, "corral", "programs"))
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil || hiddenUnder(real) == "" || !trustedFile(real, true) {
+		return files
+	}
+	return append(files, filepath.Join(real, "corral", "programs"))
 }
 
 // programIndexMaxAge bounds how long an index is trusted without a
@@ -62,21 +65,15 @@ func programIndexFiles() []string {
 const programIndexMaxAge = time.Hour
 
 // LoadProgramIndex returns the program folders under roots (real paths of
-// folders). An index file inside one of the writable roots is neither
-// read nor written: the sandbox could have emptied it.
-func LoadProgramIndex(roots, writable []string) ProgramIndex {
-	return loadProgramIndex(roots, writable, programIndexFiles(), time.Now())
+// folders).
+func LoadProgramIndex(roots []string) ProgramIndex {
+	return loadProgramIndex(roots, programIndexFiles(), time.Now())
 }
 
-func loadProgramIndex(roots, writable, files []string, now time.Time) ProgramIndex {
-	var usable []string
-	for _, file := range files {
-		if slices.ContainsFunc(writable, func(w string) bool { return w != "" && isUnder(file, w) }) {
-			continue
-		}
-		usable = append(usable, file)
-		if folders, ok := readProgramIndex(file, roots, now); ok {
-			return ProgramIndex{Folders: folders, Source: file}
+func loadProgramIndex(roots, usable []string, now time.Time) ProgramIndex {
+	for _, file := range usable {
+		if idx, ok := readProgramIndex(file, roots, now); ok {
+			return idx
 		}
 	}
 	// One walker at a time per index file: runs started together wait
@@ -86,16 +83,17 @@ func loadProgramIndex(roots, writable, files []string, now time.Time) ProgramInd
 		if unlock, err := lockIndex(usable[i]); err == nil {
 			defer unlock()
 			save = usable[i]
-			if folders, ok := readProgramIndex(save, roots, now); ok {
-				return ProgramIndex{Folders: folders, Source: save}
+			if idx, ok := readProgramIndex(save, roots, now); ok {
+				return idx
 			}
 		}
 	}
 	// The stamps are taken before the walk: a change during it makes the
 	// next run walk again.
 	stamps := takeStamps(roots)
-	idx := ProgramIndex{Folders: walkPrograms(roots), Source: "walked"}
-	if save != "" && writeProgramIndex(save, roots, now, stamps, idx.Folders) == nil {
+	idx := walkPrograms(roots)
+	idx.Source = "walked"
+	if save != "" && writeProgramIndex(save, roots, now, stamps, idx) == nil {
 		idx.Saved = save
 	}
 	return idx
@@ -131,15 +129,10 @@ func takeStamps(roots []string) []stamp {
 	paths := slices.Clone(packageStamps)
 	for _, r := range roots {
 		paths = append(paths, r)
-		f, err := os.Open(r)
-		if err != nil {
-			continue
-		}
-		entries, _ := f.ReadDir(-1)
-		f.Close()
-		for _, e := range entries {
-			if e.IsDir() {
-				paths = append(paths, filepath.Join(r, e.Name()))
+		for _, d := range subfolders(r) {
+			paths = append(paths, d)
+			if slices.Contains(deepStampRoots, r) {
+				paths = append(paths, subfolders(d)...)
 			}
 		}
 	}
@@ -156,6 +149,26 @@ func mtime(p string) string {
 		return "-"
 	}
 	return fmt.Sprintf("%d.%09d", st.Mtim.Sec, st.Mtim.Nsec)
+}
+
+// deepStampRoots get stamps two levels down: no package manager records
+// what pip or npm install there (/usr/local/lib/python3.11/dist-packages/X).
+var deepStampRoots = []string{"/usr/local/lib"}
+
+func subfolders(dir string) []string {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil
+	}
+	entries, _ := f.ReadDir(-1)
+	f.Close()
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, filepath.Join(dir, e.Name()))
+		}
+	}
+	return out
 }
 
 // stampsHold checks the stamps, in two halves at once.
@@ -178,42 +191,66 @@ func stampsHoldSerial(stamps []stamp) bool {
 // readProgramIndex reads file if it is trustworthy (a regular file owned
 // by root or the caller, writable by nobody else, in such a folder), was
 // built for roots less than programIndexMaxAge ago, and its stamps hold.
-func readProgramIndex(file string, roots []string, now time.Time) ([]string, bool) {
+func readProgramIndex(file string, roots []string, now time.Time) (ProgramIndex, bool) {
+	idx := ProgramIndex{Source: file}
 	if !trustedFile(filepath.Dir(file), true) || !trustedFile(file, false) {
-		return nil, false
+		return idx, false
 	}
 	data, err := readNoFollow(file, 4<<20)
 	if err != nil {
-		return nil, false
+		return idx, false
 	}
 	lines := strings.Split(string(data), "\n")
-	if len(lines) < 4 || lines[0] != programIndexVersion || lines[1] != "roots "+strings.Join(roots, ":") {
-		return nil, false
+	if len(lines) < 4 || lines[0] != programIndexVersion || lines[1] != "roots "+quoteAll(roots) {
+		return idx, false
 	}
 	built, err := strconv.ParseInt(strings.TrimPrefix(lines[2], "built "), 10, 64)
 	if age := now.Sub(time.Unix(built, 0)); err != nil || age < 0 || age > programIndexMaxAge {
-		return nil, false
+		return idx, false
 	}
 	var stamps []stamp
-	var folders []string
 	for _, line := range lines[3:] {
 		kind, rest, _ := strings.Cut(line, " ")
 		switch kind {
 		case "stamp":
-			p, m, ok := strings.Cut(rest, " ")
-			if !ok {
-				return nil, false
+			m, q, _ := strings.Cut(rest, " ")
+			p, err := strconv.Unquote(q)
+			if err != nil {
+				return idx, false
 			}
 			stamps = append(stamps, stamp{p, m})
-		case "folder":
-			folders = append(folders, rest)
+		case "folder", "library":
+			f, err := strconv.Unquote(rest)
+			if err != nil {
+				return idx, false
+			}
+			if kind == "folder" {
+				idx.Folders = append(idx.Folders, f)
+			} else {
+				idx.Libraries = append(idx.Libraries, f)
+			}
 		case "end":
-			return folders, stampsHold(stamps)
+			// Every root must have its stamp: an index without them
+			// would hold forever.
+			for _, r := range roots {
+				if !slices.ContainsFunc(stamps, func(s stamp) bool { return s.path == r }) {
+					return idx, false
+				}
+			}
+			return idx, stampsHold(stamps)
 		default:
-			return nil, false
+			return idx, false
 		}
 	}
-	return nil, false // cut short
+	return idx, false // cut short
+}
+
+func quoteAll(list []string) string {
+	q := make([]string, len(list))
+	for i, s := range list {
+		q[i] = strconv.Quote(s)
+	}
+	return strings.Join(q, " ")
 }
 
 func readNoFollow(file string, limit int64) ([]byte, error) {
@@ -240,19 +277,22 @@ func trustedFile(p string, dir bool) bool {
 
 // writeProgramIndex saves the index atomically, readable by everybody
 // (it lists folders every user can list).
-func writeProgramIndex(file string, roots []string, now time.Time, stamps []stamp, folders []string) error {
+func writeProgramIndex(file string, roots []string, now time.Time, stamps []stamp, idx ProgramIndex) error {
 	tmp, err := os.CreateTemp(filepath.Dir(file), ".programs-*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
 	w := bufio.NewWriter(tmp)
-	fmt.Fprintf(w, "%s\nroots %s\nbuilt %d\n", programIndexVersion, strings.Join(roots, ":"), now.Unix())
+	fmt.Fprintf(w, "%s\nroots %s\nbuilt %d\n", programIndexVersion, quoteAll(roots), now.Unix())
 	for _, s := range stamps {
-		fmt.Fprintf(w, "stamp %s %s\n", s.path, s.mtime)
+		fmt.Fprintf(w, "stamp %s %s\n", s.mtime, strconv.Quote(s.path))
 	}
-	for _, f := range folders {
-		fmt.Fprintf(w, "folder %s\n", f)
+	for _, f := range idx.Folders {
+		fmt.Fprintf(w, "folder %s\n", strconv.Quote(f))
+	}
+	for _, f := range idx.Libraries {
+		fmt.Fprintf(w, "library %s\n", strconv.Quote(f))
 	}
 	fmt.Fprintln(w, "end")
 	if err := w.Flush(); err != nil {
@@ -269,48 +309,56 @@ func writeProgramIndex(file string, roots []string, now time.Time, stamps []stam
 	return os.Rename(tmp.Name(), file)
 }
 
-// walkPrograms returns, sorted, the folders under roots that directly
-// hold an ELF program: a regular file with an execute bit whose ELF type
-// is executable or shared object, other than a library (*.so, *.so.N;
-// libc.so.6 can be run too, but every program needs it). Symlinks are not
-// followed: what they point to is not under the root's Landlock rule.
-func walkPrograms(roots []string) []string {
+// walkPrograms finds, sorted, the folders under roots that directly hold
+// an ELF program: a regular file with an execute bit whose ELF type is
+// executable or shared object, other than a library (*.so, *.so.N;
+// libc.so.6 can be run too, but every program needs it). Below those it
+// also finds the folders that hold libraries and no programs. Symlinks are
+// not followed: what they point to is not under the root's Landlock rule.
+func walkPrograms(roots []string) ProgramIndex {
 	var (
-		mu      sync.Mutex
-		folders []string
-		wg      sync.WaitGroup
-		sem     = make(chan struct{}, 2*runtime.GOMAXPROCS(0))
+		mu  sync.Mutex
+		idx ProgramIndex
+		wg  sync.WaitGroup
+		sem = make(chan struct{}, 2*runtime.GOMAXPROCS(0))
 	)
-	var walk func(dir string)
-	walk = func(dir string) {
+	var walk func(dir string, belowPrograms bool)
+	walk = func(dir string, belowPrograms bool) {
 		defer wg.Done()
 		sem <- struct{}{}
-		subdirs, programs := scanFolder(dir)
+		subdirs, programs, libraries := scanFolder(dir)
 		<-sem
-		if programs {
-			mu.Lock()
-			folders = append(folders, dir)
-			mu.Unlock()
+		mu.Lock()
+		switch {
+		case programs:
+			idx.Folders = append(idx.Folders, dir)
+		case libraries && belowPrograms:
+			idx.Libraries = append(idx.Libraries, dir)
 		}
+		mu.Unlock()
 		for _, d := range subdirs {
 			wg.Add(1)
-			go walk(d)
+			go walk(d, belowPrograms || programs)
 		}
 	}
 	for _, r := range roots {
 		wg.Add(1)
-		go walk(r)
+		go walk(r, false)
 	}
 	wg.Wait()
-	slices.Sort(folders)
-	return slices.Compact(folders)
+	slices.Sort(idx.Folders)
+	idx.Folders = slices.Compact(idx.Folders)
+	slices.Sort(idx.Libraries)
+	idx.Libraries = slices.Compact(idx.Libraries)
+	return idx
 }
 
-// scanFolder lists dir's subfolders and says whether dir holds a program.
-func scanFolder(dir string) (subdirs []string, programs bool) {
+// scanFolder lists dir's subfolders and says whether dir holds a program
+// and whether it holds a library.
+func scanFolder(dir string) (subdirs []string, programs, libraries bool) {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
-		return nil, false
+		return nil, false, false
 	}
 	f := os.NewFile(uintptr(fd), dir)
 	defer f.Close()
@@ -319,7 +367,10 @@ func scanFolder(dir string) (subdirs []string, programs bool) {
 		switch {
 		case e.IsDir():
 			subdirs = append(subdirs, filepath.Join(dir, e.Name()))
-		case programs || !e.Type().IsRegular() || isLibraryName(e.Name()):
+		case !e.Type().IsRegular():
+		case isLibraryName(e.Name()):
+			libraries = true
+		case programs:
 		default:
 			var st unix.Stat_t
 			if unix.Fstatat(fd, e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&0o111 != 0 && isELFProgram(fd, e.Name()) {
@@ -327,7 +378,7 @@ func scanFolder(dir string) (subdirs []string, programs bool) {
 			}
 		}
 	}
-	return subdirs, programs
+	return subdirs, programs, libraries
 }
 
 func isLibraryName(name string) bool {

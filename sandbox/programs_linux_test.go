@@ -4,8 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"corral/policyengine"
 )
 
 // programTree makes a fake library root: a folder of programs, a folder
@@ -29,6 +32,7 @@ func programTree(t *testing.T) (root string, want []string) {
 	}
 	put("tool-core/tool-helper", elf, 0o755)
 	put("tool-core/README", []byte("docs"), 0o644)
+	put("tool-core/plugins/libplug.so", elf, 0o644)
 	put("jdk/bin/java", elf, 0o755)
 	put("jdk/lib/libjvm.so", elf, 0o755)
 	put("x86_64-linux-gnu/libc.so.6", elf, 0o755)
@@ -47,8 +51,14 @@ func programTree(t *testing.T) (root string, want []string) {
 
 func TestWalkPrograms(t *testing.T) {
 	root, want := programTree(t)
-	if got := walkPrograms([]string{root}); !slices.Equal(got, want) {
-		t.Fatalf("walkPrograms found %q, want %q", got, want)
+	idx := walkPrograms([]string{root})
+	if !slices.Equal(idx.Folders, want) {
+		t.Fatalf("walkPrograms found %q, want %q", idx.Folders, want)
+	}
+	// Plugins below a folder of programs are listed; jdk/lib and
+	// x86_64-linux-gnu are not below one.
+	if want := []string{filepath.Join(root, "tool-core/plugins")}; !slices.Equal(idx.Libraries, want) {
+		t.Fatalf("libraries below program folders: %q, want %q", idx.Libraries, want)
 	}
 }
 
@@ -58,11 +68,11 @@ func TestProgramIndexFile(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "cache", "programs")
 	now := time.Now()
 
-	first := loadProgramIndex(roots, nil, []string{file}, now)
+	first := loadProgramIndex(roots, []string{file}, now)
 	if first.Source != "walked" || first.Saved != file || !slices.Equal(first.Folders, want) {
 		t.Fatalf("first load: %+v, want a walk saved to %s finding %q", first, file, want)
 	}
-	if again := loadProgramIndex(roots, nil, []string{file}, now); again.Source != file || !slices.Equal(again.Folders, want) {
+	if again := loadProgramIndex(roots, []string{file}, now); again.Source != file || !slices.Equal(again.Folders, want) || !slices.Equal(again.Libraries, first.Libraries) {
 		t.Fatalf("second load did not read the saved index: %+v", again)
 	}
 
@@ -75,17 +85,17 @@ func TestProgramIndexFile(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "jdk/newtool/bin/newtool"), elf, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	fresh := loadProgramIndex(roots, nil, []string{file}, now)
+	fresh := loadProgramIndex(roots, []string{file}, now)
 	if fresh.Source != "walked" || !slices.Contains(fresh.Folders, filepath.Join(root, "jdk/newtool/bin")) {
 		t.Fatalf("a new program folder did not make corral walk again: %+v", fresh)
 	}
 
 	// Too old: walked again.
-	if old := loadProgramIndex(roots, nil, []string{file}, now.Add(2*programIndexMaxAge)); old.Source != "walked" {
+	if old := loadProgramIndex(roots, []string{file}, now.Add(2*programIndexMaxAge)); old.Source != "walked" {
 		t.Fatalf("an index older than %v was used: %+v", programIndexMaxAge, old)
 	}
 	// Other roots: walked again.
-	if other := loadProgramIndex([]string{root, t.TempDir()}, nil, []string{file}, now); other.Source != "walked" {
+	if other := loadProgramIndex([]string{root, t.TempDir()}, []string{file}, now); other.Source != "walked" {
 		t.Fatalf("an index for other roots was used: %+v", other)
 	}
 }
@@ -96,14 +106,8 @@ func TestProgramIndexUntrusted(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "programs")
 	now := time.Now()
-	if idx := loadProgramIndex(roots, nil, []string{file}, now); idx.Saved != file {
+	if idx := loadProgramIndex(roots, []string{file}, now); idx.Saved != file {
 		t.Fatalf("not saved: %+v", idx)
-	}
-
-	// An index the sandbox could write (inside a writable root) is
-	// neither read nor written.
-	if idx := loadProgramIndex(roots, []string{dir}, []string{file}, now); idx.Source != "walked" || idx.Saved != "" {
-		t.Fatalf("an index inside a writable root was used: %+v", idx)
 	}
 
 	// An emptied index that others could write is not trusted.
@@ -143,8 +147,8 @@ func TestProgramIndexUntrusted(t *testing.T) {
 // readOnly loads the index without letting the load rewrite it.
 func readOnly(t *testing.T, roots []string, file string, now time.Time) ProgramIndex {
 	t.Helper()
-	if folders, ok := readProgramIndex(file, roots, now); ok {
-		return ProgramIndex{Folders: folders, Source: file}
+	if idx, ok := readProgramIndex(file, roots, now); ok {
+		return idx
 	}
 	return ProgramIndex{Source: "walked"}
 }
@@ -186,10 +190,72 @@ func BenchmarkProgramIndexStamps(b *testing.B) {
 func BenchmarkProgramIndexLoad(b *testing.B) {
 	file := filepath.Join(b.TempDir(), "programs")
 	roots := slices.Clone(codeRoots)
-	loadProgramIndex(roots, nil, []string{file}, time.Now())
+	loadProgramIndex(roots, []string{file}, time.Now())
 	for b.Loop() {
-		if idx := loadProgramIndex(roots, nil, []string{file}, time.Now()); idx.Source != file {
+		if idx := loadProgramIndex(roots, []string{file}, time.Now()); idx.Source != file {
 			b.Fatalf("walked: %+v", idx)
 		}
+	}
+}
+
+// TestProgramIndexFileFormat: folder names with newlines and spaces
+// survive the file, and an index without a stamp for every root is not
+// used.
+func TestProgramIndexFileFormat(t *testing.T) {
+	root, _ := programTree(t)
+	elf, _ := os.ReadFile("/bin/true")
+	for _, dir := range []string{"a\nend", "with space", "q\"uote"} {
+		if err := os.MkdirAll(filepath.Join(root, "odd", dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, "odd", dir, "prog"), elf, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(root, "zz/bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "zz/bin/prog"), elf, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	roots := []string{root}
+	file := filepath.Join(t.TempDir(), "programs")
+	now := time.Now()
+	first := loadProgramIndex(roots, []string{file}, now)
+	again := readOnly(t, roots, file, now)
+	if again.Source != file || !slices.Equal(again.Folders, first.Folders) || !slices.Contains(again.Folders, filepath.Join(root, "zz/bin")) {
+		t.Fatalf("read back %q, walked %q", again.Folders, first.Folders)
+	}
+
+	data, _ := os.ReadFile(file)
+	var kept []byte
+	for _, line := range splitLines(data) {
+		if len(line) < 6 || line[:6] != "stamp " {
+			kept = append(kept, line+"\n"...)
+		}
+	}
+	if err := os.WriteFile(file, kept, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if idx := readOnly(t, roots, file, now); idx.Source == file {
+		t.Fatalf("an index without stamps was used: %+v", idx)
+	}
+}
+
+// TestProgramIndexFilesUnderRun: the index files corral uses are in /run,
+// which a sandbox sees only through a grant inside it, and a write grant
+// covering them is refused.
+func TestProgramIndexFilesUnderRun(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir()) // not under /run: not used
+	for _, f := range programIndexFiles() {
+		if !isUnder(f, "/run") {
+			t.Errorf("index file %s is outside /run", f)
+		}
+	}
+	perms := policyengine.Permissions{Write: policyengine.NewEntries("t", []string{"/run/corral/**"}), Declared: []string{"t"}}
+	facts := fakeFacts([]string{"/run/corral", "/ws"}, nil, "sh")
+	facts.IndexDirs = []string{"/run/corral"}
+	if _, err := BuildPlan(perms, Spec{Argv: []string{"sh"}, WorkDir: "/ws"}, facts); err == nil || !strings.Contains(err.Error(), "program index") {
+		t.Fatalf("a write grant of the index folder was not refused: %v", err)
 	}
 }

@@ -419,3 +419,76 @@ func TestExecSkillWithoutWorkDir(t *testing.T) {
 		}
 	})
 }
+
+// TestExecDynamicLoaderProtectedPath writes a program into a protected
+// path that does not exist yet (.profile) in one run, and runs it through
+// the dynamic loader in the next, when the protected path is bound
+// read-only on top of the noexec work dir.
+func TestExecDynamicLoaderProtectedPath(t *testing.T) {
+	t.Parallel()
+	ld := ldso(t)
+	progs := libraryPrograms()
+	if len(progs) == 0 {
+		t.Skip("no ELF program in the library folders to copy (readable with an exec allowlist)")
+	}
+	p := progs[0]
+	users(t, func(t *testing.T, u user) {
+		attack(t, "exec", "run a program written into a protected path through the dynamic loader")
+		f := newExec(t, u)
+		script := fmt.Sprintf("[ -e .profile ] || cat %s > .profile\n%s ./.profile %s 2>&1", p.path, ld, p.args)
+		for run := 1; run <= 2; run++ {
+			r := runScript(t, u, f.work, []string{f.skill}, script)
+			if run == 1 && !exists(filepath.Join(f.work, ".profile")) {
+				t.Fatalf("control: run 1 did not write .profile:\n%s", r)
+			}
+			noSecret(t, r, p.want, fmt.Sprintf("run %d: a copy of %s in .profile run through %s", run, p.path, ld))
+		}
+	})
+}
+
+// TestExecDynamicLoaderUsrGrant grants read of all of /usr (and of
+// /usr/bin) with an exec allowlist: the programs there become readable,
+// and must still not be mappable.
+func TestExecDynamicLoaderUsrGrant(t *testing.T) {
+	t.Parallel()
+	ld := ldso(t)
+	hostRuns(t, "uid=", ld, "/usr/bin/id")
+	for _, grant := range []string{"/usr/**", "/usr/bin/**"} {
+		users(t, func(t *testing.T, u user) {
+			attack(t, "exec", "run a program through the dynamic loader with read: ["+grant+"]")
+			work := newDir(t, u, "work")
+			sd := writeSkill(t, newDir(t, asSelf, "skills"), "usr", fmt.Sprintf(`  fs:
+    read: [%q, "$WORK_DIR/**"]
+  exec: [sh, cat]
+`, grant))
+			r := runScript(t, u, work, []string{sd}, fmt.Sprintf("cat /usr/bin/id > /dev/null && echo readable\n%s /usr/bin/id 2>&1", ld))
+			if !strings.Contains(r.stdout, "readable") {
+				t.Fatalf("control: /usr/bin/id is not readable with read: [%s]:\n%s", grant, r)
+			}
+			noSecret(t, r, "uid=", "running /usr/bin/id through "+ld+" with read: ["+grant+"]")
+		})
+	}
+}
+
+// TestExecProgramIndexWriteGrant: a skill may not write where corral
+// keeps its program index; a sandbox that could would empty it for the
+// runs after it.
+func TestExecProgramIndexWriteGrant(t *testing.T) {
+	if !isRoot {
+		t.Skip("root's program index is /run/corral; the user variant has no XDG_RUNTIME_DIR here")
+	}
+	t.Parallel()
+	attack(t, "exec", "write a grant over the program index folder")
+	if err := os.MkdirAll("/run/corral", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	work := newDir(t, asSelf, "work")
+	sd := writeSkill(t, newDir(t, asSelf, "skills"), "index", `  fs:
+    write: ["/run/corral/**"]
+  exec: [sh]
+`)
+	r := asSelf.exec(t, work, []string{sd}, "sh", "-c", "echo ran")
+	if r.code != 125 || !strings.Contains(r.stderr, "program index") || strings.Contains(r.stdout, "ran") {
+		t.Fatalf("a write grant of /run/corral was not refused with 125 naming the program index:\n%s", r)
+	}
+}

@@ -37,7 +37,7 @@ var doctorCommand = command{
 			}
 			plan.Protections = append(plan.Protections, corral.LimitsProtection(limits, cg, cgErr))
 			start := time.Now()
-			idx := sandbox.HostProgramIndex(l.Perms, spec)
+			idx := sandbox.HostProgramIndex()
 			took := time.Since(start)
 			if *asJSON {
 				enc := json.NewEncoder(os.Stdout)
@@ -57,7 +57,7 @@ var doctorCommand = command{
 			case idx.Saved != "":
 				fmt.Printf("walked in %d ms, saved to %s\n", took.Milliseconds(), idx.Saved)
 			default:
-				fmt.Printf("walked in %d ms, not saved (no index file this user may write): every exec with an exec allowlist walks again\n", took.Milliseconds())
+				fmt.Printf("walked in %d ms, not saved (this user can write neither /run/corral nor $XDG_RUNTIME_DIR/corral): every exec with an exec allowlist walks again until root runs corral doctor\n", took.Milliseconds())
 			}
 			fmt.Printf("\nwhat exec would enforce:\n")
 			refuse := false
