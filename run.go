@@ -231,6 +231,11 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	sspec := sandbox.Spec{Argv: spec.Argv, WorkDir: sk.Vars.WorkDir, Env: env, BestEffort: spec.BestEffort}
 	facts := sandbox.Probe(sk.Perms, sspec)
 	trace("probed")
+	hooks, err := sandbox.CreateNestedHooks(facts)
+	r.Created = append(r.Created, hooks...)
+	if err != nil {
+		return abort(failed(err))
+	}
 	plan, err := sandbox.BuildPlan(sk.Perms, sspec, facts)
 	trace("built")
 	var notFound *sandbox.NotFoundError

@@ -507,6 +507,14 @@ func (b *builder) programFolders() {
 	}
 }
 
+// Nested repositories are looked for this deep below each writable root
+// (root/vendor/lib/.git is 2), reading at most nestedBudget folders: each
+// read costs 7 to 25 µs, on every launch.
+const (
+	nestedDepth  = 2
+	nestedBudget = 64
+)
+
 // protected keeps paths that run code later read-only inside writable
 // roots.
 func (b *builder) protected() {
@@ -520,15 +528,34 @@ func (b *builder) protected() {
 			continue
 		}
 		why := "protected path inside writable " + w.Value
-		if git := path.Join(root.Real, ".git"); b.facts.file(git).Dir {
-			// .git itself becomes a mount point, writable as its root
-			// is, so it cannot be renamed away from its protected hooks
-			// and config (renaming a mount point fails with EBUSY).
-			b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountBind, Source: git, Target: git, NoExec: b.plan.Exec.Restricted, Dir: true, Why: why + " (pinned in place)"})
-		}
 		var paths []string
 		for _, name := range ProtectedNames {
 			paths = append(paths, path.Join(root.Real, name))
+		}
+		gits := []string{path.Join(root.Real, ".git")}
+		for _, g := range b.facts.NestedGits {
+			if strings.HasPrefix(g, root.Real+"/") {
+				gits = append(gits, g)
+			}
+		}
+		for _, git := range gits {
+			info := b.facts.file(git)
+			switch {
+			case !info.Exists || info.Real != git:
+			case info.Dir:
+				// .git itself becomes a mount point, writable as its
+				// root is, so it cannot be renamed away from its
+				// protected hooks and config (renaming a mount point
+				// fails with EBUSY).
+				b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountBind, Source: git, Target: git, NoExec: b.plan.Exec.Restricted, Dir: true, Why: why + " (pinned in place)"})
+				if path.Dir(git) != root.Real {
+					paths = append(paths, git+"/hooks", git+"/config")
+				}
+			default:
+				// A .git file names the repository's git folder:
+				// rewritten, it would send git to hooks the command made.
+				paths = append(paths, git)
+			}
 		}
 		for _, m := range b.facts.Submodules {
 			if strings.HasPrefix(m, root.Real+"/") {
@@ -541,6 +568,9 @@ func (b *builder) protected() {
 				// make what an earlier run wrote there executable.
 				b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountBind, Source: p, Target: p, ReadOnly: true, NoExec: b.plan.Exec.Restricted, Dir: info.Dir, Why: why})
 			}
+		}
+		if slices.Contains(b.facts.NestedCut, root.Real) {
+			b.warn("%s: nested repositories were looked for in the first %d folders only (%d levels deep, not in hidden folders, node_modules, __pycache__ or target); the .git folders of others stay writable", w.Value, nestedBudget, nestedDepth)
 		}
 	}
 }

@@ -19,6 +19,11 @@ type Facts struct {
 	Matches map[string][]string `json:"matches,omitempty"`
 	// Submodules are the .git/modules/NAME folders inside writable roots.
 	Submodules []string `json:"submodules,omitempty"`
+	// NestedGits are the .git folders and files of repositories nested in
+	// writable roots (vendor/lib/.git); NestedCut the roots whose search
+	// stopped at its budget.
+	NestedGits []string `json:"nested_gits,omitempty"`
+	NestedCut  []string `json:"nested_cut,omitempty"`
 	// ProgramIndex, with an exec allowlist, lists the folders the
 	// sandbox could map code from that hold programs.
 	ProgramIndex *ProgramIndex `json:"program_index,omitempty"`

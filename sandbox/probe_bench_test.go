@@ -22,3 +22,14 @@ func BenchmarkProbeAndPlan(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkNestedRepos(b *testing.B) {
+	for _, dir := range []string{"/work/main", "/usr/share"} {
+		b.Run(dir, func(b *testing.B) {
+			for b.Loop() {
+				f := &Facts{resolver: newResolver(), Files: map[string]FileInfo{}}
+				f.nestedRepos(dir)
+			}
+		})
+	}
+}

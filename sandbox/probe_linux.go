@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -54,6 +55,7 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 				f.stat(m + "/config")
 				f.Submodules = append(f.Submodules, m)
 			}
+			f.nestedRepos(root.Real)
 		}
 	}
 	for _, e := range p.Exec {
@@ -116,6 +118,113 @@ func (f *Facts) loadProgramIndex() ProgramIndex {
 		}
 	}
 	return LoadProgramIndex(roots)
+}
+
+// nestedSkip are folders too big and too unlikely to hold a repository
+// someone runs git in to spend the search's budget on.
+var nestedSkip = []string{"node_modules", "__pycache__", "target"}
+
+// nestedRepos finds the .git folders and files below root, breadth first,
+// down to nestedDepth, not looking inside hidden folders or nestedSkip.
+func (f *Facts) nestedRepos(root string) {
+	type dir struct {
+		path  string
+		depth int
+	}
+	queue := []dir{{root, 0}}
+	reads := 0
+	buf := make([]byte, 32<<10)
+	for len(queue) > 0 {
+		d := queue[0]
+		queue = queue[1:]
+		if reads == nestedBudget {
+			f.NestedCut = append(f.NestedCut, root)
+			return
+		}
+		reads++
+		readNames(d.path, buf, func(name string, typ byte) {
+			p := d.path + "/" + name
+			switch {
+			case name == ".git":
+				if d.depth > 0 && (typ == unix.DT_DIR || typ == unix.DT_REG) {
+					f.NestedGits = append(f.NestedGits, p)
+					f.stat(p)
+					f.stat(p + "/hooks")
+					f.stat(p + "/config")
+				}
+			case strings.HasPrefix(name, ".") || slices.Contains(nestedSkip, name):
+			case typ == unix.DT_DIR && d.depth < nestedDepth:
+				queue = append(queue, dir{p, d.depth + 1})
+			}
+		})
+	}
+}
+
+// readNames calls fn with the name and d_type of each entry of dir (but
+// . and ..), reading with getdents64 into buf: os.ReadDir allocates an
+// entry each, and this runs on every launch.
+func readNames(dir string, buf []byte, fn func(name string, typ byte)) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err != nil || n <= 0 {
+			return
+		}
+		for off := 0; off+19 <= n; {
+			reclen := int(binary.LittleEndian.Uint16(buf[off+16:]))
+			if reclen == 0 || off+reclen > n {
+				return
+			}
+			name := buf[off+19 : off+reclen]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			if s := string(name); s != "." && s != ".." {
+				typ := buf[off+18]
+				if typ == unix.DT_UNKNOWN { // some file systems leave it to stat
+					var st unix.Stat_t
+					if unix.Fstatat(fd, s, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+						typ = map[uint32]byte{unix.S_IFDIR: unix.DT_DIR, unix.S_IFREG: unix.DT_REG}[st.Mode&unix.S_IFMT]
+					}
+				}
+				fn(s, typ)
+			}
+			off += reclen
+		}
+	}
+}
+
+// CreateNestedHooks gives every nested repository found (a real .git
+// folder) the hooks folder git init makes, when it lacks one, so the plan
+// can bind it read-only; otherwise the command could create it and plant
+// a hook. It returns what it created.
+func CreateNestedHooks(f *Facts) ([]string, error) {
+	var created []string
+	for _, git := range f.NestedGits {
+		if info := f.Files[git]; !info.Dir || info.Real != git {
+			continue
+		}
+		hooks := git + "/hooks"
+		if f.Files[hooks].Exists {
+			continue
+		}
+		switch err := unix.Mkdirat(unix.AT_FDCWD, hooks, 0o755); err {
+		case nil:
+		case unix.EEXIST, unix.EACCES, unix.EPERM, unix.EROFS:
+			continue // there, or not writable by this user: nor by its sandbox
+		default:
+			return created, fmt.Errorf("creating %s: %w", hooks, err)
+		}
+		created = append(created, hooks)
+		delete(f.Files, hooks)
+		f.resolver = newResolver()
+		f.stat(hooks)
+	}
+	return created, nil
 }
 
 // programIndex finds the folders, among those the sandbox can map code

