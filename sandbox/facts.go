@@ -34,7 +34,8 @@ type Facts struct {
 	// exec allowlist: all but the code roots' ancestors are bound noexec.
 	Listings map[string][]string `json:"listings,omitempty"`
 
-	resolver *resolver // Linux: cached symlink resolution while probing
+	resolver *resolver           // Linux: cached symlink resolution while probing
+	rpaths   map[string][]string // Linux: the RPATH/RUNPATH strings of the ELF files read
 }
 
 // ProgramIndex is the answer and where it came from.

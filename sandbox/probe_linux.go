@@ -27,6 +27,14 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 		Uid:      os.Getuid(),
 	}
 	f.probeKernel()
+	var idxDone chan ProgramIndex
+	if p.ExecRestricted() {
+		// Checking the program index's stamps (or walking) overlaps the
+		// rest of the probe.
+		roots := f.indexRoots()
+		idxDone = make(chan ProgramIndex, 1)
+		go func() { idxDone <- LoadProgramIndex(roots) }()
+	}
 	for _, file := range programIndexFiles() {
 		f.IndexDirs = append(f.IndexDirs, path.Dir(file))
 	}
@@ -64,8 +72,10 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 	if len(spec.Argv) > 0 {
 		f.program(spec.Argv[0])
 	}
-	if p.ExecRestricted() {
-		f.programIndex()
+	if idxDone != nil {
+		idx := <-idxDone
+		f.ProgramIndex = &idx
+		f.programLibraryDirs()
 		f.listAboveCode(p)
 	}
 	return f
@@ -107,17 +117,7 @@ func (f *Facts) listAboveCode(p policyengine.Permissions) {
 // uses, built now if it has to be (corral doctor shows it).
 func HostProgramIndex() ProgramIndex {
 	f := &Facts{resolver: newResolver(), Files: map[string]FileInfo{}}
-	return f.loadProgramIndex()
-}
-
-func (f *Facts) loadProgramIndex() ProgramIndex {
-	var roots []string
-	for _, r := range mappableRoots() {
-		if info := f.stat(r); info.Exists && info.Dir && !slices.Contains(roots, info.Real) {
-			roots = append(roots, info.Real)
-		}
-	}
-	return LoadProgramIndex(roots)
+	return LoadProgramIndex(f.indexRoots())
 }
 
 // nestedSkip are folders too big and too unlikely to hold a repository
@@ -227,12 +227,20 @@ func CreateNestedHooks(f *Facts) ([]string, error) {
 	return created, nil
 }
 
-// programIndex finds the folders, among those the sandbox can map code
-// from, that hold programs, and the folders the allowed programs load
+// indexRoots are the real paths of the folders the program index covers.
+func (f *Facts) indexRoots() []string {
+	var roots []string
+	for _, r := range mappableRoots() {
+		if info := f.stat(r); info.Exists && info.Dir && !slices.Contains(roots, info.Real) {
+			roots = append(roots, info.Real)
+		}
+	}
+	return roots
+}
+
+// programLibraryDirs finds the folders the allowed programs load
 // libraries from.
-func (f *Facts) programIndex() {
-	idx := f.loadProgramIndex()
-	f.ProgramIndex = &idx
+func (f *Facts) programLibraryDirs() {
 	for name, prog := range f.Programs {
 		if prog.Err != "" {
 			continue
@@ -415,6 +423,10 @@ func (f *Facts) interpreters(p string, links map[string]string, depth int) []str
 		}
 		return out
 	}
+	if f.rpaths == nil {
+		f.rpaths = map[string][]string{}
+	}
+	f.rpaths[p] = elfRunPaths(fh, head)
 	if interp := elfInterpreter(fh, head); interp != "" {
 		return []string{f.followLinks(interp, links)}
 	}
@@ -425,17 +437,8 @@ func (f *Facts) interpreters(p string, links map[string]string, depth int) []str
 // program names in its RPATH or RUNPATH, with $ORIGIN expanded: the
 // dynamic loader maps libraries from them, so they must stay mappable.
 func (f *Facts) libraryDirs(p string) []string {
-	fh, err := os.Open(p)
-	if err != nil {
-		return nil
-	}
-	defer fh.Close()
-	head := make([]byte, 64)
-	if n, _ := fh.Read(head); n < 64 {
-		return nil
-	}
 	var dirs []string
-	for _, list := range elfRunPaths(fh, head) {
+	for _, list := range f.rpaths[p] { // read with the interpreters
 		for _, d := range strings.Split(list, ":") {
 			d = strings.ReplaceAll(strings.ReplaceAll(d, "${ORIGIN}", "$ORIGIN"), "$ORIGIN", path.Dir(p))
 			if !path.IsAbs(d) {
