@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -191,6 +192,25 @@ func cgroupError(err error) error {
 
 func killPid(pid int) { unix.Kill(pid, unix.SIGKILL) }
 
+// killMember kills pid if it is still in the cgroup whose cgroup.procs is
+// procs. A PID read from the file can be gone and reused by an unrelated
+// process by the time it is signalled; a pidfd pins the process, and the
+// file is read again after it is taken, so the signal reaches only a
+// process that was in the cgroup (v1 has no cgroup.kill).
+func killMember(pid int, procs string) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		if err == unix.ENOSYS {
+			killPid(pid) // kernels before 5.3
+		}
+		return
+	}
+	defer unix.Close(fd)
+	if slices.Contains(readPids(procs), pid) {
+		unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+	}
+}
+
 // Usage reads the peak memory use and how many processes the kernel's
 // OOM killer ended in the cgroup.
 func (c *Cgroup) Usage() (peak int64, oomKills int) {
@@ -235,8 +255,9 @@ func removeCgroupDir(dir string) error {
 		}
 		// Processes are still there (or still exiting): kill them.
 		if os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0) != nil {
-			for _, pid := range readPids(filepath.Join(dir, "cgroup.procs")) {
-				killPid(pid)
+			procs := filepath.Join(dir, "cgroup.procs")
+			for _, pid := range readPids(procs) {
+				killMember(pid, procs)
 			}
 		}
 		time.Sleep(time.Duration(i+1) * time.Millisecond)

@@ -2,9 +2,11 @@ package sandbox
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"corral/policyengine"
@@ -127,5 +129,32 @@ func TestCgroupV2DefaultParent(t *testing.T) {
 		if got := v2Parent(own); got != want {
 			t.Errorf("v2Parent(%q) = %q, want %q", own, got, want)
 		}
+	}
+}
+
+// TestKillMember: a PID is killed only while the cgroup still lists it,
+// so a PID reused by an unrelated process after it was read is spared.
+func TestKillMember(t *testing.T) {
+	start := func() *exec.Cmd {
+		cmd := exec.Command("sleep", "60")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd
+	}
+	dir := t.TempDir()
+	listed, other := start(), start()
+	procs := filepath.Join(dir, "cgroup.procs")
+	if err := os.WriteFile(procs, []byte(strconv.Itoa(listed.Process.Pid)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	killMember(listed.Process.Pid, procs)
+	killMember(other.Process.Pid, procs) // read earlier, no longer listed
+	if err := listed.Wait(); err == nil {
+		t.Error("the listed process was not killed")
+	}
+	if err := other.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("a process not in the cgroup was killed: %v", err)
 	}
 }
