@@ -772,17 +772,34 @@ func (b *builder) protections() {
 	add("landlock-scope", f.LandlockABI >= 6, landlockDetail(f.LandlockABI, 6, "no signals or abstract UNIX sockets beyond the sandbox"))
 	add("seccomp", f.Seccomp, orText(map[bool]string{false: "seccomp filters are unavailable"}[f.Seccomp], fmt.Sprintf("%d rules refusing namespaces, mounts, ptrace, bpf, io_uring, keyrings, TIOCSTI and more", len(SeccompRules()))))
 	add("no-new-privs", true, "set before exec")
-	add("capabilities", f.UserNSErr == "", "bounding, ambient, permitted, effective and inheritable sets emptied; securebits locked")
-	add("network", f.UserNSErr == "", netDetail)
-	add("private-mounts", f.UserNSErr == "", "new root holding only granted paths, private /proc, /tmp and /dev; host UNIX sockets hidden")
+	// Without a user namespace there is nothing to drop capabilities in,
+	// no network namespace and no mount namespace: say why, not what.
+	needsNS := func(what string) string {
+		if f.UserNSErr != "" {
+			return "needs the user namespace that is refused (see namespaces)"
+		}
+		return what
+	}
+	add("capabilities", f.UserNSErr == "", needsNS("bounding, ambient, permitted, effective and inheritable sets emptied; securebits locked"))
+	add("network", f.UserNSErr == "", needsNS(netDetail))
+	add("private-mounts", f.UserNSErr == "", needsNS("new root holding only granted paths, private /proc, /tmp and /dev; host UNIX sockets hidden"))
 	if b.plan.Exec.Restricted {
-		add("exec-allowlist", f.LandlockABI >= 1, "only the allowed programs and their interpreters are executable; granted folders are mounted noexec")
-		add("memfd-noexec", f.Seccomp, "seccomp refuses memfd_create: a memfd holds a copy of any binary, and even a sealed one can be run through the dynamic loader")
+		add("exec-allowlist", f.LandlockABI >= 1, orText(landlockWhy(f), "only the allowed programs and their interpreters are executable; granted folders, and the library folders that hold programs, are mounted noexec"))
+		add("memfd-noexec", f.Seccomp, orText(map[bool]string{false: "needs seccomp, which this kernel lacks"}[f.Seccomp], "seccomp refuses memfd_create: a memfd holds a copy of any binary, and even a sealed one can be run through the dynamic loader"))
 	}
 }
 
 // required are the protections a run refuses to go without.
 var required = map[string]bool{"namespaces": true, "landlock-fs": true, "seccomp": true, "capabilities": true, "network": true, "private-mounts": true, "exec-allowlist": true, "memfd-noexec": true}
+
+// landlockWhy says why the exec allowlist cannot be enforced: it needs
+// Landlock's execute right.
+func landlockWhy(f *Facts) string {
+	if f.LandlockABI >= 1 {
+		return ""
+	}
+	return "needs Landlock, which is unavailable (see landlock-fs)"
+}
 
 func (b *builder) failClosed() error {
 	var missing []string

@@ -51,11 +51,9 @@ func (h simHost) facts() *Facts {
 
 // Texts of the protections table, as BuildPlan words them.
 var (
-	capsDetail   = "bounding, ambient, permitted, effective and inheritable sets emptied; securebits locked"
-	netDetail    = "private network namespace with only lo; the one way out is corral's egress proxy at 127.0.0.1:3128 and [::1]:3128, enforcing 1 network.allow rule(s); no UDP, no DNS"
-	mountsDetail = "new root holding only granted paths, private /proc, /tmp and /dev; host UNIX sockets hidden"
-	execDetail   = "only the allowed programs and their interpreters are executable; granted folders are mounted noexec"
-	memfdDetail  = "seccomp refuses memfd_create: a memfd holds a copy of any binary, and even a sealed one can be run through the dynamic loader"
+	needsNS   = "needs the user namespace that is refused (see namespaces)"
+	needsLL   = "needs Landlock, which is unavailable (see landlock-fs)"
+	needsSecc = "needs seccomp, which this kernel lacks"
 
 	noLandlock = "the kernel has no Landlock (built without CONFIG_SECURITY_LANDLOCK)"
 	llDisabled = "Landlock is built in but not enabled (add landlock to the lsm= boot parameter)"
@@ -85,22 +83,22 @@ func TestHostFactsProtections(t *testing.T) {
 		{simHost{name: "kernel 5.13-5.18 (Ubuntu 22.04's 5.15): ABI 1", abi: 1}, []string{"landlock-net", "landlock-scope"}, ""},
 		{simHost{name: "kernel without Landlock", llErr: noLandlock},
 			[]string{"landlock-fs", "landlock-net", "landlock-scope", "exec-allowlist"},
-			refusal("landlock-fs: "+noLandlock, "exec-allowlist: "+execDetail)},
+			refusal("landlock-fs: "+noLandlock, "exec-allowlist: "+needsLL)},
 		{simHost{name: "Landlock built in, not in lsm=", llErr: llDisabled},
 			[]string{"landlock-fs", "landlock-net", "landlock-scope", "exec-allowlist"},
-			refusal("landlock-fs: "+llDisabled, "exec-allowlist: "+execDetail)},
+			refusal("landlock-fs: "+llDisabled, "exec-allowlist: "+needsLL)},
 		{simHost{name: "Ubuntu 24.04 as a user: AppArmor restriction", abi: 4, userNS: apparmorNS},
 			[]string{"namespaces", "landlock-scope", "capabilities", "network", "private-mounts"},
-			refusal("namespaces: "+apparmorNS, "capabilities: "+capsDetail, "network: "+netDetail, "private-mounts: "+mountsDetail)},
+			refusal("namespaces: "+apparmorNS, "capabilities: "+needsNS, "network: "+needsNS, "private-mounts: "+needsNS)},
 		{simHost{name: "user, kernel.unprivileged_userns_clone=0", abi: 2, userNS: sysctlNS},
 			[]string{"namespaces", "landlock-net", "landlock-scope", "capabilities", "network", "private-mounts"},
-			refusal("namespaces: "+sysctlNS, "capabilities: "+capsDetail, "network: "+netDetail, "private-mounts: "+mountsDetail)},
+			refusal("namespaces: "+sysctlNS, "capabilities: "+needsNS, "network: "+needsNS, "private-mounts: "+needsNS)},
 		{simHost{name: "user.max_user_namespaces=0", abi: 7, userNS: maxNS},
 			[]string{"namespaces", "capabilities", "network", "private-mounts"},
-			refusal("namespaces: "+maxNS, "capabilities: "+capsDetail, "network: "+netDetail, "private-mounts: "+mountsDetail)},
+			refusal("namespaces: "+maxNS, "capabilities: "+needsNS, "network: "+needsNS, "private-mounts: "+needsNS)},
 		{simHost{name: "kernel without seccomp", abi: 7, noSecc: true},
 			[]string{"seccomp", "memfd-noexec"},
-			refusal("seccomp: seccomp filters are unavailable", "memfd-noexec: "+memfdDetail)},
+			refusal("seccomp: seccomp filters are unavailable", "memfd-noexec: "+needsSecc)},
 	} {
 		t.Run(tc.host.name, func(t *testing.T) {
 			spec := Spec{Argv: []string{"sh", "-c", "curl -s https://api.example.com/"}, WorkDir: "/ws"}
