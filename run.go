@@ -154,12 +154,30 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		sk = capped
 		r.Warnings = append(r.Warnings, notes...)
 	}
-	sandbox.Prepare(sk.Perms)
 	if st, err := os.Stat(sk.Vars.WorkDir); err != nil || !st.IsDir() {
 		return r, failed(fmt.Errorf("work dir %s is not a folder", sk.Vars.WorkDir))
 	}
-	// The init starts first and boots (namespaces, uid map) while the
-	// command is checked, the cgroup made and the plan built.
+	// Preflight: the skills' engine checks the command (and sh -c
+	// scripts), then the agent policy's rules, before anything starts
+	// (about 50 µs): a refused command costs no namespaces.
+	line := commandLine(spec.Argv)
+	if d := sk.Engine.CheckArgv(spec.Argv); d.Action != policyengine.Allow {
+		return r, deny("exec", line, d)
+	}
+	if spec.Policy != nil && !spec.Policy.Empty() {
+		d := spec.Policy.CheckExec(line)
+		if d.Action == policyengine.Confirm && !spec.Confirmed {
+			d.Action = policyengine.Deny
+			d.Reason += " (nobody can answer here: pass --confirmed once the user agreed)"
+		}
+		if d.Action == policyengine.Deny {
+			return r, deny("exec", line, d)
+		}
+	}
+	trace("preflight")
+	sandbox.Prepare(sk.Perms)
+	// The init starts next and boots (namespaces, uid map) while the
+	// cgroup is made and the plan built.
 	stdio, closeStdio, err := files(spec)
 	if err != nil {
 		return r, failed(err)
@@ -202,23 +220,6 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		removeCgroup(<-cgDone, warn)
 		return r, err
 	}
-	// Preflight: the skills' engine checks the command (and sh -c
-	// scripts), then the agent policy's rules, before anything runs.
-	line := commandLine(spec.Argv)
-	if d := sk.Engine.CheckArgv(spec.Argv); d.Action != policyengine.Allow {
-		return abort(deny("exec", line, d))
-	}
-	if spec.Policy != nil && !spec.Policy.Empty() {
-		d := spec.Policy.CheckExec(line)
-		if d.Action == policyengine.Confirm && !spec.Confirmed {
-			d.Action = policyengine.Deny
-			d.Reason += " (nobody can answer here: pass --confirmed once the user agreed)"
-		}
-		if d.Action == policyengine.Deny {
-			return abort(deny("exec", line, d))
-		}
-	}
-	trace("preflight")
 	created, err := createWriteRoots(sk)
 	r.Created = created
 	if err != nil {

@@ -53,7 +53,7 @@ while read -r name med mean vp vb; do
 	printf '| %s | %s | %s | %s | %s | %s |\n' "$name" "$med" "$mean" "$vp" "$vb" "$(peak ${cmds[$name]})"
 done < "$ws/rows"
 echo
-echo "corral-refused is repo-review, whose exec list lacks true: the preflight refuses it (exit 126) before any namespace is made."
+echo "corral-refused is repo-review, whose exec list lacks true: the preflight refuses it (exit 126) before the init, a namespace or a cgroup is made."
 echo "corral-net adds network.allow: the init makes the proxy's listening sockets and hands them to corral."
 # The cgroup's share: how long PID 1 waited for corral to move it into the
 # run's cgroup (the part not hidden behind its own set-up) and the removal.
