@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -88,6 +90,7 @@ type Result struct {
 	ProxyDenialsMore int           `json:"proxy_denials_more,omitempty"`
 	Warnings         []string      `json:"warnings,omitempty"`
 	Created          []string      `json:"created,omitempty"`
+	Removed          []string      `json:"removed,omitempty"` // files the command made in protected git folders, removed after the run
 	// Proxy is the egress proxy's audit, for a summary of its refusals.
 	Proxy *netns.Audit `json:"-"`
 }
@@ -302,6 +305,18 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		}
 	}})
 	trace("done")
+	// Nothing of the sandbox runs any more: what it left that would send
+	// git elsewhere for config and hooks can be removed without a race.
+	for _, f := range plan.MustNotAppear {
+		if _, err := os.Lstat(f); err == nil {
+			if err := os.Remove(f); err != nil {
+				warn(fmt.Sprintf("the command created %s, which sends git on the host to a config and hooks it chose; removing it failed: %v", f, err))
+				continue
+			}
+			r.Removed = append(r.Removed, f)
+			warn(fmt.Sprintf("the command created %s, which would send git on the host to a config and hooks it chose; removed it", f))
+		}
+	}
 	if proxy != nil {
 		proxy.Close()
 		r.ProxyDenials, r.ProxyDenialsMore = r.Proxy.Denials()
@@ -505,10 +520,15 @@ func createWriteRoots(s *Skills) ([]string, error) {
 		if st, err := os.Lstat(git); err == nil && st.IsDir() {
 			hooks := filepath.Join(git, "hooks")
 			if _, err := os.Lstat(hooks); err != nil {
-				if err := os.Mkdir(hooks, 0o755); err != nil {
+				switch err := os.Mkdir(hooks, 0o755); {
+				case err == nil:
+					created = append(created, hooks)
+				case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS), errors.Is(err, fs.ErrExist):
+					// Not writable by this user, so not by its sandbox
+					// either.
+				default:
 					return created, fmt.Errorf("creating %s: %w", hooks, err)
 				}
-				created = append(created, hooks)
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"sort"
@@ -167,7 +168,7 @@ func (b *builder) rule(p string, access uint64, from string) {
 // restrictExec binds the folder p onto itself read-only and noexec, on
 // top of the binds of the grants (a grant below p is bound again above it).
 func (b *builder) restrictExec(p, why string) {
-	if info := b.facts.file(p); info.Exists && info.Dir {
+	if info := b.facts.file(p); info.Exists && info.Dir && !slices.ContainsFunc(b.restrict, func(m Mount) bool { return m.Target == info.Real }) {
 		b.restrict = append(b.restrict, Mount{Kind: MountBind, Source: info.Real, Target: info.Real, ReadOnly: true, NoExec: true, Dir: true, Why: why})
 	}
 }
@@ -285,7 +286,10 @@ func (b *builder) grants() {
 					}
 				}
 				b.rule(r, w.access, from)
-				b.bind(r, !w.write, restricted, from)
+				// A grant that holds a code root (/usr/local/**) stays
+				// exec so the libraries there map; grantsAboveCode binds
+				// everything else it holds noexec.
+				b.bind(r, !w.write, restricted && len(aboveCode(b.facts.file(r).Real)) == 0, from)
 			}
 		}
 	}
@@ -532,6 +536,19 @@ func (b *builder) protected() {
 		for _, name := range ProtectedNames {
 			paths = append(paths, path.Join(root.Real, name))
 		}
+		// Every folder from the root down to a git folder becomes a mount
+		// point, writable as the root is: renaming a mount point fails
+		// with EBUSY, so neither the git folder nor a folder above it
+		// can be moved away from its read-only hooks and config and
+		// replaced by a copy with a hook.
+		pins := map[string]bool{}
+		pin := func(p string) {
+			for d := p; d != root.Real && isUnder(d, root.Real); d = path.Dir(d) {
+				if info := b.facts.file(d); info.Exists && info.Dir && info.Real == d {
+					pins[d] = true
+				}
+			}
+		}
 		gits := []string{path.Join(root.Real, ".git")}
 		for _, g := range b.facts.NestedGits {
 			if strings.HasPrefix(g, root.Real+"/") {
@@ -543,23 +560,41 @@ func (b *builder) protected() {
 			switch {
 			case !info.Exists || info.Real != git:
 			case info.Dir:
-				// .git itself becomes a mount point, writable as its
-				// root is, so it cannot be renamed away from its
-				// protected hooks and config (renaming a mount point
-				// fails with EBUSY).
-				b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountBind, Source: git, Target: git, NoExec: b.plan.Exec.Restricted, Dir: true, Why: why + " (pinned in place)"})
-				if path.Dir(git) != root.Real {
-					paths = append(paths, git+"/hooks", git+"/config")
-				}
+				pin(git)
+				paths = append(paths, git+"/hooks", git+"/config", git+"/commondir", git+"/config.worktree")
 			default:
 				// A .git file names the repository's git folder:
 				// rewritten, it would send git to hooks the command made.
+				pin(path.Dir(git))
 				paths = append(paths, git)
 			}
 		}
-		for _, m := range b.facts.Submodules {
+		// Submodules' and worktrees' git folders: the same, plus the
+		// files that send git elsewhere (commondir, gitdir).
+		for _, m := range append(slices.Clone(b.facts.Submodules), b.facts.Worktrees...) {
 			if strings.HasPrefix(m, root.Real+"/") {
-				paths = append(paths, m+"/hooks", m+"/config")
+				pin(m)
+				paths = append(paths, m+"/hooks", m+"/config", m+"/commondir", m+"/gitdir", m+"/config.worktree")
+			}
+		}
+		for _, hp := range b.facts.HooksPaths {
+			if isUnder(hp, root.Real) && hp != root.Real {
+				pin(path.Dir(hp))
+				paths = append(paths, hp)
+			}
+		}
+		dirs := slices.Sorted(maps.Keys(pins)) // parents first
+		for _, d := range dirs {
+			b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountBind, Source: d, Target: d, NoExec: b.plan.Exec.Restricted, Dir: true, Why: why + " (pinned in place)"})
+		}
+		for _, p := range paths {
+			if info, known := b.facts.Files[p]; known && !info.Exists && (path.Base(p) == "commondir" || path.Base(p) == "config.worktree") {
+				b.plan.MustNotAppear = append(b.plan.MustNotAppear, p)
+			}
+		}
+		for _, p := range paths {
+			if info := b.facts.file(p); info.Exists && info.Real != p && slices.ContainsFunc(info.Links, func(l string) bool { return isUnder(l, root.Real) }) {
+				b.warn("%s is a symlink inside the writable %s (to %s): corral cannot keep a link the command can replace read-only", p, w.Value, info.Real)
 			}
 		}
 		for _, p := range paths {

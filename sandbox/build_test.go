@@ -376,3 +376,24 @@ func TestPlanProgramFolders(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanGrantAboveCodeRoot: with an exec allowlist, a read grant that
+// holds a code root (/usr/local/** holds /usr/local/lib) keeps the code
+// root mappable and binds the rest it exposes noexec.
+func TestPlanGrantAboveCodeRoot(t *testing.T) {
+	perms := policyengine.Permissions{Read: entries("/usr/local/**"), Exec: entries("sh"), Declared: []string{"t"}, ExecDeclared: []string{"t"}}
+	facts := fakeFacts([]string{"/ws", "/usr/local", "/usr/local/lib", "/usr/local/bin"}, nil, "sh")
+	facts.Listings = map[string][]string{"/usr/local": {"bin", "lib"}}
+	plan, err := BuildPlan(perms, Spec{Argv: []string{"sh"}, WorkDir: "/ws"}, facts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range plan.Mounts {
+		if m.Kind == MountBind && m.NoExec && (m.Target == "/usr/local" || m.Target == "/usr/local/lib") {
+			t.Errorf("%s is noexec: the code root /usr/local/lib cannot be mapped (%s)", m.Target, m.Why)
+		}
+	}
+	if m, ok := findMount(plan, MountBind, "/usr/local/bin"); !ok || !m.NoExec {
+		t.Errorf("/usr/local/bin: want a noexec bind, got %+v", m)
+	}
+}

@@ -17,8 +17,14 @@ type Facts struct {
 	// Matches holds, for read globs a kernel rule cannot express, the
 	// paths that match them now.
 	Matches map[string][]string `json:"matches,omitempty"`
-	// Submodules are the .git/modules/NAME folders inside writable roots.
+	// Submodules are the submodules' git folders (.git/modules/NAME, at
+	// any depth) and Worktrees the linked worktrees' (.git/worktrees/X)
+	// inside writable roots.
 	Submodules []string `json:"submodules,omitempty"`
+	Worktrees  []string `json:"worktrees,omitempty"`
+	// HooksPaths are the folders core.hooksPath names in the git
+	// folders' configs.
+	HooksPaths []string `json:"hooks_paths,omitempty"`
 	// NestedGits are the .git folders and files of repositories nested in
 	// writable roots (vendor/lib/.git); NestedCut the roots whose search
 	// stopped at its budget.

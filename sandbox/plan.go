@@ -35,6 +35,12 @@ type Plan struct {
 
 	// Protections lists every protection and whether it is enforced.
 	Protections []Protection `json:"protections"`
+	// MustNotAppear are files inside protected git folders that did not
+	// exist at launch and would send git elsewhere for its config and
+	// hooks if the command made them (commondir, config.worktree). No
+	// mount can keep a missing file from being created in a writable
+	// folder, so corral removes them after the run.
+	MustNotAppear []string `json:"must_not_appear,omitempty"`
 	// Warnings are places where the kernel's rule differs from the glob
 	// it came from, and other things a user should know.
 	Warnings []string `json:"warnings,omitempty"`

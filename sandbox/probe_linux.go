@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -56,14 +57,27 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 			for _, name := range ProtectedNames {
 				f.stat(path.Join(root.Real, name))
 			}
-			// Submodules keep their hooks and config under .git/modules.
-			modules, _ := filepath.Glob(path.Join(root.Real, ".git/modules/*"))
-			for _, m := range modules {
-				f.stat(m + "/hooks")
-				f.stat(m + "/config")
-				f.Submodules = append(f.Submodules, m)
-			}
 			f.nestedRepos(root.Real)
+			for _, git := range append([]string{path.Join(root.Real, ".git")}, f.NestedGits...) {
+				if strings.HasPrefix(git, root.Real+"/") && f.stat(git).Dir {
+					f.gitFolders(git)
+					// core.hooksPath (husky sets .husky) moves the hooks
+					// out of .git; relative, it is from the work tree.
+					if hp := gitHooksPath(git + "/config"); hp != "" {
+						if strings.HasPrefix(hp, "~/") {
+							hp = path.Join(os.Getenv("HOME"), hp[2:])
+						} else if !path.IsAbs(hp) {
+							hp = path.Join(path.Dir(git), hp)
+						}
+						// Outside the writable root the sandbox cannot
+						// write it anyway.
+						if hp = path.Clean(hp); isUnder(hp, root.Real) && hp != root.Real {
+							f.HooksPaths = append(f.HooksPaths, hp)
+							f.statGitFolder(hp)
+						}
+					}
+				}
+			}
 		}
 	}
 	for _, e := range p.Exec {
@@ -148,9 +162,7 @@ func (f *Facts) nestedRepos(root string) {
 			case name == ".git":
 				if d.depth > 0 && (typ == unix.DT_DIR || typ == unix.DT_REG) {
 					f.NestedGits = append(f.NestedGits, p)
-					f.stat(p)
-					f.stat(p + "/hooks")
-					f.stat(p + "/config")
+					f.statGitFolder(p)
 				}
 			case strings.HasPrefix(name, ".") || slices.Contains(nestedSkip, name):
 			case typ == unix.DT_DIR && d.depth < nestedDepth:
@@ -198,21 +210,124 @@ func readNames(dir string, buf []byte, fn func(name string, typ byte)) {
 	}
 }
 
-// CreateNestedHooks gives every nested repository found (a real .git
-// folder) the hooks folder git init makes, when it lacks one, so the plan
-// can bind it read-only; otherwise the command could create it and plant
-// a hook. It returns what it created.
-func CreateNestedHooks(f *Facts) ([]string, error) {
-	var created []string
-	for _, git := range f.NestedGits {
-		if info := f.Files[git]; !info.Dir || info.Real != git {
+// gitFolders finds the git folders inside the git folder git: submodules'
+// (.git/modules/NAME, where NAME may hold slashes, and their own modules)
+// and linked worktrees' (.git/worktrees/X), and stats what the plan
+// protects in each and the folders above them.
+func (f *Facts) gitFolders(git string) {
+	f.stat(git + "/commondir")
+	f.stat(git + "/config.worktree")
+	worktrees, _ := filepath.Glob(git + "/worktrees/*")
+	for _, w := range worktrees {
+		f.Worktrees = append(f.Worktrees, w)
+		f.statGitFolder(w)
+	}
+	// A submodule's git folder holds HEAD and config; folders between
+	// hold only folders (libs/ for libs/foo).
+	queue, reads := []string{git + "/modules"}, 0
+	buf := make([]byte, 16<<10)
+	for len(queue) > 0 && reads < nestedBudget {
+		dir := queue[0]
+		queue = queue[1:]
+		reads++
+		f.stat(dir)
+		readNames(dir, buf, func(name string, typ byte) {
+			if typ != unix.DT_DIR {
+				return
+			}
+			p := dir + "/" + name
+			var st unix.Stat_t
+			if unix.Lstat(p+"/HEAD", &st) == nil || unix.Lstat(p+"/config", &st) == nil {
+				f.Submodules = append(f.Submodules, p)
+				f.statGitFolder(p)
+				queue = append(queue, p+"/modules")
+				return
+			}
+			queue = append(queue, p)
+		})
+	}
+}
+
+func (f *Facts) statGitFolder(p string) {
+	for _, name := range []string{"", "/hooks", "/config", "/commondir", "/gitdir", "/config.worktree"} {
+		f.stat(p + name)
+	}
+	for d := path.Dir(p); d != "/" && !f.Files[d].Exists; d = path.Dir(d) {
+		f.stat(d)
+	}
+}
+
+// mkdirNoLinks makes dir, refusing to go through any symlink on the way
+// (a concurrent sandboxed run could swap a folder for one).
+func mkdirNoLinks(dir string) error {
+	parent, err := unix.Openat2(unix.AT_FDCWD, path.Dir(dir), &unix.OpenHow{
+		Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS,
+	})
+	if err == unix.ENOSYS {
+		return unix.Mkdirat(unix.AT_FDCWD, dir, 0o755) // kernels before 5.6
+	}
+	if err != nil {
+		return err
+	}
+	defer unix.Close(parent)
+	return unix.Mkdirat(parent, path.Base(dir), 0o755)
+}
+
+// gitHooksPath returns core.hooksPath from a git config file, "" when it
+// is not set. Include directives are not followed.
+func gitHooksPath(config string) string {
+	data, err := readNoFollow(config, 1<<20)
+	if err != nil {
+		return ""
+	}
+	inCore, value := false, ""
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "[") {
+			name, _, _ := strings.Cut(strings.Trim(line, "[]"), " ")
+			inCore = strings.EqualFold(strings.TrimSpace(name), "core") && !strings.Contains(line, "\"")
 			continue
 		}
-		hooks := git + "/hooks"
+		key, val, ok := strings.Cut(line, "=")
+		if !inCore || !ok || !strings.EqualFold(strings.TrimSpace(key), "hookspath") {
+			continue
+		}
+		val = strings.TrimSpace(val)
+		if strings.HasPrefix(val, "\"") {
+			if v, err := strconv.Unquote(val); err == nil {
+				val = v
+			} else {
+				val = strings.Trim(val, "\"")
+			}
+		} else if i := strings.IndexAny(val, "#;"); i >= 0 {
+			val = strings.TrimSpace(val[:i])
+		}
+		value = val // the last one wins
+	}
+	return value
+}
+
+// CreateNestedHooks gives every nested repository and submodule git
+// folder found (a real folder) the hooks folder git init makes, and makes the folder a
+// core.hooksPath names, when they are missing, so the plan can bind them
+// read-only; otherwise the command could create one and plant a hook. It
+// returns what it created.
+func CreateNestedHooks(f *Facts) ([]string, error) {
+	var created []string
+	var folders []string
+	for _, git := range append(slices.Clone(f.NestedGits), f.Submodules...) {
+		if info := f.Files[git]; info.Dir && info.Real == git {
+			folders = append(folders, git+"/hooks")
+		}
+	}
+	for _, hooks := range append(folders, f.HooksPaths...) {
+		if parent := f.Files[path.Dir(hooks)]; !parent.Dir || parent.Real != path.Dir(hooks) {
+			continue // only in a real folder: never through a planted link
+		}
 		if f.Files[hooks].Exists {
 			continue
 		}
-		switch err := unix.Mkdirat(unix.AT_FDCWD, hooks, 0o755); err {
+		switch err := mkdirNoLinks(hooks); err {
 		case nil:
 		case unix.EEXIST, unix.EACCES, unix.EPERM, unix.EROFS:
 			continue // there, or not writable by this user: nor by its sandbox

@@ -54,7 +54,7 @@ func programIndexFiles() []string {
 		return files
 	}
 	real, err := filepath.EvalSymlinks(dir)
-	if err != nil || hiddenUnder(real) == "" || !trustedFile(real, true) {
+	if err != nil || !(isUnder(real, "/run") || isUnder(real, "/var/run")) || real == "/run" || real == "/var/run" || !trustedFile(real, true) {
 		return files
 	}
 	return append(files, filepath.Join(real, "corral", "programs"))

