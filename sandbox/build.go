@@ -688,6 +688,15 @@ func (b *builder) finishMounts() {
 	// one sorted pass, since each bind covers only what was bound before.
 	restrict := b.restrict
 	sort.SliceStable(restrict, func(i, j int) bool { return restrict[i].Target < restrict[j].Target })
+	// A restriction is about noexec: over a grant of the very same folder
+	// it keeps the grant's writability (the later bind decides the flags).
+	for i, r := range restrict {
+		for _, k := range kept {
+			if k.Target == r.Target && !k.ReadOnly && r.NoExec {
+				restrict[i].ReadOnly = false
+			}
+		}
+	}
 	under := func(m Mount) bool {
 		return slices.ContainsFunc(restrict, func(r Mount) bool { return m.Target != r.Target && isUnder(m.Target, r.Target) })
 	}

@@ -368,10 +368,10 @@ static void remount(const char *target, const struct mount_step *m) {
 }
 
 // set_flags makes the new root read-only, nosuid and nodev with one
-// recursive mount_setattr, then makes the exceptions one mount at a time
-// in plan order: noexec recursively (nothing under a noexec grant escapes
-// it), read-only and nodev lifted on the mount itself only, never below
-// (a read-only bind inside a writable one stays read-only).
+// recursive mount_setattr, then sets each mount's flags in plan order:
+// noexec recursively (nothing under a noexec grant escapes it), read-only
+// set or lifted and nodev lifted on the mount itself only, never below (a
+// read-only bind inside a writable one stays read-only).
 static void set_flags(const char *root, struct plan *pl) {
 	char target[4096];
 	if (setattr(root, AT_RECURSIVE, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0) < 0) {
@@ -390,7 +390,7 @@ static void set_flags(const char *root, struct plan *pl) {
 	}
 	for (size_t i = 0; i < pl->nmounts; i++) {
 		struct mount_step *m = &pl->mounts[i];
-		uint64_t clr = 0;
+		uint64_t set = 0, clr = 0;
 		snprintf(target, sizeof target, "%s%s", root, m->target);
 		if ((m->kind == 'b' || m->kind == 'v') && m->fd < 0)
 			continue;
@@ -408,7 +408,12 @@ static void set_flags(const char *root, struct plan *pl) {
 			clr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV;
 			break;
 		case 'b':
-			if (!m->ro)
+			// Flags land on the topmost mount at the path: when two
+			// binds share a target, the later one (a protected path or
+			// a restriction over a grant) decides, both ways.
+			if (m->ro)
+				set = MOUNT_ATTR_RDONLY;
+			else
 				clr = MOUNT_ATTR_RDONLY;
 			if (!m->noexec)
 				clr |= MOUNT_ATTR_NOEXEC;
@@ -416,7 +421,7 @@ static void set_flags(const char *root, struct plan *pl) {
 		}
 		// EPERM: the host locked the flag on this mount; it stays, which
 		// is narrower than the plan.
-		if (clr && setattr(target, 0, 0, clr) < 0 && errno != EPERM)
+		if ((set || clr) && setattr(target, 0, set, clr) < 0 && errno != EPERM)
 			fail("mounts", errno, "mount_setattr %s", m->target);
 	}
 }

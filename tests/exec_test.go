@@ -492,3 +492,33 @@ func TestExecProgramIndexWriteGrant(t *testing.T) {
 		t.Fatalf("a write grant of /run/corral was not refused with 125 naming the program index:\n%s", r)
 	}
 }
+
+// TestExecProgramFolderWriteGrant grants write on a folder of programs
+// with an exec allowlist: the grant holds (the command can write there),
+// and the folder stays noexec (the programs in it cannot be mapped).
+func TestExecProgramFolderWriteGrant(t *testing.T) {
+	if !isRoot {
+		t.Skip("installing a folder of programs into /usr/local/lib needs root")
+	}
+	t.Parallel()
+	ld := ldso(t)
+	attack(t, "exec", "run a program in a write-granted folder of programs through the dynamic loader")
+	pkg := filepath.Join("/usr/local/lib", token("corral-test"))
+	t.Cleanup(func() { os.RemoveAll(pkg) })
+	id, err := os.ReadFile("/usr/bin/id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(pkg, "bin", "id"), string(id), 0o755)
+	work := newDir(t, asSelf, "work")
+	sd := writeSkill(t, newDir(t, asSelf, "skills"), "pkgwrite", fmt.Sprintf(`  fs:
+    read: ["$WORK_DIR/**"]
+    write: ["%s/bin/**"]
+  exec: [sh]
+`, pkg))
+	r := runScript(t, asSelf, work, []string{sd}, fmt.Sprintf("echo written > %[1]s/bin/note && echo WROTE\n%[2]s %[1]s/bin/id 2>&1", pkg, ld))
+	if !strings.Contains(r.stdout, "WROTE") {
+		t.Errorf("the write grant of %s/bin did not hold:\n%s", pkg, r)
+	}
+	noSecret(t, r, "uid=", "running "+pkg+"/bin/id through "+ld)
+}
