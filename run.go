@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -125,12 +126,35 @@ func (a *auditLog) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// early is a signal forwarding PrepareRun started for the next Run.
+var early atomic.Pointer[sandbox.Signals]
+
+// PrepareRun starts, in the background, what the next Run needs first
+// (catching the signals it forwards; the first signal.Notify of a process
+// costs 0.2-0.4 ms), so it overlaps loading the skills. Calling it is
+// optional.
+func PrepareRun() {
+	if s := early.Swap(sandbox.NotifySignals()); s != nil {
+		s.Stop()
+	}
+}
+
 // Run runs spec.Argv in the sandbox and waits for it. The Result is
 // filled as far as the run got, also with an error; an *Error says why
 // the command did not run its course (its Code: 125, 126, 127).
 // Cancelling ctx ends the run as a timeout does.
 func Run(ctx context.Context, spec Spec) (*Result, error) {
 	r := &Result{Denials: []Denial{}}
+	sigs := early.Swap(nil)
+	if sigs == nil {
+		sigs = sandbox.NotifySignals()
+	}
+	handed := false // to the launch, which stops them
+	defer func() {
+		if !handed {
+			sigs.Stop()
+		}
+	}()
 	trace, warn := spec.Trace, spec.Warn
 	if trace == nil {
 		trace = func(string) {}
@@ -187,10 +211,12 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	}
 	defer closeStdio()
 	trace("loaded")
+	stdio.Signals = sigs
 	launch, err := sandbox.Start(stdio)
 	if err != nil {
 		return r, failed(err)
 	}
+	handed = true
 	trace("started")
 	limits := sandbox.ResolveLimits(sk.Perms.Limits, spec.Limits)
 	if spec.Policy != nil {

@@ -9,6 +9,8 @@ import (
 	"corral/policyengine"
 )
 
+var forwarded = []os.Signal{os.Interrupt}
+
 // ErrUnsupported means the kernel sandbox is Linux-only.
 var ErrUnsupported = errors.New("the kernel sandbox needs Linux")
 

@@ -40,4 +40,7 @@ type RunOptions struct {
 type Stdio struct {
 	Stdin          *os.File
 	Stdout, Stderr *os.File
+	// Signals, from NotifySignals, are forwarded to the command; nil
+	// makes Start catch them itself.
+	Signals *Signals
 }

@@ -50,8 +50,13 @@ func Start(stdio Stdio) (*Launch, error) {
 	if st, err := os.Stat(sandboxExec); err != nil || !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%w: Seatbelt needs %s: %v", ErrProtection, sandboxExec, err)
 	}
-	l := &Launch{stdio: stdio, start: time.Now(), signals: make(chan os.Signal, 8)}
-	signal.Notify(l.signals, forwarded...)
+	l := &Launch{stdio: stdio, start: time.Now()}
+	if stdio.Signals != nil {
+		l.signals = stdio.Signals.channel()
+	} else {
+		l.signals = make(chan os.Signal, 8)
+		signal.Notify(l.signals, forwarded...)
+	}
 	return l, nil
 }
 

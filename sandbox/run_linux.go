@@ -79,8 +79,12 @@ func Start(stdio Stdio) (*Launch, error) {
 			Setpgid: true,
 		},
 	}
-	l.signals = make(chan os.Signal, 8)
-	signal.Notify(l.signals, forwarded...)
+	if stdio.Signals != nil {
+		l.signals = stdio.Signals.channel()
+	} else {
+		l.signals = make(chan os.Signal, 8)
+		signal.Notify(l.signals, forwarded...)
+	}
 	// Pdeathsig fires when the thread that forked dies: keep it alive.
 	runtime.LockOSThread()
 	err = l.cmd.Start()

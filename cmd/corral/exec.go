@@ -130,6 +130,7 @@ func runExec(sf *skillFlags, nf *netFlags, lf *limitFlags, pf *policyFlags, argv
 		}
 		spec.Trace("main")
 	}
+	corral.PrepareRun() // overlaps loading the skills
 	l, err := sf.load()
 	if err != nil {
 		return failed(err)
