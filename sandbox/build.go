@@ -279,6 +279,9 @@ func (b *builder) grants() {
 				if !b.safeGrant(e.Value, r) {
 					continue
 				}
+				if w.write && restricted && slices.ContainsFunc(mappableRoots(), func(c string) bool { return isUnder(b.facts.file(r).Real, c) }) {
+					b.warn("%s is inside a code folder: it is noexec in this run, but what the command writes there can be mapped as a library by later runs with an exec allowlist and by the host's programs", e.Value)
+				}
 				if w.write {
 					if i := slices.IndexFunc(b.facts.IndexDirs, func(d string) bool { return isUnder(d, b.facts.file(r).Real) }); i >= 0 {
 						b.errs = append(b.errs, fmt.Sprintf("%s covers %s, where corral keeps its program index: a sandbox that could write there could hide programs from the exec allowlist of later runs", e.Value, b.facts.IndexDirs[i]))
@@ -648,10 +651,12 @@ func (b *builder) finishMounts() {
 			if isUnder(m.Target, k.Target) {
 				covered = (!k.ReadOnly || m.ReadOnly) && (!k.NoExec || m.NoExec)
 				// A noexec grant inside an exec bind (a grant in /usr
-				// with an exec allowlist) narrows it, except in the code
-				// roots, which the program index covers and which must
-				// stay mappable for libraries.
-				if m.NoExec && !k.NoExec && !slices.ContainsFunc(mappableRoots(), func(r string) bool { return isUnder(m.Target, r) }) {
+				// with an exec allowlist) narrows it, except a read grant
+				// in the code roots, which the program index covers and
+				// which must stay mappable for libraries.
+				// A writable grant stays noexec everywhere: what the
+				// command writes must never be mappable.
+				if m.NoExec && !k.NoExec && (!m.ReadOnly || !slices.ContainsFunc(mappableRoots(), func(r string) bool { return isUnder(m.Target, r) })) {
 					covered = false
 				}
 				break

@@ -522,3 +522,36 @@ func TestExecProgramFolderWriteGrant(t *testing.T) {
 	}
 	noSecret(t, r, "uid=", "running "+pkg+"/bin/id through "+ld)
 }
+
+// TestExecWrittenCodeRoot grants write on a folder inside a code root
+// (/usr/local/lib/X) with an exec allowlist and runs a program the command
+// copies there through the dynamic loader, in the same run.
+func TestExecWrittenCodeRoot(t *testing.T) {
+	if !isRoot {
+		t.Skip("making a folder in /usr/local/lib needs root")
+	}
+	t.Parallel()
+	ld := ldso(t)
+	progs := libraryPrograms()
+	if len(progs) == 0 {
+		t.Skip("no ELF program in the library folders to copy (readable with an exec allowlist)")
+	}
+	p := progs[0]
+	attack(t, "exec", "write a program into a writable folder inside a code root and map it")
+	dir := filepath.Join("/usr/local/lib", token("corral-test"))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	work := newDir(t, asSelf, "work")
+	sd := writeSkill(t, newDir(t, asSelf, "skills"), "codewrite", fmt.Sprintf(`  fs:
+    read: ["$WORK_DIR/**"]
+    write: ["%s/**"]
+  exec: [sh, cat]
+`, dir))
+	r := runScript(t, asSelf, work, []string{sd}, fmt.Sprintf("cat %[1]s > %[2]s/libcopy.so.1 && echo COPIED\n%[3]s %[2]s/libcopy.so.1 %[4]s 2>&1", p.path, dir, ld, p.args))
+	if !strings.Contains(r.stdout, "COPIED") {
+		t.Fatalf("control: the copy into %s failed:\n%s", dir, r)
+	}
+	noSecret(t, r, p.want, "a copy of "+p.path+" written to "+dir+" and run through "+ld)
+}
