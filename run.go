@@ -132,7 +132,8 @@ var early atomic.Pointer[sandbox.Signals]
 // PrepareRun starts, in the background, what the next Run needs first
 // (catching the signals it forwards; the first signal.Notify of a process
 // costs 0.2-0.4 ms), so it overlaps loading the skills. Calling it is
-// optional.
+// optional; call it only right before a Run: until that Run ends, SIGINT,
+// SIGTERM, SIGHUP and the others Run forwards are caught.
 func PrepareRun() {
 	if s := early.Swap(sandbox.NotifySignals()); s != nil {
 		s.Stop()

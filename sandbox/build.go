@@ -289,10 +289,11 @@ func (b *builder) grants() {
 					}
 				}
 				b.rule(r, w.access, from)
-				// A grant that holds a code root (/usr/local/**) stays
-				// exec so the libraries there map; grantsAboveCode binds
-				// everything else it holds noexec.
-				b.bind(r, !w.write, restricted && len(aboveCode(b.facts.file(r).Real)) == 0, from)
+				// A read grant that holds a code root (/usr/local/**)
+				// stays exec so the libraries there map; grantsAboveCode
+				// binds everything else it holds noexec. A write grant
+				// is noexec whatever it holds.
+				b.bind(r, !w.write, restricted && (w.write || len(aboveCode(b.facts.file(r).Real)) == 0), from)
 			}
 		}
 	}
@@ -424,28 +425,26 @@ func aboveCode(base string) []string {
 	return out
 }
 
-// grantsAboveCode binds noexec what a grant covering a code root (a read
-// grant of /usr/**) makes readable besides the code roots: /usr/bin,
-// /usr/sbin, /usr/local/bin... The grant's own bind stays exec, as the
-// code roots need.
+// grantsAboveCode binds noexec what a read grant covering a code root
+// (/usr/**) makes readable besides the code roots: /usr/bin, /usr/sbin,
+// /usr/local/bin... The grant's own bind stays exec, as the code roots
+// need. (A write grant is noexec as a whole.)
 func (b *builder) grantsAboveCode() {
 	if !b.plan.Exec.Restricted {
 		return
 	}
-	for _, list := range [][]policyengine.Entry{b.perms.Read, b.perms.Write} {
-		for _, e := range list {
-			g, err := policyengine.CompileGlob(e.Value)
-			if err != nil {
-				continue
-			}
-			for _, dir := range aboveCode(b.facts.file(g.Base()).Real) {
-				for _, name := range b.facts.Listings[dir] {
-					child := path.Join(dir, name)
-					if slices.ContainsFunc(mappableRoots(), func(r string) bool { return isUnder(r, child) }) {
-						continue // a code root or on the way to one
-					}
-					b.restrictExec(child, "readable through "+e.Value+", which covers a code root: noexec, so the dynamic loader cannot map a program from it")
+	for _, e := range b.perms.Read {
+		g, err := policyengine.CompileGlob(e.Value)
+		if err != nil || hiddenUnder(g.Base()) != "" {
+			continue // not bound at all (a grant of / holds /tmp)
+		}
+		for _, dir := range aboveCode(b.facts.file(g.Base()).Real) {
+			for _, name := range b.facts.Listings[dir] {
+				child := path.Join(dir, name)
+				if slices.ContainsFunc(mappableRoots(), func(r string) bool { return isUnder(r, child) }) || hiddenUnder(child) != "" {
+					continue // a code root or on the way to one, or private
 				}
+				b.restrictExec(child, "readable through "+e.Value+", which covers a code root: noexec, so the dynamic loader cannot map a program from it")
 			}
 		}
 	}
@@ -590,6 +589,8 @@ func (b *builder) protected() {
 		for _, d := range dirs {
 			b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountBind, Source: d, Target: d, NoExec: b.plan.Exec.Restricted, Dir: true, Why: why + " (pinned in place)"})
 		}
+		slices.Sort(paths)
+		paths = slices.Compact(paths)
 		for _, p := range paths {
 			if info, known := b.facts.Files[p]; known && !info.Exists && (path.Base(p) == "commondir" || path.Base(p) == "config.worktree") {
 				b.plan.MustNotAppear = append(b.plan.MustNotAppear, p)
@@ -693,13 +694,17 @@ func (b *builder) finishMounts() {
 	// one sorted pass, since each bind covers only what was bound before.
 	restrict := b.restrict
 	sort.SliceStable(restrict, func(i, j int) bool { return restrict[i].Target < restrict[j].Target })
-	// A restriction is about noexec: over a grant of the very same folder
-	// it keeps the grant's writability (the later bind decides the flags).
+	// A restriction is about noexec: inside (or over) a writable grant it
+	// keeps the grant's writability (the later bind decides the flags).
 	for i, r := range restrict {
-		for _, k := range kept {
-			if k.Target == r.Target && !k.ReadOnly && r.NoExec {
-				restrict[i].ReadOnly = false
+		nearest := -1
+		for j, k := range kept {
+			if isUnder(r.Target, k.Target) && (nearest < 0 || len(k.Target) > len(kept[nearest].Target)) {
+				nearest = j
 			}
+		}
+		if nearest >= 0 && !kept[nearest].ReadOnly && r.NoExec {
+			restrict[i].ReadOnly = false
 		}
 	}
 	under := func(m Mount) bool {

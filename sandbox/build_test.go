@@ -397,3 +397,41 @@ func TestPlanGrantAboveCodeRoot(t *testing.T) {
 		t.Errorf("/usr/local/bin: want a noexec bind, got %+v", m)
 	}
 }
+
+// TestPlanWriteGrantAboveCodeRoot: a write grant holding a code root
+// (/usr/local/**) stays noexec as a whole, so nothing the command writes
+// there maps, and keeps its writability under the restrictions inside.
+func TestPlanWriteGrantAboveCodeRoot(t *testing.T) {
+	perms := policyengine.Permissions{Write: entries("/usr/local/**"), Exec: entries("sh"), Declared: []string{"t"}, ExecDeclared: []string{"t"}}
+	facts := fakeFacts([]string{"/ws", "/usr/local", "/usr/local/lib", "/usr/local/bin", "/usr/local/share"}, nil, "sh")
+	facts.Listings = map[string][]string{"/usr/local": {"bin", "lib", "share"}}
+	plan, err := BuildPlan(perms, Spec{Argv: []string{"sh"}, WorkDir: "/ws"}, facts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, ok := findMount(plan, MountBind, "/usr/local"); !ok || !m.NoExec || m.ReadOnly {
+		t.Errorf("/usr/local: want a writable noexec bind, got %+v", m)
+	}
+	for _, m := range plan.Mounts {
+		if m.Kind == MountBind && isUnder(m.Target, "/usr/local") && (m.ReadOnly || !m.NoExec) {
+			t.Errorf("%s: read-only %v, noexec %v inside the writable noexec grant (%s)", m.Target, m.ReadOnly, m.NoExec, m.Why)
+		}
+	}
+}
+
+// TestPlanRootGrantWithAllowlist: a read grant of / is not bound (it holds
+// /tmp and /run), and nothing of it is bound piecewise either.
+func TestPlanRootGrantWithAllowlist(t *testing.T) {
+	perms := policyengine.Permissions{Read: entries("/**"), Exec: entries("sh"), Declared: []string{"t"}, ExecDeclared: []string{"t"}}
+	facts := fakeFacts([]string{"/ws", "/", "/tmp", "/run", "/home"}, nil, "sh")
+	facts.Listings = map[string][]string{"/": {"home", "run", "tmp", "usr"}}
+	plan, err := BuildPlan(perms, Spec{Argv: []string{"sh"}, WorkDir: "/ws"}, facts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range plan.Mounts {
+		if m.Kind == MountBind && (m.Target == "/tmp" || m.Target == "/run" || m.Target == "/home") {
+			t.Errorf("%s is bound from the host: %+v", m.Target, m)
+		}
+	}
+}

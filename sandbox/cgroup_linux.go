@@ -203,22 +203,28 @@ func cgroupError(err error) error {
 
 func killPid(pid int) { unix.Kill(pid, unix.SIGKILL) }
 
-// killMember kills pid if it is still in the cgroup whose cgroup.procs is
-// procs. A PID read from the file can be gone and reused by an unrelated
-// process by the time it is signalled; a pidfd pins the process, and the
-// file is read again after it is taken, so the signal reaches only a
-// process that was in the cgroup (v1 has no cgroup.kill).
-func killMember(pid int, procs string) {
-	fd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		if err == unix.ENOSYS {
+// killMembers kills the processes listed in the cgroup.procs file procs.
+// A PID read from the file can be gone and reused by an unrelated process
+// by the time it is signalled; a pidfd pins the process, and the file is
+// read again after the pidfds are taken, so the signal reaches only
+// processes that were in the cgroup (v1 has no cgroup.kill).
+func killMembers(procs string) {
+	pidfds := map[int]int{}
+	for _, pid := range readPids(procs) {
+		fd, err := unix.PidfdOpen(pid, 0)
+		switch {
+		case err == nil:
+			pidfds[pid] = fd
+		case err == unix.ENOSYS:
 			killPid(pid) // kernels before 5.3
 		}
-		return
 	}
-	defer unix.Close(fd)
-	if slices.Contains(readPids(procs), pid) {
-		unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+	still := readPids(procs)
+	for pid, fd := range pidfds {
+		if slices.Contains(still, pid) {
+			unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+		}
+		unix.Close(fd)
 	}
 }
 
@@ -266,10 +272,7 @@ func removeCgroupDir(dir string) error {
 		}
 		// Processes are still there (or still exiting): kill them.
 		if os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0) != nil {
-			procs := filepath.Join(dir, "cgroup.procs")
-			for _, pid := range readPids(procs) {
-				killMember(pid, procs)
-			}
+			killMembers(filepath.Join(dir, "cgroup.procs"))
 		}
 		time.Sleep(time.Duration(i+1) * time.Millisecond)
 	}

@@ -132,9 +132,9 @@ func TestCgroupV2DefaultParent(t *testing.T) {
 	}
 }
 
-// TestKillMember: a PID is killed only while the cgroup still lists it,
+// TestKillMembers: a PID is killed only while the cgroup still lists it,
 // so a PID reused by an unrelated process after it was read is spared.
-func TestKillMember(t *testing.T) {
+func TestKillMembers(t *testing.T) {
 	start := func() *exec.Cmd {
 		cmd := exec.Command("sleep", "60")
 		if err := cmd.Start(); err != nil {
@@ -143,17 +143,23 @@ func TestKillMember(t *testing.T) {
 		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 		return cmd
 	}
-	dir := t.TempDir()
-	listed, other := start(), start()
-	procs := filepath.Join(dir, "cgroup.procs")
+	procs := filepath.Join(t.TempDir(), "cgroup.procs")
+	listed := start()
 	if err := os.WriteFile(procs, []byte(strconv.Itoa(listed.Process.Pid)+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	killMember(listed.Process.Pid, procs)
-	killMember(other.Process.Pid, procs) // read earlier, no longer listed
+	killMembers(procs)
 	if err := listed.Wait(); err == nil {
 		t.Error("the listed process was not killed")
 	}
+	// A process the file listed at first read but not at the second is
+	// spared: here the file names it only while it is being read.
+	other := start()
+	fake := filepath.Join(t.TempDir(), "cgroup.procs")
+	if err := os.WriteFile(fake, []byte(""), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	killMembers(fake)
 	if err := other.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Errorf("a process not in the cgroup was killed: %v", err)
 	}

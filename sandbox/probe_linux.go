@@ -9,7 +9,6 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -98,10 +97,10 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 // listAboveCode lists the folders from each grant that covers a code root
 // down to that root (for /usr/**: /usr and /usr/local).
 func (f *Facts) listAboveCode(p policyengine.Permissions) {
-	for _, list := range [][]policyengine.Entry{p.Read, p.Write} {
+	for _, list := range [][]policyengine.Entry{p.Read} {
 		for _, e := range list {
 			g, err := policyengine.CompileGlob(e.Value)
-			if err != nil {
+			if err != nil || hiddenUnder(g.Base()) != "" {
 				continue
 			}
 			for _, dir := range aboveCode(f.stat(g.Base()).Real) {
@@ -270,7 +269,15 @@ func mkdirNoLinks(dir string) error {
 		return err
 	}
 	defer unix.Close(parent)
-	return unix.Mkdirat(parent, path.Base(dir), 0o755)
+	if err := unix.Mkdirat(parent, path.Base(dir), 0o755); err != nil {
+		return err
+	}
+	// Run as root in someone else's repository, the folder is theirs.
+	var st unix.Stat_t
+	if os.Geteuid() == 0 && unix.Fstat(parent, &st) == nil && st.Uid != 0 {
+		unix.Fchownat(parent, path.Base(dir), int(st.Uid), int(st.Gid), unix.AT_SYMLINK_NOFOLLOW)
+	}
+	return nil
 }
 
 // gitHooksPath returns core.hooksPath from a git config file, "" when it
@@ -293,11 +300,10 @@ func gitHooksPath(config string) string {
 			continue
 		}
 		val = strings.TrimSpace(val)
-		if strings.HasPrefix(val, "\"") {
-			if v, err := strconv.Unquote(val); err == nil {
-				val = v
-			} else {
-				val = strings.Trim(val, "\"")
+		if rest, ok := strings.CutPrefix(val, "\""); ok {
+			// "..." and whatever follows the closing quote (a comment)
+			if end := strings.IndexByte(rest, '"'); end >= 0 {
+				val = rest[:end]
 			}
 		} else if i := strings.IndexAny(val, "#;"); i >= 0 {
 			val = strings.TrimSpace(val[:i])

@@ -88,6 +88,17 @@ func loadProgramIndex(roots, usable []string, now time.Time) ProgramIndex {
 			}
 		}
 	}
+	if save == "" {
+		// Nowhere to save a walk, so every run would walk (1-2 s): an
+		// index past its age whose stamps still hold beats that. Only a
+		// program copied by hand since it was built goes unseen.
+		for _, file := range usable {
+			if idx, ok := readProgramIndex(file, roots, time.Time{}); ok {
+				idx.Source += " (older than " + programIndexMaxAge.String() + "; this user can save no newer one)"
+				return idx
+			}
+		}
+	}
 	// The stamps are taken before the walk: a change during it makes the
 	// next run walk again.
 	stamps := takeStamps(roots)
@@ -190,7 +201,8 @@ func stampsHoldSerial(stamps []stamp) bool {
 
 // readProgramIndex reads file if it is trustworthy (a regular file owned
 // by root or the caller, writable by nobody else, in such a folder), was
-// built for roots less than programIndexMaxAge ago, and its stamps hold.
+// built for roots less than programIndexMaxAge before now (at any time
+// when now is zero), and its stamps hold.
 func readProgramIndex(file string, roots []string, now time.Time) (ProgramIndex, bool) {
 	idx := ProgramIndex{Source: file}
 	if !trustedFile(filepath.Dir(file), true) || !trustedFile(file, false) {
@@ -205,7 +217,7 @@ func readProgramIndex(file string, roots []string, now time.Time) (ProgramIndex,
 		return idx, false
 	}
 	built, err := strconv.ParseInt(strings.TrimPrefix(lines[2], "built "), 10, 64)
-	if age := now.Sub(time.Unix(built, 0)); err != nil || age < 0 || age > programIndexMaxAge {
+	if age := now.Sub(time.Unix(built, 0)); err != nil || !now.IsZero() && (age < 0 || age > programIndexMaxAge) {
 		return idx, false
 	}
 	var stamps []stamp
@@ -317,33 +329,51 @@ func writeProgramIndex(file string, roots []string, now time.Time, stamps []stam
 // not followed: what they point to is not under the root's Landlock rule.
 func walkPrograms(roots []string) ProgramIndex {
 	var (
-		mu  sync.Mutex
-		idx ProgramIndex
-		wg  sync.WaitGroup
-		sem = make(chan struct{}, 2*runtime.GOMAXPROCS(0))
+		mu      sync.Mutex
+		cond    = sync.NewCond(&mu)
+		idx     ProgramIndex
+		queue   []walkItem
+		working int
+		wg      sync.WaitGroup
 	)
-	var walk func(dir string, belowPrograms bool)
-	walk = func(dir string, belowPrograms bool) {
-		defer wg.Done()
-		sem <- struct{}{}
-		subdirs, programs, libraries := scanFolder(dir)
-		<-sem
-		mu.Lock()
-		switch {
-		case programs:
-			idx.Folders = append(idx.Folders, dir)
-		case libraries && belowPrograms:
-			idx.Libraries = append(idx.Libraries, dir)
-		}
-		mu.Unlock()
-		for _, d := range subdirs {
-			wg.Add(1)
-			go walk(d, belowPrograms || programs)
-		}
-	}
 	for _, r := range roots {
+		queue = append(queue, walkItem{r, false})
+	}
+	// A fixed set of workers takes folders from one queue: a goroutine
+	// per folder would be 20,000 of them.
+	for w := 0; w < 2*runtime.GOMAXPROCS(0); w++ {
 		wg.Add(1)
-		go walk(r, false)
+		go func() {
+			defer wg.Done()
+			mu.Lock()
+			defer mu.Unlock()
+			for {
+				for len(queue) == 0 && working > 0 {
+					cond.Wait()
+				}
+				if len(queue) == 0 {
+					cond.Broadcast()
+					return
+				}
+				it := queue[len(queue)-1]
+				queue = queue[:len(queue)-1]
+				working++
+				mu.Unlock()
+				subdirs, programs, libraries := scanFolder(it.dir)
+				mu.Lock()
+				working--
+				switch {
+				case programs:
+					idx.Folders = append(idx.Folders, it.dir)
+				case libraries && it.belowPrograms:
+					idx.Libraries = append(idx.Libraries, it.dir)
+				}
+				for _, d := range subdirs {
+					queue = append(queue, walkItem{d, it.belowPrograms || programs})
+				}
+				cond.Broadcast()
+			}
+		}()
 	}
 	wg.Wait()
 	slices.Sort(idx.Folders)
@@ -351,6 +381,11 @@ func walkPrograms(roots []string) ProgramIndex {
 	slices.Sort(idx.Libraries)
 	idx.Libraries = slices.Compact(idx.Libraries)
 	return idx
+}
+
+type walkItem struct {
+	dir           string
+	belowPrograms bool
 }
 
 // scanFolder lists dir's subfolders and says whether dir holds a program

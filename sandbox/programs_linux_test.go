@@ -272,3 +272,48 @@ func TestProgramIndexFilesUnderRun(t *testing.T) {
 		t.Fatalf("a write grant of the index folder was not refused: %v", err)
 	}
 }
+
+// TestProgramIndexStaleWithoutSaving: an index past its age is used, with
+// its stamps checked, when this user could not save a newer one (every run
+// would walk otherwise); it is walked again when one can be saved.
+func TestProgramIndexStaleWithoutSaving(t *testing.T) {
+	root, want := programTree(t)
+	roots := []string{root}
+	file := filepath.Join(t.TempDir(), "programs")
+	now := time.Now()
+	loadProgramIndex(roots, []string{file}, now)
+	later := now.Add(2 * programIndexMaxAge)
+	if idx := loadProgramIndex(roots, []string{file}, later); idx.Source != "walked" {
+		t.Fatalf("an old index was used though a new one could be saved: %+v", idx)
+	}
+	loadProgramIndex(roots, []string{file}, now) // fresh again, built at now
+	// The lock beside the index cannot be made: nowhere to save.
+	os.Remove(file + ".lock")
+	if err := os.Mkdir(file+".lock", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	idx := loadProgramIndex(roots, []string{file}, later)
+	if !strings.Contains(idx.Source, "older than") || !slices.Equal(idx.Folders, want) {
+		t.Fatalf("with nowhere to save, the old index was not used: %+v", idx)
+	}
+}
+
+func TestGitHooksPath(t *testing.T) {
+	dir := t.TempDir()
+	for config, want := range map[string]string{
+		"[core]\n\thooksPath = .husky\n":                        ".husky",
+		"[core]\n\thookspath = \".husky\" # husky\n":            ".husky",
+		"[core]\n\tbare = false\n\thooksPath=hooks ; x\n":       "hooks",
+		"[user]\n\thooksPath = no\n[core]\n\tfilemode = true\n": "",
+		"[core \"x\"]\n\thooksPath = sub\n":                     "",
+		"[core]\nhooksPath = a\nhooksPath = b\n":                "b",
+	} {
+		f := filepath.Join(dir, "config")
+		if err := os.WriteFile(f, []byte(config), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := gitHooksPath(f); got != want {
+			t.Errorf("%q: got %q, want %q", config, got, want)
+		}
+	}
+}
