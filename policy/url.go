@@ -135,7 +135,16 @@ func unicodeHost(h string) string {
 			labels[i] = u
 		}
 	}
-	return strings.Join(labels, ".")
+	// The whole name must map back as the URL parser maps it: a name
+	// whose other labels the lookup profile refuses ("xn--00c.-") stays
+	// in ASCII, the form it was accepted in.
+	out := strings.Join(labels, ".")
+	if out != h {
+		if back, err := idna.Lookup.ToASCII(out); err != nil || back != h {
+			return h
+		}
+	}
+	return out
 }
 
 // match reports whether the rule matches the URL: a preset by the
