@@ -25,6 +25,11 @@ show "$C" exec --skill "$skills/python-data" -- python3 "$skills/python-data/cru
 show "$C" exec --skill "$skills/python-data" -- python3 -c "print(open('$secret').read())"
 show "$C" exec --skill "$skills/python-data" -- curl -s http://example.com
 show "$C" exec --skill "$skills/python-data" -- sh -c 'echo pwned > /etc/motd'
+# A program outside the exec list, started through the allowed dynamic
+# loader: its folder is bound noexec, so the loader cannot map it.
+if [ -x /usr/lib/git-core/git ] && [ -e /lib64/ld-linux-x86-64.so.2 ]; then
+	show "$C" exec --skill "$skills/python-data" -- python3 -c "import subprocess; subprocess.run(['/lib64/ld-linux-x86-64.so.2', '/usr/lib/git-core/git', '--version'])"
+fi
 show "$C" exec -- sh -c 'grep -E "^(Cap|NoNewPrivs|Seccomp)" /proc/self/status; ls /home /root'
 
 # The egress proxy: a skill may reach demo.test on a port of a server this
