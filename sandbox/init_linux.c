@@ -410,11 +410,15 @@ static void set_flags(const char *root, struct plan *pl) {
 		case 'b':
 			// Flags land on the topmost mount at the path: when two
 			// binds share a target, the later one (a protected path or
-			// a restriction over a grant) decides, both ways.
-			if (m->ro)
-				set = MOUNT_ATTR_RDONLY;
-			else
+			// a restriction over a grant) decides, both ways. Read-only
+			// is already set (the recursive call above) unless an
+			// earlier bind at the same path lifted it.
+			if (!m->ro)
 				clr = MOUNT_ATTR_RDONLY;
+			else
+				for (size_t j = 0; j < i; j++)
+					if (pl->mounts[j].kind == 'b' && !pl->mounts[j].ro && strcmp(pl->mounts[j].target, m->target) == 0)
+						set = MOUNT_ATTR_RDONLY;
 			if (!m->noexec)
 				clr |= MOUNT_ATTR_NOEXEC;
 			break;
