@@ -296,6 +296,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	}
 	plan.Protections = append(plan.Protections, LimitsProtection(limits, cgr.cg, cgr.err))
 	plan.Trace = spec.Trace != nil && os.Getenv("CORRAL_TRACE") == "1"
+	plan.LegacyMounts = os.Getenv("CORRAL_MOUNTS") == "legacy"
 	r.Protections, r.Warnings = plan.Protections, append(r.Warnings, plan.Warnings...)
 	for _, p := range plan.Protections {
 		if !p.Enforced {

