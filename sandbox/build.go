@@ -388,7 +388,11 @@ func (b *builder) execTargets() {
 // baseline folders outside /usr and /etc (/lib and /lib64 where they are
 // not symlinks into /usr). Granted folders, data roots and /etc's folders
 // are bound noexec.
-func mappableRoots() []string {
+func mappableRoots() []string { return mappable }
+
+var mappable = findMappableRoots()
+
+func findMappableRoots() []string {
 	roots := slices.Clone(codeRoots)
 	for _, glob := range policyengine.SystemRead {
 		root, ok := strings.CutSuffix(glob, "/**")
@@ -884,7 +888,7 @@ func orText(err, ok string) string {
 
 // isUnder reports whether p is root or inside it.
 func isUnder(p, root string) bool {
-	return p == root || root == "/" || strings.HasPrefix(p, root+"/")
+	return p == root || root == "/" || len(p) > len(root) && p[len(root)] == '/' && strings.HasPrefix(p, root)
 }
 
 // hiddenUnder returns the hidden root that p is, or is inside, or "".
