@@ -70,3 +70,23 @@ if wait:
     print(f"cgroup cost per launch (50 runs, 50 ms apart): PID 1 waited a median {statistics.median(wait)/1000:.2f} ms (p90 {sorted(wait)[len(wait)*9//10]/1000:.2f}) for the join; removal {statistics.median(rm)/1000:.2f} ms")
 '
 echo "peak RSS is the largest single process (corral's parent or its init stage; /usr/bin/time -f %M)."
+# hyperfine runs each command's 200 runs in a block, so the machine's drift
+# (1-2 ms here over minutes) lands in the ratios. Interleaved rounds, one
+# run of each launcher per round, share the drift.
+echo
+echo "interleaved, ${runs} rounds (one run of each per round), medians:"
+python3 - "$runs" "${cmds[bwrap]}" "${cmds[corral-default]}" "${cmds[corral]}" <<'PY'
+import statistics, subprocess, sys, time
+runs, cmds = int(sys.argv[1]), sys.argv[2:]
+names = ["bwrap", "corral-default", "corral"]
+times = [[] for _ in cmds]
+for _ in range(runs):
+    for i, c in enumerate(cmds):
+        t = time.perf_counter()
+        subprocess.run(c.split(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        times[i].append((time.perf_counter() - t) * 1e3)
+med = [statistics.median(t) for t in times]
+for n, m in zip(names, med):
+    print(f"  {n}: {m:.2f} ms ({m / med[0]:.2f}x bwrap)")
+print("  (each includes about 0.5 ms of Python's fork and exec; the ratios are of these totals)")
+PY
