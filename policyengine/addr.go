@@ -54,6 +54,9 @@ func Categories() []Category {
 // dotted quad, 0x100000000): Classify reports those as CatUnparseable rather
 // than letting them pass as DNS names.
 func ParseIP(host string) (addr netip.Addr, ok bool) {
+	if len(host) > maxHostLen {
+		return netip.Addr{}, false // as Classify: no host is that long
+	}
 	if len(host) >= 2 && host[0] == '[' && host[len(host)-1] == ']' {
 		a, err := netip.ParseAddr(host[1 : len(host)-1])
 		if err != nil || !a.Is6() {
