@@ -79,9 +79,7 @@ func Start(stdio Stdio) (*Launch, error) {
 			Setpgid: true,
 		},
 	}
-	if stdio.Signals != nil {
-		l.signals = stdio.Signals.channel()
-	} else {
+	if stdio.Signals == nil {
 		l.signals = make(chan os.Signal, 8)
 		signal.Notify(l.signals, forwarded...)
 	}
@@ -91,11 +89,20 @@ func Start(stdio Stdio) (*Launch, error) {
 	runtime.UnlockOSThread()
 	statusW.Close()
 	if err != nil {
-		signal.Stop(l.signals)
+		if l.signals != nil {
+			signal.Stop(l.signals)
+		}
 		planW.Close()
 		statusR.Close()
 		proxyR.Close()
 		return nil, startError(err)
+	}
+	if stdio.Signals != nil {
+		// Taken only now: the init starts while Go's signal thread
+		// still starts up. A signal before it is ready kills corral,
+		// and with it the init (Pdeathsig), which is what forwarding
+		// it would have done too.
+		l.signals = stdio.Signals.channel()
 	}
 	l.planW, l.proxyR = planW, proxyR
 	l.statuses = make(chan status, 4)
