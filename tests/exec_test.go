@@ -165,32 +165,50 @@ func TestExecDynamicLoaderLibraryFolder(t *testing.T) {
 	})
 }
 
+// usrLocalLibPath skips t unless it runs as root and returns a fresh
+// /usr/local/lib/corral-test-X path (not made yet), removed after t.
+func usrLocalLibPath(t *testing.T, why string) string {
+	t.Helper()
+	if !isRoot {
+		t.Skip(why + " in /usr/local/lib needs root")
+	}
+	if err := os.MkdirAll("/usr/local/lib", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join("/usr/local/lib", token("corral-test"))
+	t.Cleanup(func() { os.RemoveAll(p) })
+	return p
+}
+
+// hostID is the host's /usr/bin/id, to install as a program.
+func hostID(t *testing.T) string {
+	t.Helper()
+	id, err := os.ReadFile("/usr/bin/id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(id)
+}
+
 // TestExecDynamicLoaderNewProgram installs a program after corral has
 // indexed the library folders, first in a new folder of a library root,
 // then two levels further down, and runs each through the dynamic loader.
 func TestExecDynamicLoaderNewProgram(t *testing.T) {
 	if !isRoot {
-		t.Skip("installing a program into /usr/local/lib needs root")
+		t.Skip("installing a program in /usr/local/lib needs root")
 	}
 	t.Parallel()
 	ld := ldso(t)
 	hostRuns(t, "uid=", ld, "/usr/bin/id")
-	if err := os.MkdirAll("/usr/local/lib", 0o755); err != nil {
-		t.Fatal(err)
-	}
+	id := hostID(t)
 	users(t, func(t *testing.T, u user) {
 		attack(t, "exec", "run a program installed after the index was built through the dynamic loader")
 		f := newExec(t, u)
-		pkg := filepath.Join("/usr/local/lib", token("corral-test"))
-		t.Cleanup(func() { os.RemoveAll(pkg) })
-		id, err := os.ReadFile("/usr/bin/id")
-		if err != nil {
-			t.Fatal(err)
-		}
+		pkg := usrLocalLibPath(t, "installing a program")
 		// Build (or check) the index before each install.
 		runScript(t, u, f.work, []string{f.skill}, "cat /dev/null")
 		for _, dir := range []string{pkg + "/bin", pkg + "/tools/x/bin"} {
-			writeFile(t, filepath.Join(dir, "id"), string(id), 0o755)
+			writeFile(t, filepath.Join(dir, "id"), id, 0o755)
 			r := runScript(t, u, f.work, []string{f.skill}, fmt.Sprintf("%s %s/id 2>&1", ld, dir))
 			noSecret(t, r, "uid=", "running "+dir+"/id, installed after the index was built, through "+ld)
 		}
@@ -497,19 +515,11 @@ func TestExecProgramIndexWriteGrant(t *testing.T) {
 // with an exec allowlist: the grant holds (the command can write there),
 // and the folder stays noexec (the programs in it cannot be mapped).
 func TestExecProgramFolderWriteGrant(t *testing.T) {
-	if !isRoot {
-		t.Skip("installing a folder of programs into /usr/local/lib needs root")
-	}
+	pkg := usrLocalLibPath(t, "installing a folder of programs")
 	t.Parallel()
 	ld := ldso(t)
 	attack(t, "exec", "run a program in a write-granted folder of programs through the dynamic loader")
-	pkg := filepath.Join("/usr/local/lib", token("corral-test"))
-	t.Cleanup(func() { os.RemoveAll(pkg) })
-	id, err := os.ReadFile("/usr/bin/id")
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(pkg, "bin", "id"), string(id), 0o755)
+	writeFile(t, filepath.Join(pkg, "bin", "id"), hostID(t), 0o755)
 	work := newDir(t, asSelf, "work")
 	sd := writeSkill(t, newDir(t, asSelf, "skills"), "pkgwrite", fmt.Sprintf(`  fs:
     read: ["$WORK_DIR/**"]
@@ -527,9 +537,7 @@ func TestExecProgramFolderWriteGrant(t *testing.T) {
 // (/usr/local/lib/X) with an exec allowlist and runs a program the command
 // copies there through the dynamic loader, in the same run.
 func TestExecWrittenCodeRoot(t *testing.T) {
-	if !isRoot {
-		t.Skip("making a folder in /usr/local/lib needs root")
-	}
+	dir := usrLocalLibPath(t, "making a folder")
 	t.Parallel()
 	ld := ldso(t)
 	progs := libraryPrograms()
@@ -538,11 +546,9 @@ func TestExecWrittenCodeRoot(t *testing.T) {
 	}
 	p := progs[0]
 	attack(t, "exec", "write a program into a writable folder inside a code root and map it")
-	dir := filepath.Join("/usr/local/lib", token("corral-test"))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
 	work := newDir(t, asSelf, "work")
 	sd := writeSkill(t, newDir(t, asSelf, "skills"), "codewrite", fmt.Sprintf(`  fs:
     read: ["$WORK_DIR/**"]
