@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"net/netip"
 	"os"
@@ -14,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -262,7 +260,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	sspec := sandbox.Spec{Argv: spec.Argv, WorkDir: sk.Vars.WorkDir, Env: env, BestEffort: spec.BestEffort}
 	facts := sandbox.Probe(sk.Perms, sspec)
 	trace("probed")
-	hooks, err := sandbox.CreateNestedHooks(facts)
+	hooks, err := sandbox.CreateHooksFolders(facts)
 	r.Created = append(r.Created, hooks...)
 	if err != nil {
 		return abort(failed(err))
@@ -519,8 +517,8 @@ func FormatSize(n int64) string {
 
 // createWriteRoots creates missing folders that fs.write grants as a whole
 // (such as $WORK_DIR/out/**) inside the work dir or a $DATA_DIR, so the
-// kernel has something to attach the grant to, and a missing .git/hooks in
-// a writable repository, so it can be protected.
+// kernel has something to attach the grant to. (Missing hooks folders in
+// writable repositories are sandbox.CreateHooksFolders's.)
 func createWriteRoots(s *Skills) ([]string, error) {
 	var created []string
 	for _, e := range s.Perms.Write {
@@ -540,24 +538,6 @@ func createWriteRoots(s *Skills) ([]string, error) {
 		created = append(created, made...)
 		if err != nil {
 			return created, fmt.Errorf("creating %s for %s: %w", dir, e.Value, err)
-		}
-		// A repository without a hooks folder would let the command
-		// create one; an empty one is what git init makes anyway, and it
-		// is then protected read-only like any other.
-		git := filepath.Join(dir, ".git")
-		if st, err := os.Lstat(git); err == nil && st.IsDir() {
-			hooks := filepath.Join(git, "hooks")
-			if _, err := os.Lstat(hooks); err != nil {
-				switch err := os.Mkdir(hooks, 0o755); {
-				case err == nil:
-					created = append(created, hooks)
-				case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS), errors.Is(err, fs.ErrExist):
-					// Not writable by this user, so not by its sandbox
-					// either.
-				default:
-					return created, fmt.Errorf("creating %s: %w", hooks, err)
-				}
-			}
 		}
 	}
 	return created, nil

@@ -556,8 +556,8 @@ func (b *builder) protected() {
 			}
 		}
 		gits := []string{path.Join(root.Real, ".git")}
-		for _, g := range b.facts.NestedGits {
-			if strings.HasPrefix(g, root.Real+"/") {
+		for _, g := range b.facts.Gits {
+			if strings.HasPrefix(g, root.Real+"/") && !slices.Contains(gits, g) {
 				gits = append(gits, g)
 			}
 		}

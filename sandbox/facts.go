@@ -25,11 +25,11 @@ type Facts struct {
 	// HooksPaths are the folders core.hooksPath names in the git
 	// folders' configs.
 	HooksPaths []string `json:"hooks_paths,omitempty"`
-	// NestedGits are the .git folders and files of repositories nested in
-	// writable roots (vendor/lib/.git); NestedCut the roots whose search
+	// Gits are the .git folders and files in writable roots, at their top
+	// and nested (vendor/lib/.git); NestedCut the roots whose search
 	// stopped at its budget.
-	NestedGits []string `json:"nested_gits,omitempty"`
-	NestedCut  []string `json:"nested_cut,omitempty"`
+	Gits      []string `json:"gits,omitempty"`
+	NestedCut []string `json:"nested_cut,omitempty"`
 	// ProgramIndex, with an exec allowlist, lists the folders the
 	// sandbox could map code from that hold programs.
 	ProgramIndex *ProgramIndex `json:"program_index,omitempty"`

@@ -65,5 +65,5 @@ func Prepare(p policyengine.Permissions) {}
 // allowlist.
 func HostProgramIndex() ProgramIndex { return ProgramIndex{Source: "none"} }
 
-// CreateNestedHooks has nothing to do here.
-func CreateNestedHooks(f *Facts) ([]string, error) { return nil, nil }
+// CreateHooksFolders has nothing to do here.
+func CreateHooksFolders(f *Facts) ([]string, error) { return nil, nil }

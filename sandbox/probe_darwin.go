@@ -199,5 +199,5 @@ func (f *Facts) interpreters(p string, depth int) []string {
 // allowlist.
 func HostProgramIndex() ProgramIndex { return ProgramIndex{Source: "none"} }
 
-// CreateNestedHooks has nothing to do here.
-func CreateNestedHooks(f *Facts) ([]string, error) { return nil, nil }
+// CreateHooksFolders has nothing to do here.
+func CreateHooksFolders(f *Facts) ([]string, error) { return nil, nil }

@@ -57,7 +57,7 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 				f.stat(path.Join(root.Real, name))
 			}
 			f.nestedRepos(root.Real)
-			for _, git := range append([]string{path.Join(root.Real, ".git")}, f.NestedGits...) {
+			for _, git := range f.Gits {
 				if strings.HasPrefix(git, root.Real+"/") && f.stat(git).Dir {
 					f.gitFolders(git)
 					// core.hooksPath (husky sets .husky) moves the hooks
@@ -159,8 +159,8 @@ func (f *Facts) nestedRepos(root string) {
 			p := d.path + "/" + name
 			switch {
 			case name == ".git":
-				if d.depth > 0 && (typ == unix.DT_DIR || typ == unix.DT_REG) {
-					f.NestedGits = append(f.NestedGits, p)
+				if typ == unix.DT_DIR || typ == unix.DT_REG {
+					f.Gits = append(f.Gits, p)
 					f.statGitFolder(p)
 				}
 			case strings.HasPrefix(name, ".") || slices.Contains(nestedSkip, name):
@@ -313,15 +313,15 @@ func gitHooksPath(config string) string {
 	return value
 }
 
-// CreateNestedHooks gives every nested repository and submodule git
-// folder found (a real folder) the hooks folder git init makes, and makes the folder a
+// CreateHooksFolders gives every repository and submodule git folder
+// found in a writable root (a real folder) the hooks folder git init makes, and makes the folder a
 // core.hooksPath names, when they are missing, so the plan can bind them
 // read-only; otherwise the command could create one and plant a hook. It
 // returns what it created.
-func CreateNestedHooks(f *Facts) ([]string, error) {
+func CreateHooksFolders(f *Facts) ([]string, error) {
 	var created []string
 	var folders []string
-	for _, git := range append(slices.Clone(f.NestedGits), f.Submodules...) {
+	for _, git := range append(slices.Clone(f.Gits), f.Submodules...) {
 		if info := f.Files[git]; info.Dir && info.Real == git {
 			folders = append(folders, git+"/hooks")
 		}
