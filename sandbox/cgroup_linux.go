@@ -209,8 +209,13 @@ func killPid(pid int) { unix.Kill(pid, unix.SIGKILL) }
 // read again after the pidfds are taken, so the signal reaches only
 // processes that were in the cgroup (v1 has no cgroup.kill).
 func killMembers(procs string) {
+	killListed(func() []int { return readPids(procs) })
+}
+
+// killListed is killMembers with the list read by list, twice.
+func killListed(list func() []int) {
 	pidfds := map[int]int{}
-	for _, pid := range readPids(procs) {
+	for _, pid := range list() {
 		fd, err := unix.PidfdOpen(pid, 0)
 		switch {
 		case err == nil:
@@ -219,7 +224,7 @@ func killMembers(procs string) {
 			killPid(pid) // kernels before 5.3
 		}
 	}
-	still := readPids(procs)
+	still := list()
 	for pid, fd := range pidfds {
 		if slices.Contains(still, pid) {
 			unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)

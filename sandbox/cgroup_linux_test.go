@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"corral/policyengine"
 )
@@ -132,8 +133,9 @@ func TestCgroupV2DefaultParent(t *testing.T) {
 	}
 }
 
-// TestKillMembers: a PID is killed only while the cgroup still lists it,
-// so a PID reused by an unrelated process after it was read is spared.
+// TestKillMembers: a PID is killed only while the cgroup still lists it
+// after its pidfd is taken, so a PID that left (and could have been
+// reused by an unrelated process) is spared.
 func TestKillMembers(t *testing.T) {
 	start := func() *exec.Cmd {
 		cmd := exec.Command("sleep", "60")
@@ -152,15 +154,24 @@ func TestKillMembers(t *testing.T) {
 	if err := listed.Wait(); err == nil {
 		t.Error("the listed process was not killed")
 	}
-	// A process the file listed at first read but not at the second is
-	// spared: here the file names it only while it is being read.
-	other := start()
-	fake := filepath.Join(t.TempDir(), "cgroup.procs")
-	if err := os.WriteFile(fake, []byte(""), 0o644); err != nil {
-		t.Fatal(err)
+	// Listed at the first read, gone at the second: not signalled.
+	left := start()
+	reads := 0
+	killListed(func() []int {
+		reads++
+		if reads == 1 {
+			return []int{left.Process.Pid}
+		}
+		return nil
+	})
+	if reads != 2 {
+		t.Fatalf("the list was read %d times, want 2", reads)
 	}
-	killMembers(fake)
-	if err := other.Process.Signal(syscall.Signal(0)); err != nil {
-		t.Errorf("a process not in the cgroup was killed: %v", err)
+	// A killed child stays a zombie that signal 0 still reaches: ask
+	// whether it ended.
+	time.Sleep(50 * time.Millisecond)
+	var ws syscall.WaitStatus
+	if pid, _ := syscall.Wait4(left.Process.Pid, &ws, syscall.WNOHANG, nil); pid == left.Process.Pid {
+		t.Errorf("a process no longer in the cgroup was killed: %v", ws)
 	}
 }

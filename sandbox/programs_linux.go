@@ -45,11 +45,14 @@ var packageStamps = []string{
 // into it is refused), so no sandboxed run can leave a forged index for a
 // later one; a file in a folder a skill may grant (~/.cache) could.
 func programIndexFiles() []string {
+	return programIndexFilesFor(os.Getuid(), os.Getenv("XDG_RUNTIME_DIR"))
+}
+
+func programIndexFilesFor(uid int, dir string) []string {
 	files := []string{"/run/corral/programs"}
-	if os.Getuid() == 0 {
+	if uid == 0 {
 		return files
 	}
-	dir := os.Getenv("XDG_RUNTIME_DIR")
 	if dir == "" || !filepath.IsAbs(dir) {
 		return files
 	}

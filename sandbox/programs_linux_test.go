@@ -246,24 +246,23 @@ func TestProgramIndexFileFormat(t *testing.T) {
 // which a sandbox sees only through a grant inside it, and a write grant
 // covering them is refused.
 func TestProgramIndexFilesUnderRun(t *testing.T) {
-	for _, dir := range []string{t.TempDir(), "/", "/run"} {
-		t.Setenv("XDG_RUNTIME_DIR", dir) // not inside /run: not used
-		for _, f := range programIndexFiles() {
-			if f != "/run/corral/programs" {
-				t.Errorf("XDG_RUNTIME_DIR=%s: index file %s", dir, f)
-			}
+	for _, dir := range []string{t.TempDir(), "/", "/run", "relative"} {
+		if files := programIndexFilesFor(1000, dir); len(files) != 1 || files[0] != "/run/corral/programs" {
+			t.Errorf("XDG_RUNTIME_DIR=%s: index files %q", dir, files)
 		}
 	}
-	if os.Getuid() != 0 {
-		if err := os.MkdirAll("/run/user", 0o755); err == nil {
-			if dir, err := os.MkdirTemp("/run/user", "corral-test-"); err == nil {
-				defer os.RemoveAll(dir)
-				t.Setenv("XDG_RUNTIME_DIR", dir)
-				if files := programIndexFiles(); len(files) != 2 || files[1] != dir+"/corral/programs" {
-					t.Errorf("XDG_RUNTIME_DIR=%s: index files %q", dir, files)
-				}
-			}
-		}
+	if files := programIndexFilesFor(0, "/run/user/0"); len(files) != 1 {
+		t.Errorf("root: index files %q, want only /run/corral/programs", files)
+	}
+	// A runtime folder inside /run is used (made here, owned by the
+	// caller, as /run/user/UID is).
+	dir, err := os.MkdirTemp("/run", "corral-test-")
+	if err != nil {
+		t.Skipf("cannot make a folder in /run to play XDG_RUNTIME_DIR: %v", err)
+	}
+	defer os.RemoveAll(dir)
+	if files := programIndexFilesFor(1000, dir); len(files) != 2 || files[1] != dir+"/corral/programs" {
+		t.Errorf("XDG_RUNTIME_DIR=%s: index files %q", dir, files)
 	}
 	perms := policyengine.Permissions{Write: policyengine.NewEntries("t", []string{"/run/corral/**"}), Declared: []string{"t"}}
 	facts := fakeFacts([]string{"/run/corral", "/ws"}, nil, "sh")
