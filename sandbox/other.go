@@ -60,10 +60,3 @@ type resolver struct{}
 
 // Prepare does nothing off Linux.
 func Prepare(p policyengine.Permissions) {}
-
-// HostProgramIndex is empty here: the program index is for Linux's exec
-// allowlist.
-func HostProgramIndex() ProgramIndex { return ProgramIndex{Source: "none"} }
-
-// CreateHooksFolders has nothing to do here.
-func CreateHooksFolders(f *Facts) ([]string, error) { return nil, nil }

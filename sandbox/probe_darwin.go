@@ -194,10 +194,3 @@ func (f *Facts) interpreters(p string, depth int) []string {
 	}
 	return out
 }
-
-// HostProgramIndex is empty here: the program index is for Linux's exec
-// allowlist.
-func HostProgramIndex() ProgramIndex { return ProgramIndex{Source: "none"} }
-
-// CreateHooksFolders has nothing to do here.
-func CreateHooksFolders(f *Facts) ([]string, error) { return nil, nil }
