@@ -2,6 +2,36 @@
 
 package sandbox
 
+import "corral/policyengine"
+
+// Cgroup is Linux-only: elsewhere there is no per-sandbox memory or
+// process cap.
+type Cgroup struct {
+	Version int
+	Path    string
+}
+
+// NewCgroup fails off Linux. A limit a skill or flag asks for then stops
+// the run, the implicit defaults are dropped with a warning, as on a Linux
+// host without a writable cgroup.
+func NewCgroup(parent string, memory int64, pids int) (*Cgroup, error) { return nil, ErrUnsupported }
+
+// JoinFiles is empty off Linux.
+func (c *Cgroup) JoinFiles() []string { return nil }
+
+// Usage reports nothing off Linux.
+func (c *Cgroup) Usage() (peak int64, oomKills int) { return 0, 0 }
+
+// Remove does nothing off Linux.
+func (c *Cgroup) Remove() error { return nil }
+
+// RemoveStale does nothing off Linux.
+func RemoveStale(parent string) []string { return nil }
+
+// Prepare does nothing off Linux: on macOS the profile is rendered when
+// the plan runs.
+func Prepare(p policyengine.Permissions) {}
+
 // HostProgramIndex is empty here: the program index is for Linux's exec
 // allowlist.
 func HostProgramIndex() ProgramIndex { return ProgramIndex{Source: "none"} }

@@ -31,32 +31,8 @@ func (l *Launch) Abort() {}
 // Run is unsupported off Linux.
 func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) { return nil, ErrUnsupported }
 
-// Cgroup is Linux-only.
-type Cgroup struct {
-	Version int
-	Path    string
-}
-
-// NewCgroup is unsupported off Linux.
-func NewCgroup(parent string, memory int64, pids int) (*Cgroup, error) { return nil, ErrUnsupported }
-
-// JoinFiles is empty off Linux.
-func (c *Cgroup) JoinFiles() []string { return nil }
-
-// Usage reports nothing off Linux.
-func (c *Cgroup) Usage() (peak int64, oomKills int) { return 0, 0 }
-
-// Remove does nothing off Linux.
-func (c *Cgroup) Remove() error { return nil }
-
-// RemoveStale does nothing off Linux.
-func RemoveStale(parent string) []string { return nil }
-
 // RunInit is unsupported off Linux.
 func RunInit() { os.Exit(125) }
 
 // resolver is Linux-only.
 type resolver struct{}
-
-// Prepare does nothing off Linux.
-func Prepare(p policyengine.Permissions) {}
