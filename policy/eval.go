@@ -226,13 +226,20 @@ func (e *Evaluator) CheckURL(raw string) policyengine.Decision {
 	if err != nil {
 		return policyengine.Decision{Action: policyengine.Deny, Reason: fmt.Sprintf("cannot check URL: %v", err)}
 	}
-	return e.checkParsedURL(u)
+	return e.checkParsed(u, false)
 }
 
-func (e *Evaluator) checkParsedURL(u policyengine.URL) policyengine.Decision {
+// checkParsed decides a URL by the URL rules (a tunnel's by scheme and
+// host only), then its host and port by the network rules.
+func (e *Evaluator) checkParsed(u policyengine.URL, tunnel bool) policyengine.Decision {
 	d := allow
 	if e.url != nil {
-		if d = e.url.decide(u); d.Action != policyengine.Allow {
+		if tunnel {
+			d = e.url.decideTunnel(u)
+		} else {
+			d = e.url.decide(u)
+		}
+		if d.Action != policyengine.Allow {
 			return d
 		}
 	}
@@ -262,16 +269,7 @@ func (e *Evaluator) CheckRequest(method, rawURL, host string, port int) policyen
 	if err != nil {
 		return policyengine.Decision{Action: policyengine.Deny, Reason: fmt.Sprintf("cannot check the tunnel: %v", err)}
 	}
-	d := allow
-	if e.url != nil {
-		if d = e.url.decideTunnel(u); d.Action != policyengine.Allow {
-			return d
-		}
-	}
-	if c := e.CheckNetwork(u.Host, u.Port); c.Action != policyengine.Allow {
-		return c
-	}
-	return d
+	return e.checkParsed(u, true)
 }
 
 // CheckTool decides a tool use; command is its shell line, if any.
