@@ -132,6 +132,17 @@ func libraryPrograms() []libraryProgram {
 	return out
 }
 
+// firstLibraryProgram is a library-folder program to copy (readable with
+// an exec allowlist); t is skipped when the host has none.
+func firstLibraryProgram(t *testing.T) libraryProgram {
+	t.Helper()
+	progs := libraryPrograms()
+	if len(progs) == 0 {
+		t.Skip("no ELF program in the library folders to copy (readable with an exec allowlist)")
+	}
+	return progs[0]
+}
+
 // TestExecDynamicLoaderLibraryFolder starts, through the dynamic loader,
 // a program that lives in a library folder (git in /usr/lib/git-core, a
 // JVM in /usr/lib/jvm): those folders stay readable for libraries.
@@ -445,11 +456,7 @@ func TestExecSkillWithoutWorkDir(t *testing.T) {
 func TestExecDynamicLoaderProtectedPath(t *testing.T) {
 	t.Parallel()
 	ld := ldso(t)
-	progs := libraryPrograms()
-	if len(progs) == 0 {
-		t.Skip("no ELF program in the library folders to copy (readable with an exec allowlist)")
-	}
-	p := progs[0]
+	p := firstLibraryProgram(t)
 	users(t, func(t *testing.T, u user) {
 		attack(t, "exec", "run a program written into a protected path through the dynamic loader")
 		f := newExec(t, u)
@@ -540,11 +547,7 @@ func TestExecWrittenCodeRoot(t *testing.T) {
 	dir := usrLocalLibPath(t, "making a folder")
 	t.Parallel()
 	ld := ldso(t)
-	progs := libraryPrograms()
-	if len(progs) == 0 {
-		t.Skip("no ELF program in the library folders to copy (readable with an exec allowlist)")
-	}
-	p := progs[0]
+	p := firstLibraryProgram(t)
 	attack(t, "exec", "write a program into a writable folder inside a code root and map it")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
