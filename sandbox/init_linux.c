@@ -30,6 +30,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -329,6 +330,29 @@ static void parent_dirs(const char *path) {
 	}
 }
 
+// vanished_below_ro reports whether source, a bind's source, has been
+// removed from the host since the plan and the mount point target is gone
+// too, below a read-only mount. Nothing in the sandbox can make
+// that path, so leaving the bind out is narrower. Where the nearest
+// existing folder above target is writable the mount point is made as
+// planned: a protected file must not be left for the command to create.
+static int vanished_below_ro(const char *target, const char *source) {
+	struct stat st;
+	struct statvfs vfs;
+	if (lstat(source, &st) == 0 || errno != ENOENT || lstat(target, &st) == 0)
+		return 0;
+	char tmp[4096];
+	snprintf(tmp, sizeof tmp, "%s", target);
+	for (;;) {
+		char *slash = strrchr(tmp, '/');
+		if (!slash || slash == tmp)
+			return 0;
+		*slash = 0;
+		if (lstat(tmp, &st) == 0)
+			return S_ISDIR(st.st_mode) && statvfs(tmp, &vfs) == 0 && (vfs.f_flag & ST_RDONLY);
+	}
+}
+
 // copy_file copies a small system file into the new root; a file that
 // vanished since the plan is skipped (narrower).
 static void copy_file(const char *source, const char *target) {
@@ -469,9 +493,6 @@ static void set_root_flags(const char *root, struct plan *pl) {
 	}
 }
 
-// setup_mounts builds a new root holding only the plan's mounts and pivots
-// into it. Bind sources are opened first, so the staging tmpfs over /tmp
-// cannot hide a work dir under /tmp.
 // clone_bind makes the bind of m as a detached copy of its source (with
 // the source's submounts) and gives it its flags before it is attached:
 // read-only, nosuid and nodev on the whole copy, noexec on all of it for
@@ -504,8 +525,57 @@ static int clone_bind(const struct mount_step *m) {
 	return fd;
 }
 
+// place_bind attaches the bind of m (opened as m->fd) at target in the
+// new root, making its mount point. A bind whose source the host removes
+// since the plan is left out, as when it is gone before it is opened: its
+// place is read-only or empty. One the host replaces (move_mount refuses
+// a copy of a removed folder with ENOENT) is opened again, so the new
+// folder gets the plan's flags.
+static void place_bind(struct mount_step *m, const char *target, int cloned) {
+	char src[64];
+	struct stat st;
+	for (int tries = 1;; tries++) {
+		if (lstat(target, &st) < 0) {
+			if (vanished_below_ro(target, m->source)) {
+				close(m->fd);
+				m->fd = -1; // nothing for set_flags either
+				return;
+			}
+			if (m->dir) {
+				mkdir_p(target, 0755);
+			} else {
+				parent_dirs(target);
+				int fd = open(target, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+				if (fd < 0)
+					fail("mounts", errno, "mount point %s", m->target);
+				close(fd);
+			}
+		}
+		int r;
+		if (cloned) {
+			r = (int)syscall(SYS_move_mount, m->fd, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH);
+		} else {
+			snprintf(src, sizeof src, "/proc/self/fd/%d", m->fd);
+			r = mount(src, target, NULL, MS_BIND | MS_REC, NULL);
+		}
+		if (r == 0)
+			return;
+		if (errno != ENOENT || tries == 3)
+			fail("mounts", errno, "binding %s", m->target);
+		close(m->fd);
+		m->fd = cloned ? clone_bind(m) : open(m->source, O_PATH | O_CLOEXEC);
+		if (m->fd < 0 && errno == ENOENT)
+			return; // removed since the plan: narrower
+		if (m->fd < 0)
+			fail("mounts", errno, "opening %s", m->source);
+	}
+}
+
+// setup_mounts builds a new root holding only the plan's mounts and pivots
+// into it. Bind sources are opened first, so the staging tmpfs over /tmp
+// cannot hide a work dir under /tmp.
 static void setup_mounts(struct plan *pl) {
-	char target[4096], src[64];
+	char target[4096];
 	int cloned = !legacy_mounts; // binds are detached copies with their flags set
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		fail("mounts", errno, "making / private");
@@ -564,27 +634,8 @@ static void setup_mounts(struct plan *pl) {
 			break;
 		case 'b':
 		case 'v':
-			if (m->fd < 0)
-				break;
-			if (lstat(target, &st) < 0) {
-				if (m->dir) {
-					mkdir_p(target, 0755);
-				} else {
-					parent_dirs(target);
-					int fd = open(target, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-					if (fd < 0)
-						fail("mounts", errno, "mount point %s", m->target);
-					close(fd);
-				}
-			}
-			if (cloned) {
-				if (syscall(SYS_move_mount, m->fd, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
-					fail("mounts", errno, "binding %s", m->target);
-				break;
-			}
-			snprintf(src, sizeof src, "/proc/self/fd/%d", m->fd);
-			if (mount(src, target, NULL, MS_BIND | MS_REC, NULL) < 0)
-				fail("mounts", errno, "binding %s", m->target);
+			if (m->fd >= 0)
+				place_bind(m, target, cloned);
 			break;
 		default:
 			fail("mounts", 0, "unknown mount kind %c", m->kind);

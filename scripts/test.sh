@@ -51,7 +51,16 @@ step "end-to-end attack suite (as root and as an unprivileged user)"
 # result are shown.
 go test -count=1 -v ./tests 2>&1 | tee /tmp/corral-e2e.log |
 	grep -E '^(attacks:|ok |FAIL|--- FAIL|panic:)|KNOWN BUG|--- SKIP' || true
-grep -qE '^ok ' /tmp/corral-e2e.log || { tail -50 /tmp/corral-e2e.log; fail=1; }
+if ! grep -qE '^ok ' /tmp/corral-e2e.log; then
+	# -v streams each test's log lines under "=== RUN/CONT/NAME name"
+	# headers: show those of every failed test (subtests included).
+	awk '/^=== (RUN|CONT|NAME|PAUSE) / { cur = $3; next }
+		/^ *--- FAIL: / { failed[$3] = 1 }
+		{ log_[cur] = log_[cur] $0 "\n" }
+		END { for (n in failed) if (n in log_) printf "\n--- output of %s\n%s", n, log_[n] }' /tmp/corral-e2e.log | head -300
+	tail -20 /tmp/corral-e2e.log
+	fail=1
+fi
 
 step "fuzzing each parser briefly"
 fuzztime=${CORRAL_FUZZTIME:-8s}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // execFixture is a skill with an exec allowlist of sh, cat and the probe
@@ -222,6 +223,45 @@ func TestExecDynamicLoaderNewProgram(t *testing.T) {
 			writeFile(t, filepath.Join(dir, "id"), id, 0o755)
 			r := runScript(t, u, f.work, []string{f.skill}, fmt.Sprintf("%s %s/id 2>&1", ld, dir))
 			noSecret(t, r, "uid=", "running "+dir+"/id, installed after the index was built, through "+ld)
+		}
+	})
+}
+
+// TestExecProgramFolderVanishes removes and installs a folder of programs
+// over and over while runs index, plan and mount it: a folder removed
+// between the plan and its mount is left out (its place is read-only, so
+// nothing in the sandbox can make it), and no run fails for it. What the
+// host installs during a run is outside the threat model (README).
+func TestExecProgramFolderVanishes(t *testing.T) {
+	if !isRoot {
+		t.Skip("installing a program in /usr/local/lib needs root")
+	}
+	t.Parallel()
+	id := hostID(t)
+	users(t, func(t *testing.T, u user) {
+		f := newExec(t, u)
+		pkg := usrLocalLibPath(t, "installing a program")
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				case <-time.After(time.Duration(1+i%7) * time.Millisecond):
+				}
+				if i%2 == 0 {
+					os.MkdirAll(pkg+"/bin", 0o755)
+					os.WriteFile(pkg+"/bin/id", []byte(id), 0o755)
+				} else {
+					os.RemoveAll(pkg)
+				}
+			}
+		}()
+		defer func() { close(stop); <-done }()
+		for range 8 {
+			runScript(t, u, f.work, []string{f.skill}, ":")
 		}
 	})
 }
