@@ -330,17 +330,46 @@ static void parent_dirs(const char *path) {
 	}
 }
 
+// ro_above reports whether the folder that holds mount i's target is
+// read-only in the sandbox by the plan: the nearest bind placed above it
+// is read-only, or there is none and it is the new root itself. The
+// flags of a legacy bind are set only after every mount is placed, so
+// the plan, not the mount, says so there.
+static int ro_above(const struct plan *pl, size_t i) {
+	const char *t = pl->mounts[i].target;
+	const struct mount_step *above = NULL;
+	size_t best = 0;
+	for (size_t j = 0; j < i; j++) {
+		const struct mount_step *m = &pl->mounts[j];
+		size_t n = strlen(m->target);
+		if (m->kind == 'l' || m->kind == 'd' || m->kind == 'c' || ((m->kind == 'b' || m->kind == 'v') && m->fd < 0))
+			continue;
+		if (strcmp(m->target, "/") == 0)
+			n = 0;
+		else if (strncmp(t, m->target, n) != 0 || t[n] != '/')
+			continue;
+		if (!above || n >= best) {
+			above = m;
+			best = n;
+		}
+	}
+	return !above || ((above->kind == 'b' || above->kind == 'v') && above->ro);
+}
+
 // vanished_below_ro reports whether source, a bind's source, has been
 // removed from the host since the plan and the mount point target is gone
-// too, below a read-only mount. Nothing in the sandbox can make
-// that path, so leaving the bind out is narrower. Where the nearest
-// existing folder above target is writable the mount point is made as
-// planned: a protected file must not be left for the command to create.
-static int vanished_below_ro(const char *target, const char *source) {
+// too, below a read-only folder (planned_ro, or a read-only mount).
+// Nothing in the sandbox can make that path, so leaving the bind out is
+// narrower. Where the folder above target is writable the mount point is
+// made as planned: a protected file must not be left for the command to
+// create.
+static int vanished_below_ro(const char *target, const char *source, int planned_ro) {
 	struct stat st;
 	struct statvfs vfs;
 	if (lstat(source, &st) == 0 || errno != ENOENT || lstat(target, &st) == 0)
 		return 0;
+	if (planned_ro)
+		return 1;
 	char tmp[4096];
 	snprintf(tmp, sizeof tmp, "%s", target);
 	for (;;) {
@@ -411,6 +440,19 @@ static void remount(const char *target, const struct mount_step *m) {
 		fail("mounts", errno, "remount %s", target);
 }
 
+// detached reports whether the bind placed at target went with its
+// folder: the host removed the folder since, which detaches every mount
+// on it, so the path is gone or is a new folder that is no mount. Only
+// below a folder the plan keeps read-only, where nothing in the sandbox
+// can make that path, is the bind then left out; a kernel that cannot
+// tell a mount's root (before 5.8) gets the flags set, or fails.
+static int detached(const struct plan *pl, size_t i, const char *target) {
+	struct statx stx;
+	if (statx(AT_FDCWD, target, AT_SYMLINK_NOFOLLOW, 0, &stx) < 0)
+		return errno == ENOENT && ro_above(pl, i);
+	return (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) && !(stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) && ro_above(pl, i);
+}
+
 // set_flags makes the new root read-only, nosuid and nodev with one
 // recursive mount_setattr, then sets each mount's flags in plan order:
 // noexec recursively (nothing under a noexec grant escapes it), read-only
@@ -423,10 +465,9 @@ static void set_flags(const char *root, struct plan *pl) {
 			fail("mounts", errno, "mount_setattr %s", root);
 		for (size_t i = 0; i < pl->nmounts; i++) {
 			struct mount_step *m = &pl->mounts[i];
-			if ((m->kind == 'b' || m->kind == 'v') && m->fd >= 0) {
-				snprintf(target, sizeof target, "%s%s", root, m->target);
+			snprintf(target, sizeof target, "%s%s", root, m->target);
+			if ((m->kind == 'b' || m->kind == 'v') && m->fd >= 0 && !detached(pl, i, target))
 				remount(target, m);
-			}
 		}
 		if (mount(NULL, root, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "mode=0755") < 0)
 			fail("mounts", errno, "remount new root read-only");
@@ -436,7 +477,7 @@ static void set_flags(const char *root, struct plan *pl) {
 		struct mount_step *m = &pl->mounts[i];
 		uint64_t set = 0, clr = 0;
 		snprintf(target, sizeof target, "%s%s", root, m->target);
-		if ((m->kind == 'b' || m->kind == 'v') && m->fd < 0)
+		if ((m->kind == 'b' || m->kind == 'v') && (m->fd < 0 || detached(pl, i, target)))
 			continue;
 		if (m->noexec && setattr(target, AT_RECURSIVE, MOUNT_ATTR_NOEXEC, 0) < 0)
 			fail("mounts", errno, "mount_setattr noexec %s", m->target);
@@ -531,12 +572,13 @@ static int clone_bind(const struct mount_step *m) {
 // place is read-only or empty. One the host replaces (move_mount refuses
 // a copy of a removed folder with ENOENT) is opened again, so the new
 // folder gets the plan's flags.
-static void place_bind(struct mount_step *m, const char *target, int cloned) {
+static void place_bind(struct plan *pl, size_t i, const char *target, int cloned) {
+	struct mount_step *m = &pl->mounts[i];
 	char src[64];
 	struct stat st;
 	for (int tries = 1;; tries++) {
 		if (lstat(target, &st) < 0) {
-			if (vanished_below_ro(target, m->source)) {
+			if (vanished_below_ro(target, m->source, ro_above(pl, i))) {
 				close(m->fd);
 				m->fd = -1; // nothing for set_flags either
 				return;
@@ -635,7 +677,7 @@ static void setup_mounts(struct plan *pl) {
 		case 'b':
 		case 'v':
 			if (m->fd >= 0)
-				place_bind(m, target, cloned);
+				place_bind(pl, i, target, cloned);
 			break;
 		default:
 			fail("mounts", 0, "unknown mount kind %c", m->kind);

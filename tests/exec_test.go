@@ -260,8 +260,17 @@ func TestExecProgramFolderVanishes(t *testing.T) {
 			}
 		}()
 		defer func() { close(stop); <-done }()
-		for range 8 {
-			runScript(t, u, f.work, []string{f.skill}, ":")
+		// Every other run builds the new root the older way (bind, then
+		// flags), where the plan, not the mount, says what is read-only.
+		for i := range 8 {
+			env := defaultEnv()
+			if i%2 == 1 {
+				env = append(env, "CORRAL_MOUNTS=legacy")
+			}
+			r := u.run(t, runOpts{args: []string{"exec", "--work-dir", f.work, "--skill", f.skill, "--", "sh", "-c", "echo " + attackDone}, dir: f.work, env: env})
+			if !strings.Contains(r.stdout, attackDone) {
+				t.Fatalf("a run failed while %s was removed and installed:\n%s", pkg, r)
+			}
 		}
 	})
 }
