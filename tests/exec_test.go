@@ -231,7 +231,7 @@ func TestExecDynamicLoaderNewProgram(t *testing.T) {
 // over and over while runs index, plan and mount it: a folder removed
 // between the plan and its mount is left out (its place is read-only, so
 // nothing in the sandbox can make it), and no run fails for it. What the
-// host installs during a run is outside the threat model (README).
+// host installs during a run can be loaded until the next run (README).
 func TestExecProgramFolderVanishes(t *testing.T) {
 	if !isRoot {
 		t.Skip("installing a program in /usr/local/lib needs root")
