@@ -295,6 +295,12 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	plan.Protections = append(plan.Protections, LimitsProtection(limits, cgr.cg, cgr.err))
 	plan.Trace = spec.Trace != nil && os.Getenv("CORRAL_TRACE") == "1"
 	plan.LegacyMounts = os.Getenv("CORRAL_MOUNTS") == "legacy"
+	if v := os.Getenv("CORRAL_MOUNT_PAUSE"); v != "" {
+		if plan.MountPause, err = time.ParseDuration(v); err != nil {
+			launch.Abort()
+			return r, failed(fmt.Errorf("CORRAL_MOUNT_PAUSE: %w", err))
+		}
+	}
 	r.Protections, r.Warnings = plan.Protections, append(r.Warnings, plan.Warnings...)
 	for _, p := range plan.Protections {
 		if !p.Enforced {

@@ -66,6 +66,7 @@
 
 static int trace;
 static int legacy_mounts; // bind, then set flags by path (as on kernels without open_tree)
+static unsigned long mount_pause_us; // between opening the bind sources and placing them (tests)
 static struct timespec last;
 
 static void step(const char *name) {
@@ -228,6 +229,9 @@ static void read_plan(struct plan *pl) {
 		case 'M':
 			legacy_mounts = 1;
 			break;
+		case 'W':
+			mount_pause_us = strtoul(next(&p, end), NULL, 10);
+			break;
 		case 'h':
 			pl->hostname = next(&p, end);
 			break;
@@ -330,6 +334,31 @@ static void parent_dirs(const char *path) {
 	}
 }
 
+// host_tmp is the host's /tmp, opened before the staging tmpfs covers
+// it: a bind source below /tmp looked up after that (to open it again, or
+// to see whether it is gone) is looked up from here, not in the staging
+// tree.
+static int host_tmp = -1;
+
+// source_at returns the path to look source up by and sets *dirfd to the
+// folder to look it up from.
+static const char *source_at(const char *source, int *dirfd) {
+	size_t n = strlen(STAGING);
+	*dirfd = AT_FDCWD;
+	if (host_tmp >= 0 && strncmp(source, STAGING, n) == 0 && (source[n] == '/' || source[n] == 0)) {
+		*dirfd = host_tmp;
+		return source[n] ? source + n + 1 : ".";
+	}
+	return source;
+}
+
+// open_source opens m's source the legacy way (an O_PATH fd).
+static int open_source(const struct mount_step *m) {
+	int dirfd;
+	const char *p = source_at(m->source, &dirfd);
+	return openat(dirfd, p, O_PATH | O_CLOEXEC);
+}
+
 // ro_above reports whether the folder that holds mount i's target is
 // read-only in the sandbox by the plan: the nearest bind placed above it
 // is read-only, or there is none and it is the new root itself. The
@@ -366,7 +395,9 @@ static int ro_above(const struct plan *pl, size_t i) {
 static int vanished_below_ro(const char *target, const char *source, int planned_ro) {
 	struct stat st;
 	struct statvfs vfs;
-	if (lstat(source, &st) == 0 || errno != ENOENT || lstat(target, &st) == 0)
+	int dirfd;
+	const char *p = source_at(source, &dirfd);
+	if (fstatat(dirfd, p, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT || lstat(target, &st) == 0)
 		return 0;
 	if (planned_ro)
 		return 1;
@@ -543,7 +574,9 @@ static void set_root_flags(const char *root, struct plan *pl) {
 // lookups set_flags would do later. -1 with errno ENOSYS: the kernel
 // predates open_tree or mount_setattr.
 static int clone_bind(const struct mount_step *m) {
-	int fd = (int)syscall(SYS_open_tree, AT_FDCWD, m->source, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	int dirfd;
+	const char *p = source_at(m->source, &dirfd);
+	int fd = (int)syscall(SYS_open_tree, dirfd, p, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
 	if (fd < 0)
 		return -1;
 	struct mount_attr_v0 all = {MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (m->noexec ? MOUNT_ATTR_NOEXEC : 0), 0, 0, 0};
@@ -605,11 +638,11 @@ static void place_bind(struct plan *pl, size_t i, const char *target, int cloned
 		if (errno != ENOENT || tries == 3)
 			fail("mounts", errno, "binding %s", m->target);
 		close(m->fd);
-		m->fd = cloned ? clone_bind(m) : open(m->source, O_PATH | O_CLOEXEC);
-		if (m->fd < 0 && errno == ENOENT)
-			return; // removed since the plan: narrower
+		m->fd = cloned ? clone_bind(m) : open_source(m);
+		if (m->fd < 0 && errno == ENOENT && ro_above(pl, i))
+			return; // removed since the plan, below a read-only folder: narrower
 		if (m->fd < 0)
-			fail("mounts", errno, "opening %s", m->source);
+			fail("mounts", errno, "opening %s again (the host replaced it since the plan)", m->source);
 	}
 }
 
@@ -638,17 +671,24 @@ static void setup_mounts(struct plan *pl) {
 				continue;
 			}
 		} else {
-			m->fd = open(m->source, O_PATH | O_CLOEXEC);
+			m->fd = open_source(m);
 		}
-		if (m->fd < 0 && errno != ENOENT) // vanished since the plan: narrower
+		// A source removed since the plan is left out below a read-only
+		// folder, where nothing can take its place; elsewhere the
+		// command could make the path itself.
+		if (m->fd < 0 && (errno != ENOENT || !ro_above(pl, i)))
 			fail("mounts", errno, "opening %s", m->source);
 	}
+	host_tmp = open(STAGING, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (mount_pause_us)
+		usleep((useconds_t)mount_pause_us);
 	if (mount("tmpfs", STAGING, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") < 0)
 		fail("mounts", errno, "mounting the new root");
 	for (size_t i = 0; i < pl->nmounts; i++) {
 		struct mount_step *m = &pl->mounts[i];
 		struct stat st;
-		snprintf(target, sizeof target, "%s%s", STAGING, m->target);
+		if ((size_t)snprintf(target, sizeof target, "%s%s", STAGING, m->target) >= sizeof target)
+			fail("mounts", ENAMETOOLONG, "%s", m->target);
 		switch (m->kind) {
 		case 't':
 			mkdir_p(target, 0755);
@@ -690,6 +730,9 @@ static void setup_mounts(struct plan *pl) {
 	for (size_t i = 0; i < pl->nmounts; i++)
 		if (pl->mounts[i].fd >= 0)
 			close(pl->mounts[i].fd);
+	if (host_tmp >= 0)
+		close(host_tmp); // nothing of the host's stays open in PID 1
+	host_tmp = -1;
 	if (chdir(STAGING) < 0)
 		fail("mounts", errno, "chdir new root");
 	if (syscall(SYS_pivot_root, ".", ".") < 0)

@@ -36,6 +36,10 @@ type Plan struct {
 	// afterwards, as it does on kernels without open_tree and
 	// mount_setattr (CORRAL_MOUNTS=legacy, for the tests of that path).
 	LegacyMounts bool `json:"legacy_mounts,omitempty"`
+	// MountPause makes the init wait this long between opening the bind
+	// sources and placing them (CORRAL_MOUNT_PAUSE, for the tests of what
+	// the host changes meanwhile). It only slows a run down.
+	MountPause time.Duration `json:"mount_pause,omitempty"`
 
 	// Protections lists every protection and whether it is enforced.
 	Protections []Protection `json:"protections"`

@@ -29,6 +29,9 @@ func encodePlan(p *Plan, bpf []byte) []byte {
 	if p.LegacyMounts {
 		rec('M')
 	}
+	if p.MountPause > 0 {
+		rec('W', strconv.FormatInt(p.MountPause.Microseconds(), 10))
+	}
 	rec('h', p.Hostname)
 	for _, f := range p.CgroupFiles {
 		rec('C', f)

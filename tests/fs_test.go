@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fsFixture is a work dir (the default sandbox's only writable grant) with
@@ -831,5 +832,58 @@ echo `+attackDone+`
 			t.Fatalf("the exec attack script did not run to its end:\n%s", r)
 		}
 		noSecret(t, r, progs[0].want, "running "+progs[0].path+" through "+ld+" with the older mounts")
+	})
+}
+
+// TestFSProtectedReplacedWhileMounting replaces the protected files the
+// way git writes its config (a lock file renamed over it) while the init
+// holds their sources open and before it binds them (CORRAL_MOUNT_PAUSE
+// widens that window): the bind of a replaced file must be made from the
+// new file, also in a work dir under /tmp, which the init's staging root
+// covers; never left out, which would leave the file writable.
+func TestFSProtectedReplacedWhileMounting(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		for _, mode := range []string{"cloned", "legacy"} {
+			t.Run(mode, func(t *testing.T) {
+				attack(t, "filesystem", "write protected files the host replaces while the sandbox is built ("+mode+")")
+				f := newFS(t, u)
+				plantProtected(t, u, f.work)
+				env := append(defaultEnv(), "CORRAL_MOUNT_PAUSE=400ms")
+				if mode == "legacy" {
+					env = append(env, "CORRAL_MOUNTS=legacy")
+				}
+				var script strings.Builder
+				for _, name := range []string{".git/config", ".bashrc", ".profile", ".gitconfig"} {
+					fmt.Fprintf(&script, "echo evil >> %s && echo WROTE %s\n", name, name)
+				}
+				writeFile(t, filepath.Join(f.work, "attack.sh"), script.String()+"echo "+attackDone+"\n", 0o644)
+				own(t, u, filepath.Join(f.work, "attack.sh"))
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					// 200 ms of replacing, all before the pause ends.
+					for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+						for _, name := range []string{".git/config", ".bashrc", ".profile", ".gitconfig"} {
+							p := filepath.Join(f.work, name)
+							os.WriteFile(p+".lock", []byte(protectedFiles[name]), 0o755)
+							if u.unpriv {
+								os.Lchown(p+".lock", nobody, nobody)
+							}
+							os.Rename(p+".lock", p)
+						}
+					}
+				}()
+				r := u.run(t, runOpts{args: []string{"exec", "--work-dir", f.work, "--", "sh", "attack.sh"}, dir: f.work, env: env})
+				<-done
+				if !strings.Contains(r.stdout, attackDone) {
+					t.Fatalf("the attack script did not run to its end:\n%s", r)
+				}
+				if strings.Contains(r.stdout, "WROTE") {
+					t.Errorf("a protected file the host replaced was writable:\n%s", r)
+				}
+				checkProtected(t, f.work, r)
+			})
+		}
 	})
 }
