@@ -90,6 +90,10 @@ type Result struct {
 	Warnings         []string      `json:"warnings,omitempty"`
 	Created          []string      `json:"created,omitempty"`
 	Removed          []string      `json:"removed,omitempty"` // files the command made in protected git folders, removed after the run
+	// Replaced are protected paths the host replaced while the sandbox ran
+	// (or started): their read-only bind went with the old file, so the
+	// command may have written the new one.
+	Replaced []string `json:"replaced,omitempty"`
 	// Proxy is the egress proxy's audit, for a summary of its refusals.
 	Proxy *netns.Audit `json:"-"`
 }
@@ -325,6 +329,12 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		}
 		proxy = netns.New(cfg)
 	}
+	// Which file each protected path is now; the sandbox itself cannot
+	// replace one (renaming over a mount point fails), the host can.
+	protected := make([]os.FileInfo, len(plan.Protected))
+	for i, p := range plan.Protected {
+		protected[i], _ = os.Lstat(p)
+	}
 	res, err := launch.Run(plan, sandbox.RunOptions{Cgroup: cgr.cg, Timeout: limits.Timeout, KillGrace: limits.KillGrace, Done: ctx.Done(), Serve: func(files []*os.File) {
 		for _, f := range files {
 			ln, lerr := net.FileListener(f)
@@ -347,6 +357,15 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 			}
 			r.Removed = append(r.Removed, f)
 			warn(fmt.Sprintf("the command created %s, which would send git on the host to a config and hooks it chose; removed it", f))
+		}
+	}
+	for i, p := range plan.Protected {
+		if protected[i] == nil {
+			continue
+		}
+		if now, err := os.Lstat(p); err != nil || !os.SameFile(protected[i], now) {
+			r.Replaced = append(r.Replaced, p)
+			warn(fmt.Sprintf("%s was replaced on the host while the sandbox ran, which ends its read-only bind: the command may have written the new one; check it", p))
 		}
 	}
 	if proxy != nil {

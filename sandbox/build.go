@@ -610,6 +610,7 @@ func (b *builder) protected() {
 				// noexec with an exec allowlist: a bind without it would
 				// make what an earlier run wrote there executable.
 				b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountBind, Source: p, Target: p, ReadOnly: true, NoExec: b.plan.Exec.Restricted, Dir: info.Dir, Why: why})
+				b.plan.Protected = append(b.plan.Protected, p)
 			}
 		}
 		if slices.Contains(b.facts.NestedCut, root.Real) {

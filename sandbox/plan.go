@@ -49,6 +49,11 @@ type Plan struct {
 	// mount can keep a missing file from being created in a writable
 	// folder, so corral removes them after the run.
 	MustNotAppear []string `json:"must_not_appear,omitempty"`
+	// Protected are the protected paths bound read-only. The kernel
+	// detaches such a bind when the host replaces the file or folder
+	// (git renames config.lock over config), so corral compares them
+	// before and after the run.
+	Protected []string `json:"protected,omitempty"`
 	// Warnings are places where the kernel's rule differs from the glob
 	// it came from, and other things a user should know.
 	Warnings []string `json:"warnings,omitempty"`

@@ -3,9 +3,11 @@
 package tests
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -884,6 +886,51 @@ func TestFSProtectedReplacedWhileMounting(t *testing.T) {
 				}
 				checkProtected(t, f.work, r)
 			})
+		}
+	})
+}
+
+// TestFSProtectedReplacedDuringRun replaces .git/config on the host the
+// way git does while the command runs. The kernel detaches the read-only
+// bind of the old file, so the command can write the new one (a limit
+// the README names); corral must say so on stderr and in the report.
+func TestFSProtectedReplacedDuringRun(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "filesystem", "write a protected file the host replaced during the run, unreported")
+		f := newFS(t, u)
+		plantProtected(t, u, f.work)
+		config := filepath.Join(f.work, ".git", "config")
+		ready, replaced := filepath.Join(f.work, "ready"), filepath.Join(f.work, "replaced")
+		writeFile(t, filepath.Join(f.work, "attack.sh"), `echo > ready
+while [ ! -e replaced ]; do sleep 0.01; done
+echo '	fsmonitor = evil' >> .git/config && echo WROTE
+echo `+attackDone+"\n", 0o644)
+		own(t, u, filepath.Join(f.work, "attack.sh"))
+		go func() {
+			for end := time.Now().Add(30 * time.Second); time.Now().Before(end) && !exists(ready); time.Sleep(5 * time.Millisecond) {
+			}
+			os.WriteFile(config+".lock", []byte(protectedFiles[".git/config"]), 0o644)
+			if u.unpriv {
+				os.Lchown(config+".lock", nobody, nobody)
+			}
+			os.Rename(config+".lock", config)
+			os.WriteFile(replaced, nil, 0o644)
+		}()
+		report := filepath.Join(newDir(t, u, "report"), "r.json")
+		r := u.run(t, runOpts{args: []string{"exec", "--work-dir", f.work, "--report", report, "--", "sh", "attack.sh"}, dir: f.work})
+		if !strings.Contains(r.stdout, attackDone) {
+			t.Fatalf("the attack script did not run to its end:\n%s", r)
+		}
+		if !strings.Contains(r.stderr, config+" was replaced on the host while the sandbox ran") {
+			t.Errorf("corral did not warn that %s was replaced:\n%s", config, r)
+		}
+		var rep struct {
+			Replaced []string `json:"replaced"`
+		}
+		data, _ := os.ReadFile(report)
+		if err := json.Unmarshal(data, &rep); err != nil || !slices.Contains(rep.Replaced, config) {
+			t.Errorf("the report does not list %s as replaced (%v):\n%s", config, err, data)
 		}
 	})
 }
