@@ -837,6 +837,17 @@ echo `+attackDone+`
 	})
 }
 
+// replaceLikeGit replaces the file p (owned by u) the way git writes its
+// config: a lock file renamed over it. It runs outside the test's
+// goroutine, so it reports nothing; the tests check the outcome.
+func replaceLikeGit(u user, p, content string) {
+	os.WriteFile(p+".lock", []byte(content), 0o755)
+	if u.unpriv {
+		os.Lchown(p+".lock", nobody, nobody)
+	}
+	os.Rename(p+".lock", p)
+}
+
 // TestFSProtectedReplacedWhileMounting replaces the protected files the
 // way git writes its config (a lock file renamed over it) while the init
 // holds their sources open and before it binds them (CORRAL_MOUNT_PAUSE
@@ -867,12 +878,7 @@ func TestFSProtectedReplacedWhileMounting(t *testing.T) {
 					// 200 ms of replacing, all before the pause ends.
 					for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
 						for _, name := range []string{".git/config", ".bashrc", ".profile", ".gitconfig"} {
-							p := filepath.Join(f.work, name)
-							os.WriteFile(p+".lock", []byte(protectedFiles[name]), 0o755)
-							if u.unpriv {
-								os.Lchown(p+".lock", nobody, nobody)
-							}
-							os.Rename(p+".lock", p)
+							replaceLikeGit(u, filepath.Join(f.work, name), protectedFiles[name])
 						}
 					}
 				}()
@@ -910,11 +916,7 @@ echo `+attackDone+"\n", 0o644)
 		go func() {
 			for end := time.Now().Add(30 * time.Second); time.Now().Before(end) && !exists(ready); time.Sleep(5 * time.Millisecond) {
 			}
-			os.WriteFile(config+".lock", []byte(protectedFiles[".git/config"]), 0o644)
-			if u.unpriv {
-				os.Lchown(config+".lock", nobody, nobody)
-			}
-			os.Rename(config+".lock", config)
+			replaceLikeGit(u, config, protectedFiles[".git/config"])
 			os.WriteFile(replaced, nil, 0o644)
 		}()
 		report := filepath.Join(newDir(t, u, "report"), "r.json")
