@@ -359,11 +359,18 @@ static int open_source(const struct mount_step *m) {
 	return openat(dirfd, p, O_PATH | O_CLOEXEC);
 }
 
+// read_only_tmpfs reports whether the private tmpfs m ends up read-only:
+// /dev, which holds only the bound devices; /tmp and /dev/shm stay
+// writable.
+static int read_only_tmpfs(const struct mount_step *m) {
+	return m->kind == 't' && strcmp(m->target, "/dev") == 0;
+}
+
 // ro_above reports whether the folder that holds mount i's target is
-// read-only in the sandbox by the plan: the nearest bind placed above it
-// is read-only, or there is none and it is the new root itself. The
-// flags of a legacy bind are set only after every mount is placed, so
-// the plan, not the mount, says so there.
+// read-only in the sandbox by the plan: the nearest mount placed above it
+// is a read-only bind or the private /dev, or there is none and it is the
+// new root itself. The flags of a legacy bind are set only after every
+// mount is placed, so the plan, not the mount, says so there.
 static int ro_above(const struct plan *pl, size_t i) {
 	const char *t = pl->mounts[i].target;
 	const struct mount_step *above = NULL;
@@ -382,7 +389,7 @@ static int ro_above(const struct plan *pl, size_t i) {
 			best = n;
 		}
 	}
-	return !above || ((above->kind == 'b' || above->kind == 'v') && above->ro);
+	return !above || ((above->kind == 'b' || above->kind == 'v') && above->ro) || read_only_tmpfs(above);
 }
 
 // vanished_below_ro reports whether source, a bind's source, has been
@@ -514,7 +521,7 @@ static void set_flags(const char *root, struct plan *pl) {
 			fail("mounts", errno, "mount_setattr noexec %s", m->target);
 		switch (m->kind) {
 		case 't':
-			if (strcmp(m->target, "/dev") != 0)
+			if (!read_only_tmpfs(m))
 				clr = MOUNT_ATTR_RDONLY;
 			break;
 		case 'p':
@@ -557,7 +564,7 @@ static void set_root_flags(const char *root, struct plan *pl) {
 		fail("mounts", errno, "mount_setattr %s", root);
 	for (size_t i = 0; i < pl->nmounts; i++) {
 		struct mount_step *m = &pl->mounts[i];
-		if (m->kind != 't' || strcmp(m->target, "/dev") != 0)
+		if (!read_only_tmpfs(m))
 			continue;
 		snprintf(target, sizeof target, "%s%s", root, m->target);
 		if (setattr(target, 0, MOUNT_ATTR_RDONLY, 0) < 0)
@@ -693,7 +700,7 @@ static void setup_mounts(struct plan *pl) {
 		case 't':
 			mkdir_p(target, 0755);
 			if (mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV | (m->noexec ? MS_NOEXEC : 0),
-				  strcmp(m->target, "/dev") == 0 ? "mode=0755" : "mode=1777") < 0)
+				  read_only_tmpfs(m) ? "mode=0755" : "mode=1777") < 0)
 				fail("mounts", errno, "tmpfs on %s", m->target);
 			break;
 		case 'p':

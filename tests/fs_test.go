@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -935,4 +936,30 @@ echo `+attackDone+"\n", 0o644)
 			t.Errorf("the report does not list %s as replaced (%v):\n%s", config, err, data)
 		}
 	})
+}
+
+// TestFSHostWithoutTTY runs corral on a host whose /dev has no tty (a
+// private /dev in a mount namespace made for the test, holding only the
+// other devices): the sandbox's /dev leaves it out, and the run works.
+func TestFSHostWithoutTTY(t *testing.T) {
+	if !isRoot {
+		t.Skip("making a /dev without tty for corral needs root")
+	}
+	t.Parallel()
+	requireSandbox(t)
+	work := newDir(t, asSelf, "work")
+	script := `set -e
+mount --make-rprivate /
+old=$(mktemp -d)
+mount --bind /dev "$old"
+mount -t tmpfs tmpfs /dev
+for d in null zero full random urandom; do touch /dev/$d; mount --bind "$old/$d" /dev/$d; done
+umount "$old"; rmdir "$old"
+test ! -e /dev/tty
+exec "$@"`
+	args := []string{"-m", "sh", "-c", script, "sh", corralBin, "exec", "--work-dir", work, "--", "sh", "-c", "test ! -e /dev/tty && echo NO-TTY"}
+	out, err := exec.Command("unshare", args...).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "NO-TTY") {
+		t.Errorf("corral on a host without /dev/tty: %v\n%s", err, out)
+	}
 }
