@@ -215,12 +215,23 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	defer closeStdio()
 	trace("loaded")
 	stdio.Signals = sigs
-	launch, err := sandbox.Start(stdio)
-	if err != nil {
-		return r, failed(err)
-	}
-	handed = true
-	trace("started")
+	// The init starts on another thread: the vfork holds the thread that
+	// starts it until the init has exec'd (0.8 ms), while this one makes
+	// the cgroup, probes the host and builds the plan.
+	startDone := make(chan startResult, 1)
+	go func() {
+		l, err := sandbox.Start(stdio)
+		startDone <- startResult{l, err}
+	}()
+	var launch *sandbox.Launch
+	started := sync.OnceValue(func() error {
+		s := <-startDone
+		if s.err == nil {
+			launch, handed = s.l, true
+			trace("started")
+		}
+		return s.err
+	})
 	limits := sandbox.ResolveLimits(sk.Perms.Limits, spec.Limits)
 	if spec.Policy != nil {
 		// The policy's limit caps hold against the flags too.
@@ -248,7 +259,9 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		cgDone <- cgroupResult{cg, err}
 	}()
 	abort := func(err error) (*Result, error) {
-		launch.Abort()
+		if started() == nil {
+			launch.Abort()
+		}
 		removeCgroup(<-cgDone, warn)
 		return r, err
 	}
@@ -288,6 +301,9 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 			trace(fmt.Sprintf("cgroup removed in %d µs", time.Since(t).Microseconds()))
 		}
 	}()
+	if err := started(); err != nil {
+		return r, failed(err)
+	}
 	if cgr.err != nil && limits.Explicit && !spec.BestEffort {
 		launch.Abort()
 		return r, failed(fmt.Errorf("%w: cannot enforce the memory and process limits (%s, %s): %v", sandbox.ErrProtection, limits.MemoryFrom, limits.PidsFrom, cgr.err))
@@ -487,6 +503,11 @@ func execFailure(prog string, e *sandbox.StageError) error {
 		return &Error{Code: ExitNotAllowed, Err: fmt.Errorf("%s: the sandbox refused to execute it (%s)", prog, e.Message)}
 	}
 	return failed(fmt.Errorf("starting %s: %w", prog, e))
+}
+
+type startResult struct {
+	l   *sandbox.Launch
+	err error
 }
 
 type cgroupResult struct {
