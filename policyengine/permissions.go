@@ -115,9 +115,15 @@ func mergeEntries(a, b []Entry) []Entry {
 // NewEntries builds a sorted, de-duplicated entry list of values declared
 // by one source.
 func NewEntries(source string, values []string) []Entry {
-	var out []Entry
-	for _, v := range values {
-		out = mergeEntries(out, []Entry{{Value: v, From: []string{source}}})
+	vs := slices.Clone(values)
+	slices.Sort(vs)
+	vs = slices.Compact(vs)
+	if len(vs) == 0 {
+		return nil
+	}
+	out := make([]Entry, len(vs))
+	for i, v := range vs {
+		out[i] = Entry{Value: v, From: []string{source}}
 	}
 	return out
 }
