@@ -47,10 +47,12 @@ const SystemSource = "system baseline"
 // SystemRead are the globs every sandbox may read so ordinary programs run:
 // programs, libraries, shared data and the few /etc files that name
 // services, users, time zones, certificates and locales. Secrets in /etc
-// (shadow, ssh keys, sudoers) are deliberately not listed.
+// (shadow, ssh keys, sudoers, the TLS private keys in /etc/ssl/private)
+// are deliberately not listed.
 var SystemRead = []string{
 	"/bin/**", "/sbin/**", "/lib/**", "/lib64/**", "/usr/**",
-	"/etc/alternatives/**", "/etc/ca-certificates/**", "/etc/ssl/**",
+	"/etc/alternatives/**", "/etc/ca-certificates/**",
+	"/etc/ssl/certs/**", "/etc/ssl/cert.pem", "/etc/ssl/openssl.cnf",
 	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d/**",
 	"/etc/localtime", "/etc/timezone", "/etc/nsswitch.conf", "/etc/hosts",
 	"/etc/host.conf", "/etc/resolv.conf", "/etc/passwd", "/etc/group",

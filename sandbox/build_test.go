@@ -12,7 +12,7 @@ import (
 // folder and every path in files a file; programs live in /usr/bin.
 func fakeFacts(dirs, files []string, programs ...string) *Facts {
 	f := &Facts{LandlockABI: 7, Seccomp: true, Files: map[string]FileInfo{}, Programs: map[string]Program{}}
-	for _, d := range append(dirs, "/usr", "/usr/lib", "/usr/share", "/etc/ssl", "/usr/lib64") {
+	for _, d := range append(dirs, "/usr", "/usr/lib", "/usr/share", "/etc/ssl", "/etc/ssl/certs", "/usr/lib64") {
 		f.Files[d] = FileInfo{Exists: true, Dir: true, Real: d}
 	}
 	for _, p := range files {
@@ -329,8 +329,11 @@ func TestPlanProgramFolders(t *testing.T) {
 			t.Errorf("%s: want a noexec bind after /usr (at %d), got %d", f, usr, i)
 		}
 	}
-	if index("/etc/ssl", true) < 0 {
-		t.Error("/etc/ssl is not bound noexec")
+	if index("/etc/ssl/certs", true) < 0 {
+		t.Error("/etc/ssl/certs is not bound noexec")
+	}
+	if index("/etc/ssl", true) >= 0 || index("/etc/ssl", false) >= 0 {
+		t.Error("/etc/ssl is bound whole: /etc/ssl/private holds TLS private keys")
 	}
 	if i := index("/usr/lib/systemd/generators", true); i >= 0 {
 		t.Error("a folder inside a noexec folder got its own bind")

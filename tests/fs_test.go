@@ -491,6 +491,41 @@ cat /proc/1/root/etc/shadow
 	})
 }
 
+// TestFSTLSPrivateKeys reads a private key in /etc/ssl/private, next to
+// the certificates the system baseline grants: as root the key's owner
+// bits would let the command read it, so only the grants keep it out.
+func TestFSTLSPrivateKeys(t *testing.T) {
+	if !isRoot {
+		t.Skip("planting a key in /etc/ssl/private needs root")
+	}
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "filesystem", "read a TLS private key in /etc/ssl/private")
+		f := newFS(t, u)
+		dir := "/etc/ssl/private"
+		if !exists(dir) {
+			if err := os.MkdirAll(dir, 0o710); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.Remove(dir) })
+		}
+		key := filepath.Join(dir, token("corral-test")+".key")
+		unnamed := filepath.Join(dir, f.hidden) // never named by the script
+		for _, p := range []string{key, unnamed} {
+			writeFile(t, p, f.tok, 0o640)
+			t.Cleanup(func() { os.Remove(p) })
+		}
+		r := runScript(t, u, f.work, nil, fmt.Sprintf(`
+cat %[1]s
+./probe read %[1]s
+cat %[2]s/*
+ls -la %[2]s /etc/ssl
+`, key, dir))
+		noSecret(t, r, f.tok, "reading "+key)
+		noSecret(t, r, f.hidden, "listing "+dir)
+	})
+}
+
 // TestFSHostTmp reads a file in the host's /tmp: the sandbox must have its
 // own /tmp even when the work dir is inside the host's /tmp.
 func TestFSHostTmp(t *testing.T) {
