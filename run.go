@@ -347,10 +347,8 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	}
 	// Which file each protected path is now; the sandbox itself cannot
 	// replace one (renaming over a mount point fails), the host can.
-	protected := make([]os.FileInfo, len(plan.Protected))
-	for i, p := range plan.Protected {
-		protected[i], _ = os.Lstat(p)
-	}
+	held := sandbox.Hold(plan.Protected)
+	defer held.Close()
 	res, err := launch.Run(plan, sandbox.RunOptions{Cgroup: cgr.cg, Timeout: limits.Timeout, KillGrace: limits.KillGrace, Done: ctx.Done(), Serve: func(files []*os.File) {
 		for _, f := range files {
 			ln, lerr := net.FileListener(f)
@@ -375,11 +373,8 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 			warn(fmt.Sprintf("the command created %s, which would send git on the host to a config and hooks it chose; removed it", f))
 		}
 	}
-	for i, p := range plan.Protected {
-		if protected[i] == nil {
-			continue
-		}
-		if now, err := os.Lstat(p); err != nil || !os.SameFile(protected[i], now) {
+	if res != nil && res.Started {
+		for _, p := range held.Replaced() {
 			r.Replaced = append(r.Replaced, p)
 			warn(fmt.Sprintf("%s was replaced on the host while the sandbox ran, which ends its read-only bind: the command may have written the new one; check it", p))
 		}

@@ -38,3 +38,15 @@ func HostProgramIndex() ProgramIndex { return ProgramIndex{Source: "none"} }
 
 // CreateHooksFolders has nothing to do here.
 func CreateHooksFolders(f *Facts) ([]string, error) { return nil, nil }
+
+// Held watches nothing here: protected paths are a Linux mount feature.
+type Held struct{}
+
+// Hold watches nothing here.
+func Hold(paths []string) *Held { return &Held{} }
+
+// Replaced is always empty here.
+func (h *Held) Replaced() []string { return nil }
+
+// Close does nothing here.
+func (h *Held) Close() {}

@@ -12,10 +12,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
 out=${1:-bin/corral}
-exp=${GOEXPERIMENT:+$GOEXPERIMENT,}nogreenteagc
-if GOEXPERIMENT=$exp go env GOEXPERIMENT >/dev/null 2>&1; then
-	export GOEXPERIMENT=$exp
-fi
+# Experiments set with `go env -w` are kept, and so is an explicit choice
+# of the collector either way.
+base=$(go env GOEXPERIMENT 2>/dev/null || true)
+case ",$base," in
+*,greenteagc,* | *,nogreenteagc,*) ;;
+*)
+	exp=${base:+$base,}nogreenteagc
+	if GOEXPERIMENT=$exp go env GOEXPERIMENT >/dev/null 2>&1; then
+		export GOEXPERIMENT=$exp
+	fi
+	;;
+esac
 if ! go build -ldflags '-s -w -linkmode external -extldflags "-static"' -o "$out" ./cmd/corral 2>/dev/null; then
 	echo "build: static linking failed; building a dynamically linked corral" >&2
 	go build -o "$out" ./cmd/corral

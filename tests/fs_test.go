@@ -933,9 +933,11 @@ func TestFSProtectedReplacedWhileMounting(t *testing.T) {
 }
 
 // TestFSProtectedReplacedDuringRun replaces .git/config on the host the
-// way git does while the command runs. The kernel detaches the read-only
-// bind of the old file, so the command can write the new one (a limit
-// the README names); corral must say so on stderr and in the report.
+// way git does, twice, while the command runs. The kernel detaches the
+// read-only bind of the old file, so the command can write the new one (a
+// limit the README names); corral must say so on stderr and in the
+// report, also when the second file got the first one's inode number
+// back (ext4 reuses a freed one at once).
 func TestFSProtectedReplacedDuringRun(t *testing.T) {
 	t.Parallel()
 	users(t, func(t *testing.T, u user) {
@@ -952,6 +954,8 @@ echo `+attackDone+"\n", 0o644)
 		go func() {
 			for end := time.Now().Add(30 * time.Second); time.Now().Before(end) && !exists(ready); time.Sleep(5 * time.Millisecond) {
 			}
+			replaceLikeGit(u, config, protectedFiles[".git/config"])
+			time.Sleep(50 * time.Millisecond)
 			replaceLikeGit(u, config, protectedFiles[".git/config"])
 			os.WriteFile(replaced, nil, 0o644)
 		}()
