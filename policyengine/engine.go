@@ -3,6 +3,7 @@ package policyengine
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -61,6 +62,23 @@ var SystemRead = []string{
 	"/proc/**", "/dev/null", "/dev/zero", "/dev/full", "/dev/random",
 	"/dev/urandom", "/dev/tty", "/dev/fd/**", "/dev/stdin", "/dev/stdout",
 	"/dev/stderr", "/sys/devices/system/cpu/**", "/tmp/**",
+}
+
+// SystemHidden are the configuration folders inside the baseline's /usr:
+// software installed by hand keeps its settings, and at times its
+// passwords and tokens, there (npm's global npmrc, a redis.conf), as it
+// would in /etc. The baseline does not cover them; a skill's own fs glob
+// can.
+var SystemHidden = []string{"/usr/etc", "/usr/local/etc"}
+
+// systemHidden reports whether clean lies in one of SystemHidden.
+func systemHidden(clean string) bool {
+	for _, h := range SystemHidden {
+		if clean == h || strings.HasPrefix(clean, h+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // SystemWrite are the paths every sandbox may write: the null devices, the
@@ -182,16 +200,23 @@ func (e *Engine) checkPath(p, verb string, index globIndex, declaredBy string) D
 		return Decision{Action: Deny, Reason: "an empty path names nothing"}
 	}
 	clean := e.abs(p)
+	hiddenFromBaseline := systemHidden(clean)
 	near, rooted := index.candidates(clean)
 	for _, rules := range [2][]globRule{near, rooted} {
 		for _, r := range rules {
+			if hiddenFromBaseline && slices.Equal(r.entry.From, []string{SystemSource}) {
+				continue
+			}
 			if r.glob.matchClean(clean) {
 				return Decision{Action: Allow, Reason: clean + " may be " + pastTense(verb) + r.why, Rule: r.entry.Value}
 			}
 		}
 	}
-	return Decision{Action: Deny, Reason: clean + " is outside the fs." + verb + " globs" + declaredBy +
-		"; to allow it, add " + strconv.Quote(clean) + " to permissions.fs." + verb}
+	why := " is outside the fs." + verb + " globs" + declaredBy
+	if hiddenFromBaseline {
+		why = " is in a configuration folder, which the system baseline leaves out, and outside the fs." + verb + " globs" + declaredBy
+	}
+	return Decision{Action: Deny, Reason: clean + why + "; to allow it, add " + strconv.Quote(clean) + " to permissions.fs." + verb}
 }
 
 func pastTense(verb string) string {

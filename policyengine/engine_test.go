@@ -226,3 +226,27 @@ func BenchmarkDecisions(b *testing.B) {
 		}
 	})
 }
+
+func TestSystemHiddenConfigFolders(t *testing.T) {
+	e, err := New(Permissions{}, Options{WorkDir: "/w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/usr/local/etc/npmrc", "/usr/etc/npmrc", "/usr/local/etc"} {
+		if d := e.CheckRead(p); d.Action != Deny || !strings.Contains(d.Reason, "configuration folder") {
+			t.Errorf("CheckRead(%s) = %+v, want a deny that names the configuration folder", p, d)
+		}
+	}
+	for _, p := range []string{"/usr/local/lib/x.so", "/usr/local/etcetera/x", "/usr/bin/sh"} {
+		if d := e.CheckRead(p); d.Action != Allow {
+			t.Errorf("CheckRead(%s) = %+v, want the baseline to allow it", p, d)
+		}
+	}
+	g, err := New(Permissions{Read: NewEntries("conf", []string{"/usr/local/etc/**"})}, Options{WorkDir: "/w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := g.CheckRead("/usr/local/etc/npmrc"); d.Action != Allow {
+		t.Errorf("a skill's own grant of /usr/local/etc: %+v", d)
+	}
+}

@@ -218,6 +218,10 @@ func (b *builder) baseline() {
 				b.rule(r, readRights, policyengine.SystemSource)
 				continue // inside the /usr bind
 			}
+			if r == "/usr" && b.usrRules(readRights|exec) {
+				b.bind(r, true, false, policyengine.SystemSource)
+				continue
+			}
 			b.rule(r, readRights|exec, policyengine.SystemSource)
 			if info := b.facts.file(r); info.Exists && !info.Dir && info.Real == r && isUnder(r, "/etc") {
 				// Small /etc files are copied into the new root: a copy
@@ -235,6 +239,32 @@ func (b *builder) baseline() {
 	b.plan.Landlock.Rules = append(b.plan.Landlock.Rules, PathRule{Path: "/tmp", Access: (writeRights | exec) & b.plan.Landlock.HandledFS, From: "private /tmp"})
 	b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountProc, Target: "/proc", Why: "private /proc showing only the sandbox's processes"})
 	b.plan.Landlock.Rules = append(b.plan.Landlock.Rules, PathRule{Path: "/proc", Access: readRights, From: "private /proc"})
+}
+
+// usrRules grants access on each folder in /usr and /usr/local but the
+// configuration folders (policyengine.SystemHidden), and lists of names
+// on /usr itself; false when the probe could not list them, and /usr is
+// then granted whole.
+func (b *builder) usrRules(access uint64) bool {
+	usr, ok1 := b.facts.Listings["/usr"]
+	local, ok2 := b.facts.Listings["/usr/local"]
+	if !ok1 || (!ok2 && slices.Contains(usr, "local")) {
+		return false
+	}
+	b.rule("/usr", fsReadDir, policyengine.SystemSource+" (folder listings only)")
+	for _, dir := range []struct {
+		path  string
+		names []string
+	}{{"/usr", usr}, {"/usr/local", local}} {
+		for _, n := range dir.names {
+			p := path.Join(dir.path, n)
+			if p == "/usr/local" || slices.Contains(policyengine.SystemHidden, p) {
+				continue
+			}
+			b.rule(p, access, policyengine.SystemSource)
+		}
+	}
+	return true
 }
 
 // grants turns fs.read and fs.write globs into kernel rules and binds.

@@ -113,6 +113,31 @@ func TestPlanDefaultSandboxExecutesAnything(t *testing.T) {
 	}
 }
 
+// TestPlanUsrConfigFolders: the default sandbox's /usr rule goes to each
+// folder in /usr and /usr/local but their etc.
+func TestPlanUsrConfigFolders(t *testing.T) {
+	dirs := []string{"/ws", "/usr/bin", "/usr/etc", "/usr/local", "/usr/local/etc", "/usr/local/go", "/usr/local/bin"}
+	f := fakeFacts(dirs, nil, "true")
+	f.Listings = map[string][]string{"/usr": {"bin", "etc", "lib", "local"}, "/usr/local": {"bin", "etc", "go"}}
+	plan, err := BuildPlan(policyengine.Permissions{}, Spec{Argv: []string{"true"}, WorkDir: "/ws"}, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/usr/bin", "/usr/lib", "/usr/local/bin", "/usr/local/go"} {
+		if r, ok := findRule(plan, p); !ok || r.Access&fsExecute == 0 || r.Access&fsReadFile == 0 {
+			t.Errorf("%s: %+v, want read and execute", p, r)
+		}
+	}
+	for _, p := range []string{"/usr/etc", "/usr/local/etc", "/usr/local"} {
+		if r, ok := findRule(plan, p); ok {
+			t.Errorf("%s has a rule: %+v", p, r)
+		}
+	}
+	if r, _ := findRule(plan, "/usr"); r.Access != fsReadDir {
+		t.Errorf("/usr: %+v, want folder listings only", r)
+	}
+}
+
 func TestPlanProtectedPaths(t *testing.T) {
 	perms := policyengine.Permissions{Write: entries("/ws/**"), Declared: []string{"t"}}
 	facts := fakeFacts([]string{"/ws", "/ws/.git/hooks"}, []string{"/ws/.git/config", "/ws/.bashrc"}, "true")

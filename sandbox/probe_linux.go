@@ -41,6 +41,12 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 	for _, glob := range policyengine.SystemRead {
 		f.stat(strings.TrimSuffix(glob, "/**"))
 	}
+	if !p.ExecRestricted() {
+		// The baseline's /usr rule goes to each folder in it but the
+		// configuration folders (policyengine.SystemHidden).
+		f.list("/usr")
+		f.list("/usr/local")
+	}
 	for _, r := range libraryRoots {
 		f.stat(r)
 	}
@@ -94,6 +100,27 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 	return f
 }
 
+// list records the names in dir (and stats them) in Listings, once.
+func (f *Facts) list(dir string) {
+	if _, ok := f.Listings[dir]; ok {
+		return
+	}
+	fh, err := os.Open(dir)
+	if err != nil {
+		return
+	}
+	names, _ := fh.Readdirnames(-1)
+	fh.Close()
+	slices.Sort(names)
+	for _, n := range names {
+		f.stat(path.Join(dir, n))
+	}
+	if f.Listings == nil {
+		f.Listings = map[string][]string{}
+	}
+	f.Listings[dir] = names
+}
+
 // listAboveCode lists the folders from each grant that covers a code root
 // down to that root (for /usr/**: /usr and /usr/local).
 func (f *Facts) listAboveCode(p policyengine.Permissions) {
@@ -104,23 +131,7 @@ func (f *Facts) listAboveCode(p policyengine.Permissions) {
 				continue
 			}
 			for _, dir := range aboveCode(f.stat(g.Base()).Real) {
-				if _, ok := f.Listings[dir]; ok {
-					continue
-				}
-				fh, err := os.Open(dir)
-				if err != nil {
-					continue
-				}
-				names, _ := fh.Readdirnames(-1)
-				fh.Close()
-				slices.Sort(names)
-				for _, n := range names {
-					f.stat(path.Join(dir, n))
-				}
-				if f.Listings == nil {
-					f.Listings = map[string][]string{}
-				}
-				f.Listings[dir] = names
+				f.list(dir)
 			}
 		}
 	}

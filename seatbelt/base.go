@@ -75,6 +75,10 @@ var systemRead = []string{
 	"/private/var/select/**",
 }
 
+// systemHidden are macOS's configuration folders inside systemRead, left
+// out like policyengine.SystemHidden: Homebrew's etc.
+var systemHidden = []string{"/opt/homebrew/etc"}
+
 // libraryRoots hold the shared libraries and frameworks programs map as
 // code. With an exec allowlist these are the only places (besides the
 // allowed programs) code may be mapped from, as Linux leaves only its

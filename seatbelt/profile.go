@@ -290,12 +290,22 @@ func (r *renderer) files() {
 			libs = append(libs, sysFilter(pathRule{Kind: filterSubpath, Value: l}))
 		}
 		r.rule("allow file-map-executable", libs)
-		return
+	} else {
+		r.line("; System baseline, read-only: the files every program needs (policyengine's")
+		r.line("; SystemRead, canonicalised) and the macOS folders below. Without an exec")
+		r.line("; list what is readable may also run and be mapped as code, as on Linux.")
+		r.rule("allow file-read* file-map-executable process-exec", sys)
 	}
-	r.line("; System baseline, read-only: the files every program needs (policyengine's")
-	r.line("; SystemRead, canonicalised) and the macOS folders below. Without an exec")
-	r.line("; list what is readable may also run and be mapped as code, as on Linux.")
-	r.rule("allow file-read* file-map-executable process-exec", sys)
+	var hide []string
+	for _, h := range append(slices.Clone(policyengine.SystemHidden), systemHidden...) {
+		hide = append(hide, sysFilter(pathRule{Kind: filterSubpath, Value: h}))
+	}
+	slices.Sort(hide)
+	r.line("")
+	r.line("; Configuration folders inside the baseline (software installed by hand or")
+	r.line("; by Homebrew keeps settings, and at times passwords, there): left out, as")
+	r.line("; /etc is. A skill's own fs glob below grants them again.")
+	r.rule("deny file-read* file-map-executable process-exec", hide)
 }
 
 // rule writes one allow or deny rule with one filter a line.

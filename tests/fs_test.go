@@ -526,6 +526,42 @@ ls -la %[2]s /etc/ssl
 	})
 }
 
+// TestFSUsrConfigFolders reads a world-readable token in /usr/local/etc,
+// where software installed by hand keeps its settings (npm's global
+// npmrc): the baseline's /usr leaves the folder out, and a skill that
+// grants it gets it.
+func TestFSUsrConfigFolders(t *testing.T) {
+	if !isRoot {
+		t.Skip("planting a file in /usr/local/etc needs root")
+	}
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "filesystem", "read a token in /usr/local/etc through the baseline's /usr")
+		f := newFS(t, u)
+		dir := "/usr/local/etc"
+		if !exists(dir) {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.Remove(dir) })
+		}
+		rc := filepath.Join(dir, token("corral-test")+"-npmrc")
+		writeFile(t, rc, "//registry.npmjs.org/:_authToken="+f.tok+"\n", 0o644)
+		t.Cleanup(func() { os.Remove(rc) })
+		script := fmt.Sprintf("cat %[1]s\n./probe read %[1]s\ncat %[2]s/*\n", rc, dir)
+		r := runScript(t, u, f.work, nil, script)
+		noSecret(t, r, f.tok, "reading "+rc)
+		sd := writeSkill(t, newDir(t, asSelf, "skills"), "conf", `  fs:
+    read: ["/usr/local/etc/**"]
+    write: ["$WORK_DIR/**"]
+`)
+		r = runScript(t, u, f.work, []string{sd}, fmt.Sprintf("cat %s", rc))
+		if !strings.Contains(r.stdout, f.tok) {
+			t.Errorf("a skill that grants /usr/local/etc/** could not read %s:\n%s", rc, r)
+		}
+	})
+}
+
 // TestFSHostTmp reads a file in the host's /tmp: the sandbox must have its
 // own /tmp even when the work dir is inside the host's /tmp.
 func TestFSHostTmp(t *testing.T) {

@@ -110,7 +110,7 @@ func summarise(p policyengine.Permissions) []string {
 	if p.IsDefault() {
 		out = append(out, "No skill declares permissions, so the default sandbox applies: system files read-only, the work directory read-write, no network, any program, 512 MiB of memory.")
 	}
-	out = append(out, fmt.Sprintf("Files: read %s; write %s; the system baseline (%d paths such as /usr/** and /etc/ssl/**) is read-only.",
+	out = append(out, fmt.Sprintf("Files: read %s; write %s; the system baseline (%d paths such as /usr/** and /etc/ssl/certs/**, but not /usr/etc or /usr/local/etc) is read-only.",
 		orNone(policyengine.Values(p.Read)), orNone(policyengine.Values(p.Write)), len(policyengine.SystemRead)))
 	if len(p.Network) == 0 {
 		out = append(out, "Network: none (no TCP, no UDP, no DNS).")
