@@ -242,16 +242,16 @@ func (b *builder) baseline() {
 }
 
 // usrRules grants access on each folder in /usr and /usr/local but the
-// configuration folders (policyengine.SystemHidden), and lists of names
-// on /usr itself; false when the probe could not list them, and /usr is
-// then granted whole.
+// configuration folders (policyengine.SystemHidden); false when the probe
+// could not list them, and /usr is then granted whole. /usr itself gets
+// no rule: listing it would list the hidden folders too (Landlock rights
+// hold for everything below a rule), and walking through it needs none.
 func (b *builder) usrRules(access uint64) bool {
 	usr, ok1 := b.facts.Listings["/usr"]
 	local, ok2 := b.facts.Listings["/usr/local"]
 	if !ok1 || (!ok2 && slices.Contains(usr, "local")) {
 		return false
 	}
-	b.rule("/usr", fsReadDir, policyengine.SystemSource+" (folder listings only)")
 	for _, dir := range []struct {
 		path  string
 		names []string

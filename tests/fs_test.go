@@ -548,9 +548,13 @@ func TestFSUsrConfigFolders(t *testing.T) {
 		rc := filepath.Join(dir, token("corral-test")+"-npmrc")
 		writeFile(t, rc, "//registry.npmjs.org/:_authToken="+f.tok+"\n", 0o644)
 		t.Cleanup(func() { os.Remove(rc) })
-		script := fmt.Sprintf("cat %[1]s\n./probe read %[1]s\ncat %[2]s/*\n", rc, dir)
+		unnamed := filepath.Join(dir, f.hidden) // never named by the script
+		writeFile(t, unnamed, "x\n", 0o644)
+		t.Cleanup(func() { os.Remove(unnamed) })
+		script := fmt.Sprintf("cat %[1]s\n./probe read %[1]s\ncat %[2]s/*\nls -la %[2]s /usr/local /usr\n", rc, dir)
 		r := runScript(t, u, f.work, nil, script)
 		noSecret(t, r, f.tok, "reading "+rc)
+		noSecret(t, r, f.hidden, "listing "+dir)
 		sd := writeSkill(t, newDir(t, asSelf, "skills"), "conf", `  fs:
     read: ["/usr/local/etc/**"]
     write: ["$WORK_DIR/**"]
