@@ -39,6 +39,10 @@ type Facts struct {
 	// covers together with a code root (a grant of /usr/**), with an
 	// exec allowlist: all but the code roots' ancestors are bound noexec.
 	Listings map[string][]string `json:"listings,omitempty"`
+	// GitconfigSecret says why the host's /etc/gitconfig looks like it
+	// holds a credential (an Authorization header, a URL with a password);
+	// empty when it does not.
+	GitconfigSecret string `json:"gitconfig_secret,omitempty"`
 
 	resolver *resolver           // Linux: cached symlink resolution while probing
 	rpaths   map[string][]string // Linux: the RPATH/RUNPATH strings of the ELF files read

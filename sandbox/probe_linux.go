@@ -27,6 +27,7 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 		Uid:      os.Getuid(),
 	}
 	f.probeKernel()
+	f.GitconfigSecret = gitconfigSecret("/etc/gitconfig")
 	var idxDone chan ProgramIndex
 	if p.ExecRestricted() {
 		// Checking the program index's stamps (or walking) overlaps the
@@ -688,4 +689,51 @@ func elfInterpreter(f *os.File, head []byte) string {
 		return strings.TrimRight(string(buf), "\x00")
 	}
 	return ""
+}
+
+// gitconfigSecret says why the git config file looks like it holds a
+// credential, "" when it does not (or cannot be read): an extraHeader
+// (Authorization: ...), a URL with a user and password, or a key that
+// names a password or token. The system baseline copies /etc/gitconfig
+// into every sandbox; one like that is left out.
+func gitconfigSecret(file string) string {
+	data, err := readNoFollow(file, 1<<20)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		l := strings.ToLower(strings.TrimSpace(line))
+		if l == "" || l[0] == '#' || l[0] == ';' {
+			continue
+		}
+		key, _, _ := strings.Cut(l, "=")
+		key = strings.TrimSpace(key)
+		switch {
+		case strings.Contains(key, "extraheader"):
+			return "an http.extraHeader"
+		case strings.Contains(key, "password") || strings.Contains(key, "token"):
+			return "a " + key + " setting"
+		case urlWithPassword(l):
+			return "a URL with a password"
+		}
+	}
+	return ""
+}
+
+// urlWithPassword reports whether s holds scheme://user:password@.
+func urlWithPassword(s string) bool {
+	for {
+		i := strings.Index(s, "://")
+		if i < 0 {
+			return false
+		}
+		s = s[i+3:]
+		auth := s
+		if j := strings.IndexAny(auth, "/ \t\"'"); j >= 0 {
+			auth = auth[:j]
+		}
+		if at := strings.LastIndexByte(auth, '@'); at > 0 && strings.IndexByte(auth[:at], ':') > 0 {
+			return true
+		}
+	}
 }

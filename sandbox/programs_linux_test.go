@@ -316,3 +316,25 @@ func TestGitHooksPath(t *testing.T) {
 		}
 	}
 }
+
+func TestGitconfigSecret(t *testing.T) {
+	dir := t.TempDir()
+	for content, want := range map[string]bool{
+		"[user]\n\tname = a\n[safe]\n\tdirectory = *\n":                             false,
+		"[credential]\n\thelper = cache\n":                                          false,
+		"[http \"https://git.corp/\"]\n\textraHeader = Authorization: Basic eA==\n": true,
+		"[url \"https://bot:s3cret@git.corp/\"]\n\tinsteadOf = https://git.corp/\n": true,
+		"[url \"https://git@git.corp/\"]\n\tinsteadOf = https://git.corp/\n":        false,
+		"[remote \"o\"]\n\turl = ssh://git@host:22/x\n":                             false,
+		"[custom]\n\tapiToken = abc\n":                                              true,
+		"# password = not a setting\n":                                              false,
+	} {
+		p := filepath.Join(dir, "gitconfig")
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := gitconfigSecret(p) != ""; got != want {
+			t.Errorf("gitconfigSecret(%q) = %q, want a reason: %v", content, gitconfigSecret(p), want)
+		}
+	}
+}

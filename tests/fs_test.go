@@ -566,6 +566,44 @@ func TestFSUsrConfigFolders(t *testing.T) {
 	})
 }
 
+// TestFSEtcGitconfigCredential puts an Authorization header in the host's
+// /etc/gitconfig, which the system baseline copies into every sandbox:
+// that copy must be left out, with a warning. Not parallel: it changes a
+// file every git on the host reads, and restores it.
+func TestFSEtcGitconfigCredential(t *testing.T) {
+	if !isRoot {
+		t.Skip("changing /etc/gitconfig needs root")
+	}
+	requireSandbox(t)
+	orig, err := os.ReadFile("/etc/gitconfig")
+	existed := err == nil
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if existed {
+			os.WriteFile("/etc/gitconfig", orig, 0o644)
+		} else {
+			os.Remove("/etc/gitconfig")
+		}
+	})
+	tok := token("TOKEN")
+	section := "\n[http \"https://git.corral-test.invalid/\"]\n\textraHeader = Authorization: Bearer " + tok + "\n"
+	if err := os.WriteFile("/etc/gitconfig", append(slices.Clone(orig), section...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	users(t, func(t *testing.T, u user) {
+		attack(t, "filesystem", "read a credential in the host's /etc/gitconfig")
+		f := newFS(t, u)
+		r := runScript(t, u, f.work, nil, "cat /etc/gitconfig\n./probe read /etc/gitconfig\ngit config --system --list")
+		noSecret(t, r, tok, "reading /etc/gitconfig")
+		e := u.run(t, runOpts{args: []string{"explain", "--work-dir", f.work}, dir: f.work})
+		if !strings.Contains(e.stdout+e.stderr, "/etc/gitconfig is left out of the system baseline: it holds an http.extraHeader") {
+			t.Errorf("explain does not say /etc/gitconfig is left out:\n%s", e)
+		}
+	})
+}
+
 // TestFSHostTmp reads a file in the host's /tmp: the sandbox must have its
 // own /tmp even when the work dir is inside the host's /tmp.
 func TestFSHostTmp(t *testing.T) {
