@@ -243,6 +243,30 @@ func (b *builder) baseline() {
 	b.plan.Landlock.Rules = append(b.plan.Landlock.Rules, PathRule{Path: "/tmp", Access: (writeRights | exec) & b.plan.Landlock.HandledFS, From: "private /tmp"})
 	b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountProc, Target: "/proc", Why: "private /proc showing only the sandbox's processes"})
 	b.plan.Landlock.Rules = append(b.plan.Landlock.Rules, PathRule{Path: "/proc", Access: readRights, From: "private /proc"})
+	masked := maskedProc
+	if b.facts.Uid == 0 {
+		masked = append(slices.Clone(masked), rootOnlyProc...)
+	}
+	for _, p := range masked {
+		if b.facts.file(p).Exists {
+			b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountBind, Source: "/dev/null", Target: p, ReadOnly: true, Why: "the host's kernel state, which no sandboxed program needs: /dev/null on a nodev mount, so opening it fails"})
+		}
+	}
+}
+
+// maskedProc are /proc files about the host, not the sandbox: the kernel's
+// command line can carry boot secrets (an iSCSI password, a cloud-init
+// seed URL).
+var maskedProc = []string{"/proc/cmdline"}
+
+// rootOnlyProc are /proc files only root may read, on the kernel's memory
+// layout and internals. When corral runs as root, the sandbox's uid 0 is
+// the host's root and their owner bits would open them, so they are
+// hidden then too.
+var rootOnlyProc = []string{
+	"/proc/kcore", "/proc/kpagecgroup", "/proc/kpagecount", "/proc/kpageflags",
+	"/proc/pagetypeinfo", "/proc/sched_debug", "/proc/slabinfo", "/proc/timer_list",
+	"/proc/vmallocinfo",
 }
 
 // usrRules grants access on each folder in /usr and /usr/local but the

@@ -51,6 +51,14 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 	for _, r := range libraryRoots {
 		f.stat(r)
 	}
+	for _, p := range maskedProc {
+		f.stat(p)
+	}
+	if f.Uid == 0 {
+		for _, p := range rootOnlyProc {
+			f.stat(p)
+		}
+	}
 	f.stat(spec.WorkDir)
 	f.statGrants(p)
 	for _, e := range p.Write {

@@ -323,3 +323,27 @@ func TestResourcePids(t *testing.T) {
 		t.Errorf("want process creation to fail before 64:\n%s", r)
 	}
 }
+
+// TestProcHostKernelState reads the host's kernel command line and, as
+// root (whose uid 0 in the sandbox is the host's root, so the files'
+// owner bits would open them), the root-only /proc files on the kernel's
+// memory layout: a private /proc still shows them, so corral hides them.
+func TestProcHostKernelState(t *testing.T) {
+	t.Parallel()
+	cmdline, err := os.ReadFile("/proc/cmdline")
+	if err != nil || len(strings.TrimSpace(string(cmdline))) == 0 {
+		t.Skipf("the host's /proc/cmdline is empty or unreadable (%v): nothing to compare with", err)
+	}
+	users(t, func(t *testing.T, u user) {
+		attack(t, "filesystem", "read the host's kernel state in /proc")
+		f := newFS(t, u)
+		var script strings.Builder
+		script.WriteString("cat /proc/cmdline\n")
+		for _, p := range []string{"/proc/kcore", "/proc/kpageflags", "/proc/kpagecount", "/proc/kpagecgroup", "/proc/slabinfo", "/proc/vmallocinfo", "/proc/timer_list", "/proc/pagetypeinfo"} {
+			fmt.Fprintf(&script, "head -c 1 %[1]s >/dev/null 2>&1 && echo READ-OK %[1]s\n", p)
+		}
+		r := runScript(t, u, f.work, nil, script.String())
+		noSecret(t, r, strings.TrimSpace(string(cmdline)), "reading /proc/cmdline")
+		noSecret(t, r, "READ-OK", "reading the root-only /proc files")
+	})
+}
