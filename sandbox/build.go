@@ -214,6 +214,11 @@ func (b *builder) baseline() {
 			}
 		}
 		for _, r := range roots {
+			if content, ok := b.generatedEtc(r); ok {
+				b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountFile, Source: content, Target: r, Why: policyengine.SystemSource + " (made for the sandbox, not the host's)"})
+				b.plan.Landlock.Rules = append(b.plan.Landlock.Rules, PathRule{Path: r, Access: readRights & fileRights & b.plan.Landlock.HandledFS, From: policyengine.SystemSource})
+				continue
+			}
 			if r == "/etc/gitconfig" && b.facts.GitconfigSecret != "" {
 				b.warn("/etc/gitconfig is left out of the system baseline: it holds %s; add it to fs.read if git in the sandbox needs it", b.facts.GitconfigSecret)
 				continue
@@ -252,6 +257,24 @@ func (b *builder) baseline() {
 			b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountBind, Source: "/dev/null", Target: p, ReadOnly: true, Why: "the host's kernel state, which no sandboxed program needs: /dev/null on a nodev mount, so opening it fails"})
 		}
 	}
+}
+
+// generatedEtc returns the sandbox's own version of an /etc file the
+// host's copy would say too much in: its users (only root and nobody are
+// ever seen in the user namespace), its host names and its resolver (the
+// sandbox has no DNS).
+func (b *builder) generatedEtc(p string) (string, bool) {
+	switch p {
+	case "/etc/passwd":
+		return "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n", true
+	case "/etc/group":
+		return "root:x:0:\nnogroup:x:65534:\n", true
+	case "/etc/hosts":
+		return "127.0.0.1\tlocalhost\n127.0.1.1\t" + b.plan.Hostname + "\n::1\tlocalhost ip6-localhost ip6-loopback\n", true
+	case "/etc/resolv.conf":
+		return "# No DNS in the sandbox: corral's egress proxy resolves the names it allows.\n", true
+	}
+	return "", false
 }
 
 // maskedProc are /proc files about the host, not the sandbox: the kernel's

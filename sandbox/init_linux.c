@@ -452,6 +452,23 @@ static void copy_file(const char *source, const char *target) {
 	close(out);
 }
 
+// write_file makes target, in the new root, with content.
+static void write_file(const char *target, const char *content) {
+	parent_dirs(target);
+	int out = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (out < 0)
+		fail("mounts", errno, "creating %s", target);
+	for (size_t off = 0, n = strlen(content); off < n;) {
+		ssize_t w = write(out, content + off, n - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			fail("mounts", errno, "writing %s", target);
+		off += (size_t)w;
+	}
+	close(out);
+}
+
 struct mount_attr_v0 {
 	uint64_t attr_set, attr_clr, propagation, userns_fd;
 };
@@ -713,6 +730,9 @@ static void setup_mounts(struct plan *pl) {
 			break;
 		case 'c':
 			copy_file(m->source, target);
+			break;
+		case 'w':
+			write_file(target, m->source);
 			break;
 		case 'l':
 			if (lstat(target, &st) == 0)

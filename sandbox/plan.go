@@ -74,6 +74,7 @@ const (
 	MountSymlnk MountKind = "symlink"
 	MountDir    MountKind = "dir"  // an empty folder, unless one is already there
 	MountCopy   MountKind = "copy" // a read-only copy of a small system file (cheaper than a bind)
+	MountFile   MountKind = "file" // a small file with the content Source, made for the sandbox
 )
 
 // Mount is one step of the sandbox's mount namespace set-up, applied in

@@ -44,7 +44,7 @@ func encodePlan(p *Plan, bpf []byte) []byte {
 	for _, e := range p.Env {
 		rec('e', e)
 	}
-	kinds := map[MountKind]string{MountTmpfs: "t", MountProc: "p", MountBind: "b", MountDev: "v", MountSymlnk: "l", MountDir: "d", MountCopy: "c"}
+	kinds := map[MountKind]string{MountTmpfs: "t", MountProc: "p", MountBind: "b", MountDev: "v", MountSymlnk: "l", MountDir: "d", MountCopy: "c", MountFile: "w"}
 	for _, m := range p.Mounts {
 		var flags strings.Builder
 		flags.WriteByte('-')

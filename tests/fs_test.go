@@ -1080,3 +1080,56 @@ exec "$@"`
 		t.Errorf("corral on a host without /dev/tty: %v\n%s", err, out)
 	}
 }
+
+// TestFSEtcHostDetails reads the /etc files that name the host's users,
+// host names and resolver: the sandbox gets its own versions (only root
+// and nobody are ever seen inside its user namespace, and it has no DNS),
+// and programs still find their user and localhost.
+func TestFSEtcHostDetails(t *testing.T) {
+	t.Parallel()
+	var secrets []string
+	if data, err := os.ReadFile("/etc/passwd"); err == nil {
+		for _, l := range strings.Split(string(data), "\n") {
+			if name, _, ok := strings.Cut(l, ":"); ok && name != "root" && name != "nobody" {
+				secrets = append(secrets, "\n"+name+":x:")
+			}
+		}
+	}
+	if data, err := os.ReadFile("/etc/resolv.conf"); err == nil {
+		for _, l := range strings.Split(string(data), "\n") {
+			if f := strings.Fields(l); len(f) == 2 && f[0] == "nameserver" {
+				secrets = append(secrets, f[1])
+			}
+		}
+	}
+	// The host's own names in /etc/hosts, beyond what the sandbox's file
+	// and the script's output hold anyway.
+	const ours = "127.0.0.1 localhost 127.0.1.1 corral ::1 ip6-localhost ip6-loopback root"
+	if data, err := os.ReadFile("/etc/hosts"); err == nil {
+		for _, l := range strings.Split(string(data), "\n") {
+			f := strings.Fields(l)
+			if len(f) < 2 || strings.HasPrefix(f[0], "#") {
+				continue
+			}
+			for _, name := range f[1:] {
+				if len(name) >= 3 && !strings.Contains(ours, name) {
+					secrets = append(secrets, name)
+				}
+			}
+		}
+	}
+	if len(secrets) == 0 {
+		t.Skip("the host's /etc/passwd and /etc/resolv.conf name no other user or resolver to look for")
+	}
+	users(t, func(t *testing.T, u user) {
+		attack(t, "filesystem", "read the host's users, host names and resolver in /etc")
+		f := newFS(t, u)
+		r := runScript(t, u, f.work, nil, "echo; cat /etc/passwd /etc/group /etc/hosts /etc/resolv.conf\nid -un\ngetent hosts localhost")
+		for _, s := range secrets {
+			noSecret(t, r, s, "reading the host's /etc")
+		}
+		if !strings.Contains(r.stdout, "\nroot\n") || !strings.Contains(r.stdout, "localhost") {
+			t.Errorf("the sandbox's own /etc files do not name root and localhost:\n%s", r)
+		}
+	})
+}
