@@ -901,7 +901,7 @@ func (b *builder) protections() {
 		add("process-cleanup", false, "macOS has no PID namespace: when the command ends or times out corral kills its process group, but a process that left the group (setsid) can outlive the run")
 		return
 	}
-	add("namespaces", f.UserNSErr == "", orText(f.UserNSErr, "user, mount, pid, network, ipc and uts namespaces"))
+	add("namespaces", f.UserNSErr == "", orText(f.UserNSErr, "user, mount, pid, network, ipc, uts and cgroup namespaces"))
 	add("landlock-fs", f.LandlockABI >= 1, orText(f.LandlockErr, fmt.Sprintf("Landlock ABI %d filesystem rules", f.LandlockABI)))
 	netDetail, llNet := "private network namespace with only lo: no network", "no TCP connect and no explicit TCP bind (the network namespace has no way out anyway)"
 	if len(b.perms.Network) > 0 {

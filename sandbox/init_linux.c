@@ -17,6 +17,7 @@
 #include <linux/seccomp.h>
 #include <arpa/inet.h>
 #include <net/if.h>
+#include <sched.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -974,6 +975,11 @@ void corral_init_main(void) {
 	close(PLAN_FD);
 	step("plan");
 	join_cgroup(&pl);
+	// A cgroup namespace rooted at the run's cgroup: /proc/self/cgroup
+	// shows "/", not the host's cgroup path. A kernel without them
+	// (before 4.6, EINVAL) shows the path, which is all they hide.
+	if (unshare(CLONE_NEWCGROUP) < 0 && errno != EINVAL)
+		fail("cgroup", errno, "unshare(CLONE_NEWCGROUP)");
 	// Nothing may trace or dump this process's memory.
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	setup_mounts(&pl);

@@ -347,3 +347,20 @@ func TestProcHostKernelState(t *testing.T) {
 		noSecret(t, r, "READ-OK", "reading the root-only /proc files")
 	})
 }
+
+// TestProcCgroupPath reads /proc/self/cgroup: in the sandbox's own cgroup
+// namespace it names "/", not the host's cgroup path (which names the
+// host's containers and corral's run).
+func TestProcCgroupPath(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "filesystem", "read the host's cgroup path in /proc/self/cgroup")
+		f := newFS(t, u)
+		r := runScript(t, u, f.work, nil, "cat /proc/self/cgroup")
+		for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+			if strings.Count(l, ":") >= 2 && !strings.HasSuffix(l, ":/") {
+				t.Errorf("/proc/self/cgroup names a path other than /: %q\n%s", l, r)
+			}
+		}
+	})
+}
