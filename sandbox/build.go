@@ -279,8 +279,8 @@ func (b *builder) generatedEtc(p string) (string, bool) {
 
 // maskedProc are /proc files about the host, not the sandbox: the kernel's
 // command line can carry boot secrets (an iSCSI password, a cloud-init
-// seed URL).
-var maskedProc = []string{"/proc/cmdline"}
+// seed URL), and the boot id names the host's boot.
+var maskedProc = []string{"/proc/cmdline", "/proc/sys/kernel/random/boot_id"}
 
 // rootOnlyProc are /proc files only root may read, on the kernel's memory
 // layout and internals. When corral runs as root, the sandbox's uid 0 is

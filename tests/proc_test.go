@@ -324,10 +324,11 @@ func TestResourcePids(t *testing.T) {
 	}
 }
 
-// TestProcHostKernelState reads the host's kernel command line and, as
-// root (whose uid 0 in the sandbox is the host's root, so the files'
-// owner bits would open them), the root-only /proc files on the kernel's
-// memory layout: a private /proc still shows them, so corral hides them.
+// TestProcHostKernelState reads the host's kernel command line and boot
+// id and, as root (whose uid 0 in the sandbox is the host's root, so the
+// files' owner bits would open them), the root-only /proc files on the
+// kernel's memory layout: a private /proc still shows them, so corral
+// hides them.
 func TestProcHostKernelState(t *testing.T) {
 	t.Parallel()
 	cmdline, err := os.ReadFile("/proc/cmdline")
@@ -344,6 +345,10 @@ func TestProcHostKernelState(t *testing.T) {
 		}
 		r := runScript(t, u, f.work, nil, script.String())
 		noSecret(t, r, strings.TrimSpace(string(cmdline)), "reading /proc/cmdline")
+		if id, err := os.ReadFile("/proc/sys/kernel/random/boot_id"); err == nil {
+			r := runScript(t, u, f.work, nil, "cat /proc/sys/kernel/random/boot_id")
+			noSecret(t, r, strings.TrimSpace(string(id)), "reading the host's boot id")
+		}
 		noSecret(t, r, "READ-OK", "reading the root-only /proc files")
 	})
 }
