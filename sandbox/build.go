@@ -285,12 +285,9 @@ var maskedProc = []string{"/proc/cmdline", "/proc/sys/kernel/random/boot_id"}
 // rootOnlyProc are /proc files only root may read, on the kernel's memory
 // layout and internals. When corral runs as root, the sandbox's uid 0 is
 // the host's root and their owner bits would open them, so they are
-// hidden then too.
-var rootOnlyProc = []string{
-	"/proc/kcore", "/proc/kpagecgroup", "/proc/kpagecount", "/proc/kpageflags",
-	"/proc/pagetypeinfo", "/proc/sched_debug", "/proc/slabinfo", "/proc/timer_list",
-	"/proc/vmallocinfo",
-}
+// hidden then too. (kcore and kpage* also check capabilities the sandbox
+// does not have.)
+var rootOnlyProc = []string{"/proc/pagetypeinfo", "/proc/slabinfo", "/proc/timer_list", "/proc/vmallocinfo"}
 
 // usrRules grants access on each folder in /usr and /usr/local but the
 // configuration folders (policyengine.SystemHidden); false when the probe
