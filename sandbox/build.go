@@ -285,9 +285,12 @@ var maskedProc = []string{"/proc/cmdline", "/proc/sys/kernel/random/boot_id"}
 // rootOnlyProc are /proc files only root may read, on the kernel's memory
 // layout and internals. When corral runs as root, the sandbox's uid 0 is
 // the host's root and their owner bits would open them, so they are
-// hidden then too. (kcore and kpage* also check capabilities the sandbox
-// does not have.)
-var rootOnlyProc = []string{"/proc/pagetypeinfo", "/proc/slabinfo", "/proc/timer_list", "/proc/vmallocinfo"}
+// hidden then too. (kcore also checks a capability the sandbox does not
+// have.)
+var rootOnlyProc = []string{
+	"/proc/kpagecgroup", "/proc/kpagecount", "/proc/kpageflags",
+	"/proc/pagetypeinfo", "/proc/slabinfo", "/proc/timer_list", "/proc/vmallocinfo",
+}
 
 // usrRules grants access on each folder in /usr and /usr/local but the
 // configuration folders (policyengine.SystemHidden); false when the probe
@@ -295,10 +298,14 @@ var rootOnlyProc = []string{"/proc/pagetypeinfo", "/proc/slabinfo", "/proc/timer
 // no rule: listing it would list the hidden folders too (Landlock rights
 // hold for everything below a rule), and walking through it needs none.
 func (b *builder) usrRules(access uint64) bool {
-	usr, ok1 := b.facts.Listings["/usr"]
-	local, ok2 := b.facts.Listings["/usr/local"]
-	if !ok1 || (!ok2 && slices.Contains(usr, "local")) {
+	usr, ok := b.facts.Listings["/usr"]
+	if !ok {
 		return false
+	}
+	local, ok := b.facts.Listings["/usr/local"]
+	if !ok && slices.Contains(usr, "local") {
+		b.warn("could not list /usr/local: it is readable whole, /usr/local/etc too")
+		b.rule("/usr/local", access, policyengine.SystemSource)
 	}
 	for _, dir := range []struct {
 		path  string
@@ -306,7 +313,10 @@ func (b *builder) usrRules(access uint64) bool {
 	}{{"/usr", usr}, {"/usr/local", local}} {
 		for _, n := range dir.names {
 			p := path.Join(dir.path, n)
-			if p == "/usr/local" || slices.Contains(policyengine.SystemHidden, p) {
+			// A symlink gets no rule of its own: it could point at a
+			// hidden folder (conf -> etc) or above (up -> ..); where it
+			// points inside /usr (lib64 -> lib), that folder's rule holds.
+			if p == "/usr/local" || slices.Contains(policyengine.SystemHidden, p) || b.facts.file(p).Real != p {
 				continue
 			}
 			b.rule(p, access, policyengine.SystemSource)

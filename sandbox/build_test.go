@@ -118,7 +118,10 @@ func TestPlanDefaultSandboxExecutesAnything(t *testing.T) {
 func TestPlanUsrConfigFolders(t *testing.T) {
 	dirs := []string{"/ws", "/usr/bin", "/usr/etc", "/usr/local", "/usr/local/etc", "/usr/local/go", "/usr/local/bin"}
 	f := fakeFacts(dirs, nil, "true")
-	f.Listings = map[string][]string{"/usr": {"bin", "etc", "lib", "local"}, "/usr/local": {"bin", "etc", "go"}}
+	// Symlinks get no rule of their own: one to a hidden folder, one above.
+	f.Files["/usr/local/conf"] = FileInfo{Exists: true, Dir: true, Real: "/usr/local/etc"}
+	f.Files["/usr/up"] = FileInfo{Exists: true, Dir: true, Real: "/"}
+	f.Listings = map[string][]string{"/usr": {"bin", "etc", "lib", "local", "up"}, "/usr/local": {"bin", "conf", "etc", "go"}}
 	plan, err := BuildPlan(policyengine.Permissions{}, Spec{Argv: []string{"true"}, WorkDir: "/ws"}, f)
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +131,7 @@ func TestPlanUsrConfigFolders(t *testing.T) {
 			t.Errorf("%s: %+v, want read and execute", p, r)
 		}
 	}
-	for _, p := range []string{"/usr/etc", "/usr/local/etc", "/usr/local"} {
+	for _, p := range []string{"/usr/etc", "/usr/local/etc", "/usr/local", "/"} {
 		if r, ok := findRule(plan, p); ok {
 			t.Errorf("%s has a rule: %+v", p, r)
 		}

@@ -379,7 +379,7 @@ static int ro_above(const struct plan *pl, size_t i) {
 	for (size_t j = 0; j < i; j++) {
 		const struct mount_step *m = &pl->mounts[j];
 		size_t n = strlen(m->target);
-		if (m->kind == 'l' || m->kind == 'd' || m->kind == 'c' || ((m->kind == 'b' || m->kind == 'v') && m->fd < 0))
+		if (m->kind == 'l' || m->kind == 'd' || m->kind == 'c' || m->kind == 'w' || ((m->kind == 'b' || m->kind == 'v') && m->fd < 0))
 			continue;
 		if (strcmp(m->target, "/") == 0)
 			n = 0;

@@ -27,7 +27,11 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 		Uid:      os.Getuid(),
 	}
 	f.probeKernel()
-	f.GitconfigSecret = gitconfigSecret("/etc/gitconfig")
+	// The baseline binds what /etc/gitconfig resolves to (NixOS links it
+	// to /etc/static/gitconfig): that is the file to read.
+	if info := f.stat("/etc/gitconfig"); info.Exists {
+		f.GitconfigSecret = gitconfigSecret(info.Real)
+	}
 	var idxDone chan ProgramIndex
 	if p.ExecRestricted() {
 		// Checking the program index's stamps (or walking) overlaps the
@@ -719,29 +723,47 @@ func gitconfigSecret(file string) string {
 		switch {
 		case strings.Contains(key, "extraheader"):
 			return "an http.extraHeader"
-		case strings.Contains(key, "password") || strings.Contains(key, "token"):
-			return "a " + key + " setting"
+		case strings.Contains(l, "password") || strings.Contains(l, "token"):
+			return "a password or token (in " + key + ")"
 		case urlWithPassword(l):
-			return "a URL with a password"
+			return "a URL with a password or a token as its user"
 		}
 	}
 	return ""
 }
 
-// urlWithPassword reports whether s holds scheme://user:password@.
+// urlWithPassword reports whether s holds scheme://user:password@, or an
+// http(s) URL whose user looks like a token (https://ghp_...@github.com:
+// a known token prefix, or 20 characters or more; a short user name such
+// as Azure DevOps's org@ is no secret).
 func urlWithPassword(s string) bool {
 	for {
 		i := strings.Index(s, "://")
 		if i < 0 {
 			return false
 		}
+		scheme := s[:i]
+		if j := strings.LastIndexAny(scheme, " \t\"'=\""); j >= 0 {
+			scheme = scheme[j+1:]
+		}
 		s = s[i+3:]
 		auth := s
 		if j := strings.IndexAny(auth, "/ \t\"'"); j >= 0 {
 			auth = auth[:j]
 		}
-		if at := strings.LastIndexByte(auth, '@'); at > 0 && strings.IndexByte(auth[:at], ':') > 0 {
+		at := strings.LastIndexByte(auth, '@')
+		if at > 0 && (strings.IndexByte(auth[:at], ':') > 0 || (scheme == "http" || scheme == "https") && tokenLike(auth[:at])) {
 			return true
 		}
 	}
+}
+
+// tokenLike reports whether a URL's user name looks like an access token.
+func tokenLike(user string) bool {
+	for _, p := range []string{"ghp_", "gho_", "ghu_", "ghs_", "github_pat_", "glpat-", "x-access-token", "oauth2"} {
+		if strings.HasPrefix(user, p) {
+			return true
+		}
+	}
+	return len(user) >= 20
 }

@@ -320,14 +320,18 @@ func TestGitHooksPath(t *testing.T) {
 func TestGitconfigSecret(t *testing.T) {
 	dir := t.TempDir()
 	for content, want := range map[string]bool{
-		"[user]\n\tname = a\n[safe]\n\tdirectory = *\n":                             false,
-		"[credential]\n\thelper = cache\n":                                          false,
-		"[http \"https://git.corp/\"]\n\textraHeader = Authorization: Basic eA==\n": true,
-		"[url \"https://bot:s3cret@git.corp/\"]\n\tinsteadOf = https://git.corp/\n": true,
-		"[url \"https://git@git.corp/\"]\n\tinsteadOf = https://git.corp/\n":        false,
-		"[remote \"o\"]\n\turl = ssh://git@host:22/x\n":                             false,
-		"[custom]\n\tapiToken = abc\n":                                              true,
-		"# password = not a setting\n":                                              false,
+		"[user]\n\tname = a\n[safe]\n\tdirectory = *\n":                                false,
+		"[credential]\n\thelper = cache\n":                                             false,
+		"[http \"https://git.corp/\"]\n\textraHeader = Authorization: Basic eA==\n":    true,
+		"[url \"https://bot:s3cret@git.corp/\"]\n\tinsteadOf = https://git.corp/\n":    true,
+		"[url \"https://git@git.corp/\"]\n\tinsteadOf = https://git.corp/\n":           false,
+		"[remote \"o\"]\n\turl = ssh://git@host:22/x\n":                                false,
+		"[custom]\n\tapiToken = abc\n":                                                 true,
+		"# password = not a setting\n":                                                 false,
+		"[credential]\n\thelper = \"!f() { echo password=hunter2; }; f\"\n":            true,
+		"[url \"https://ghp_abc@github.com/\"]\n\tinsteadOf = https://github.com/\n":   true,
+		"[url \"https://org@dev.azure.com/\"]\n\tinsteadOf = https://dev.azure.com/\n": false,
+		"[remote \"o\"]\n\turl = https://github.com/o/r\n":                             false,
 	} {
 		p := filepath.Join(dir, "gitconfig")
 		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {

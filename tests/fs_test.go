@@ -580,28 +580,45 @@ func TestFSEtcGitconfigCredential(t *testing.T) {
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	restore := func() {
+		os.Remove("/etc/gitconfig")
 		if existed {
 			os.WriteFile("/etc/gitconfig", orig, 0o644)
-		} else {
-			os.Remove("/etc/gitconfig")
 		}
-	})
-	tok := token("TOKEN")
-	section := "\n[http \"https://git.corral-test.invalid/\"]\n\textraHeader = Authorization: Bearer " + tok + "\n"
-	if err := os.WriteFile("/etc/gitconfig", append(slices.Clone(orig), section...), 0o644); err != nil {
-		t.Fatal(err)
 	}
-	users(t, func(t *testing.T, u user) {
-		attack(t, "filesystem", "read a credential in the host's /etc/gitconfig")
-		f := newFS(t, u)
-		r := runScript(t, u, f.work, nil, "cat /etc/gitconfig\n./probe read /etc/gitconfig\ngit config --system --list")
-		noSecret(t, r, tok, "reading /etc/gitconfig")
-		e := u.run(t, runOpts{args: []string{"explain", "--work-dir", f.work}, dir: f.work})
-		if !strings.Contains(e.stdout+e.stderr, "/etc/gitconfig is left out of the system baseline: it holds an http.extraHeader") {
-			t.Errorf("explain does not say /etc/gitconfig is left out:\n%s", e)
-		}
-	})
+	// As a file, and as a link to one (NixOS links /etc/gitconfig to
+	// /etc/static/gitconfig): the baseline would bind the link's target.
+	for _, mode := range []string{"file", "symlink"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Cleanup(restore)
+			tok := token("TOKEN")
+			content := append(slices.Clone(orig), "\n[http \"https://git.corral-test.invalid/\"]\n\textraHeader = Authorization: Bearer "+tok+"\n"...)
+			file := "/etc/gitconfig"
+			if mode == "symlink" {
+				file = "/etc/" + token("corral-test-gitconfig")
+				t.Cleanup(func() { os.Remove(file) })
+			}
+			if err := os.WriteFile(file, content, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if mode == "symlink" {
+				os.Remove("/etc/gitconfig")
+				if err := os.Symlink(filepath.Base(file), "/etc/gitconfig"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			users(t, func(t *testing.T, u user) {
+				attack(t, "filesystem", "read a credential in the host's /etc/gitconfig ("+mode+")")
+				f := newFS(t, u)
+				r := runScript(t, u, f.work, nil, "cat /etc/gitconfig\n./probe read /etc/gitconfig\ngit config --system --list")
+				noSecret(t, r, tok, "reading /etc/gitconfig")
+				e := u.run(t, runOpts{args: []string{"explain", "--work-dir", f.work}, dir: f.work})
+				if !strings.Contains(e.stdout+e.stderr, "/etc/gitconfig is left out of the system baseline: it holds an http.extraHeader") {
+					t.Errorf("explain does not say /etc/gitconfig is left out:\n%s", e)
+				}
+			})
+		})
+	}
 }
 
 // TestFSHostTmp reads a file in the host's /tmp: the sandbox must have its

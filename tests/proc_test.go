@@ -341,7 +341,8 @@ func TestProcHostKernelState(t *testing.T) {
 		var script strings.Builder
 		script.WriteString("cat /proc/cmdline\n")
 		for _, p := range []string{"/proc/kcore", "/proc/kpageflags", "/proc/kpagecount", "/proc/kpagecgroup", "/proc/slabinfo", "/proc/vmallocinfo", "/proc/timer_list", "/proc/pagetypeinfo"} {
-			fmt.Fprintf(&script, "head -c 1 %[1]s >/dev/null 2>&1 && echo READ-OK %[1]s\n", p)
+			// The kpage* files take only reads of whole 8-byte words.
+			fmt.Fprintf(&script, "head -c 8 %[1]s >/dev/null 2>&1 && echo READ-OK %[1]s\n", p)
 		}
 		r := runScript(t, u, f.work, nil, script.String())
 		noSecret(t, r, strings.TrimSpace(string(cmdline)), "reading /proc/cmdline")
