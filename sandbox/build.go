@@ -311,12 +311,13 @@ func (b *builder) usrRules(access uint64) bool {
 		path  string
 		names []string
 	}{{"/usr", usr}, {"/usr/local", local}} {
+		base := b.facts.file(dir.path).Real // /usr/local may be a link
 		for _, n := range dir.names {
 			p := path.Join(dir.path, n)
 			// A symlink gets no rule of its own: it could point at a
 			// hidden folder (conf -> etc) or above (up -> ..); where it
 			// points inside /usr (lib64 -> lib), that folder's rule holds.
-			if p == "/usr/local" || slices.Contains(policyengine.SystemHidden, p) || b.facts.file(p).Real != p {
+			if p == "/usr/local" || slices.Contains(policyengine.SystemHidden, p) || b.facts.file(p).Real != path.Join(base, n) {
 				continue
 			}
 			b.rule(p, access, policyengine.SystemSource)

@@ -139,6 +139,23 @@ func TestPlanUsrConfigFolders(t *testing.T) {
 	if r, ok := findRule(plan, "/usr"); ok {
 		t.Errorf("/usr: %+v, want no rule (listing it would list /usr/local/etc)", r)
 	}
+
+	// /usr/local as a link (to /opt/local): its folders still get rules,
+	// its etc still none.
+	f = fakeFacts([]string{"/ws", "/usr/bin", "/opt/local/bin", "/opt/local/etc"}, nil, "true")
+	f.Files["/usr/local"] = FileInfo{Exists: true, Dir: true, Real: "/opt/local"}
+	f.Files["/usr/local/bin"] = FileInfo{Exists: true, Dir: true, Real: "/opt/local/bin"}
+	f.Files["/usr/local/etc"] = FileInfo{Exists: true, Dir: true, Real: "/opt/local/etc"}
+	f.Listings = map[string][]string{"/usr": {"bin", "local"}, "/usr/local": {"bin", "etc"}}
+	if plan, err = BuildPlan(policyengine.Permissions{}, Spec{Argv: []string{"true"}, WorkDir: "/ws"}, f); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := findRule(plan, "/opt/local/bin"); !ok {
+		t.Error("a linked /usr/local's bin got no rule")
+	}
+	if r, ok := findRule(plan, "/opt/local/etc"); ok {
+		t.Errorf("a linked /usr/local's etc: %+v", r)
+	}
 }
 
 func TestPlanProtectedPaths(t *testing.T) {
