@@ -111,16 +111,7 @@ func TestProgramIndexUntrusted(t *testing.T) {
 	}
 
 	// An emptied index that others could write is not trusted.
-	data, _ := os.ReadFile(file)
-	var kept []byte
-	for _, line := range splitLines(data) {
-		if len(line) < 7 || line[:7] != "folder " {
-			kept = append(kept, line+"\n"...)
-		}
-	}
-	if err := os.WriteFile(file, kept, 0o666); err != nil {
-		t.Fatal(err)
-	}
+	kept := rewriteWithout(t, file, "folder ", 0o666)
 	if err := os.Chmod(file, 0o666); err != nil {
 		t.Fatal(err)
 	}
@@ -153,20 +144,24 @@ func readOnly(t *testing.T, roots []string, file string, now time.Time) ProgramI
 	return ProgramIndex{Source: "walked"}
 }
 
-func splitLines(b []byte) []string {
-	var out []string
-	for len(b) > 0 {
-		i := 0
-		for i < len(b) && b[i] != '\n' {
-			i++
-		}
-		out = append(out, string(b[:i]))
-		if i < len(b) {
-			i++
-		}
-		b = b[i:]
+// rewriteWithout rewrites the index file without the lines that start
+// with prefix, and returns what it wrote.
+func rewriteWithout(t *testing.T, file, prefix string, mode os.FileMode) []byte {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	var kept strings.Builder
+	for _, line := range strings.SplitAfter(string(data), "\n") {
+		if !strings.HasPrefix(line, prefix) {
+			kept.WriteString(line)
+		}
+	}
+	if err := os.WriteFile(file, []byte(kept.String()), mode); err != nil {
+		t.Fatal(err)
+	}
+	return []byte(kept.String())
 }
 
 func TestIsLibraryName(t *testing.T) {
@@ -227,16 +222,7 @@ func TestProgramIndexFileFormat(t *testing.T) {
 		t.Fatalf("read back %q, walked %q", again.Folders, first.Folders)
 	}
 
-	data, _ := os.ReadFile(file)
-	var kept []byte
-	for _, line := range splitLines(data) {
-		if len(line) < 6 || line[:6] != "stamp " {
-			kept = append(kept, line+"\n"...)
-		}
-	}
-	if err := os.WriteFile(file, kept, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	rewriteWithout(t, file, "stamp ", 0o644)
 	if idx := readOnly(t, roots, file, now); idx.Source == file {
 		t.Fatalf("an index without stamps was used: %+v", idx)
 	}
