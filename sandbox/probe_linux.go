@@ -705,9 +705,10 @@ func elfInterpreter(f *os.File, head []byte) string {
 
 // gitconfigSecret says why the git config file looks like it holds a
 // credential, "" when it does not (or cannot be read): an extraHeader
-// (Authorization: ...), a URL with a user and password, or a key that
-// names a password or token. The system baseline copies /etc/gitconfig
-// into every sandbox; one like that is left out.
+// (Authorization: ...), a line that names a password or token (a key, or
+// an inline credential helper), or a URL with a password or a token as
+// its user. The system baseline copies /etc/gitconfig into every sandbox;
+// one like that is left out.
 func gitconfigSecret(file string) string {
 	data, err := readNoFollow(file, 1<<20)
 	if err != nil {
@@ -743,7 +744,7 @@ func urlWithPassword(s string) bool {
 			return false
 		}
 		scheme := s[:i]
-		if j := strings.LastIndexAny(scheme, " \t\"'=\""); j >= 0 {
+		if j := strings.LastIndexAny(scheme, " \t\"'="); j >= 0 {
 			scheme = scheme[j+1:]
 		}
 		s = s[i+3:]
