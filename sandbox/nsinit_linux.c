@@ -22,8 +22,8 @@
 #include <unistd.h>
 
 #include "init_linux.h"
+#include "spawn_linux.h"
 
-#define INIT_ARG "__corral_init"
 #define STATUS_FD 4
 
 static pid_t corral_init_pid;
@@ -66,12 +66,16 @@ static void corral_close_from(int first) {
 
 __attribute__((constructor)) static void corral_nsinit(int argc, char **argv, char **envp) {
 	(void)envp;
-	if (argc < 2 || strcmp(argv[1], INIT_ARG) != 0)
+	if (argc < 2 || strcmp(argv[1], CORRAL_INIT_ARG) != 0)
 		return;
 	// Keep only stdio and corral's three pipes: any other fd corral
 	// inherited without close-on-exec was opened outside the sandbox and
 	// would carry that access into it.
 	corral_close_from(6);
+	// corral starts the init with every signal blocked (spawn_linux.c).
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
 	uid_t uid = geteuid();
 	gid_t gid = getegid();
 	char map[64];

@@ -28,6 +28,9 @@ func Start(stdio Stdio) (*Launch, error) { return nil, ErrUnsupported }
 // Abort does nothing off Linux.
 func (l *Launch) Abort() {}
 
+// Started has nothing to wait for here: Start did it all.
+func (l *Launch) Started() error { return nil }
+
 // Run is unsupported off Linux.
 func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) { return nil, ErrUnsupported }
 

@@ -63,6 +63,9 @@ func Start(stdio Stdio) (*Launch, error) {
 // Abort ends a launch that will get no plan.
 func (l *Launch) Abort() { signal.Stop(l.signals) }
 
+// Started has nothing to wait for here: Start did it all.
+func (l *Launch) Started() error { return nil }
+
 // Run runs the plan's command under sandbox-exec and waits for it. When
 // the plan has a proxy, opts.Serve gets the listening sockets before the
 // command starts. The timeout (or closing opts.Done) sends SIGTERM to the

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
-	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -24,9 +22,12 @@ var forwarded = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT
 // before the plan is built lets the plan's work (probing the host,
 // compiling seccomp) overlap the init's own start-up.
 type Launch struct {
-	cmd      *exec.Cmd
+	started  func() error // waits until the init is exec'd
+	proc     *os.Process
+	hold     *os.File // closing it ends the thread that started the init
 	planW    *os.File
 	proxyR   *os.File // receives the proxy listeners from the init
+	statusR  *os.File
 	mu       sync.Mutex
 	timedOut bool
 	statuses chan status
@@ -35,8 +36,9 @@ type Launch struct {
 	start    time.Time
 }
 
-// Start starts the init stage in new namespaces. It runs nothing until Run
-// hands it a plan; Abort ends it.
+// Start starts the init stage in new namespaces and returns at once; the
+// init is exec'd on a thread of its own (spawn_linux.c) while the caller
+// goes on. It runs nothing until Run hands it a plan; Abort ends it.
 func Start(stdio Stdio) (*Launch, error) {
 	l := &Launch{start: time.Now()}
 	planR, planW, err := os.Pipe()
@@ -49,46 +51,40 @@ func Start(stdio Stdio) (*Launch, error) {
 		planW.Close()
 		return nil, err
 	}
+	defer statusW.Close()
 	// The init hands corral the proxy's listening sockets over this pair
 	// when the plan has a proxy; otherwise it just closes its end.
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		planW.Close()
 		statusR.Close()
-		statusW.Close()
 		return nil, err
 	}
 	proxyR, proxyW := os.NewFile(uintptr(pair[0]), "proxy"), os.NewFile(uintptr(pair[1]), "proxy-init")
 	defer proxyW.Close()
-	l.cmd = &exec.Cmd{
-		Path:       "/proc/self/exe",
-		Args:       []string{"corral", InitArg},
-		Env:        []string{},
-		Stdin:      stdio.Stdin,
-		Stdout:     stdio.Stdout,
-		Stderr:     stdio.Stderr,
-		ExtraFiles: []*os.File{planR, statusW, proxyW},
-		// No namespace flags: nsinit_linux.c makes the namespaces in the
-		// new process, so Go can start it with a cheap vfork.
-		SysProcAttr: &syscall.SysProcAttr{
-			// If corral dies, even by SIGKILL, the init dies, and with
-			// it every process of its PID namespace.
-			Pdeathsig: unix.SIGKILL,
-			// Terminal signals reach corral only; corral forwards them
-			// once.
-			Setpgid: true,
-		},
+	// The spawner thread owns result[1] and hold[0] from the call on.
+	var result, hold [2]int
+	if err := unix.Pipe2(result[:], unix.O_CLOEXEC); err != nil {
+		planW.Close()
+		statusR.Close()
+		proxyR.Close()
+		return nil, err
+	}
+	if err := unix.Pipe2(hold[:], unix.O_CLOEXEC); err != nil {
+		unix.Close(result[0])
+		unix.Close(result[1])
+		planW.Close()
+		statusR.Close()
+		proxyR.Close()
+		return nil, err
 	}
 	if stdio.Signals == nil {
 		l.signals = make(chan os.Signal, 8)
 		signal.Notify(l.signals, forwarded...)
 	}
-	// Pdeathsig fires when the thread that forked dies: keep it alive.
-	runtime.LockOSThread()
-	err = l.cmd.Start()
-	runtime.UnlockOSThread()
-	statusW.Close()
-	if err != nil {
+	if err := spawnInit([]*os.File{stdio.Stdin, stdio.Stdout, stdio.Stderr, planR, statusW, proxyW}, result[1], hold[0]); err != nil {
+		unix.Close(result[0])
+		unix.Close(hold[1])
 		if l.signals != nil {
 			signal.Stop(l.signals)
 		}
@@ -97,30 +93,58 @@ func Start(stdio Stdio) (*Launch, error) {
 		proxyR.Close()
 		return nil, startError(err)
 	}
-	if stdio.Signals != nil {
-		// Taken only now: the init starts while Go's signal thread
-		// still starts up. A signal before it is ready kills corral,
-		// and with it the init (Pdeathsig), which is what forwarding
-		// it would have done too.
-		l.signals = stdio.Signals.channel()
-	}
-	l.planW, l.proxyR = planW, proxyR
-	l.statuses = make(chan status, 4)
-	go l.readStatus(statusR)
-	go func() {
-		for s := range l.signals {
-			l.cmd.Process.Signal(s)
+	l.planW, l.proxyR, l.statusR = planW, proxyR, statusR
+	l.hold = os.NewFile(uintptr(hold[1]), "spawner-hold")
+	resultR := os.NewFile(uintptr(result[0]), "spawner-result")
+	l.started = sync.OnceValue(func() error {
+		pid, err := readSpawned(resultR)
+		resultR.Close()
+		if err == nil {
+			l.proc, err = os.FindProcess(pid)
 		}
-	}()
+		if err != nil {
+			l.hold.Close()
+			l.planW.Close()
+			l.statusR.Close()
+			l.proxyR.Close()
+			if l.signals != nil {
+				signal.Stop(l.signals)
+			}
+			return startError(err)
+		}
+		if stdio.Signals != nil {
+			// Taken only now: the init starts while Go's signal thread
+			// still starts up. A signal before it is ready kills corral,
+			// and with it the init (Pdeathsig), which is what forwarding
+			// it would have done too.
+			l.signals = stdio.Signals.channel()
+		}
+		l.statuses = make(chan status, 4)
+		go l.readStatus(l.statusR)
+		go func() {
+			for s := range l.signals {
+				l.proc.Signal(s)
+			}
+		}()
+		return nil
+	})
 	return l, nil
 }
 
+// Started waits until the init has been exec'd: an error means it was not
+// (it is then cleaned up; the Launch is done).
+func (l *Launch) Started() error { return l.started() }
+
 // Abort ends an init that will get no plan.
 func (l *Launch) Abort() {
+	if l.started() != nil {
+		return
+	}
 	l.planW.Close()
 	l.proxyR.Close()
-	l.cmd.Process.Kill()
-	l.cmd.Wait()
+	l.proc.Kill()
+	l.proc.Wait()
+	l.hold.Close()
 	l.stopSignals()
 }
 
@@ -147,6 +171,9 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 	defer l.stopSignals()
 	defer l.proxyR.Close()
 	res := &Result{ExitCode: 255}
+	if err := l.started(); err != nil {
+		return nil, err
+	}
 	bpf, err := bpfFor(plan.Seccomp)
 	if err != nil {
 		l.Abort()
@@ -180,8 +207,8 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 		// SIGTERM reaches the command through the shim and PID 1; SIGKILL
 		// to the shim takes PID 1 (PR_SET_PDEATHSIG) and with it every
 		// process of the PID namespace, however it double-forked.
-		l.cmd.Process.Signal(unix.SIGTERM)
-		time.AfterFunc(opts.KillGrace, func() { l.cmd.Process.Kill() })
+		l.proc.Signal(unix.SIGTERM)
+		time.AfterFunc(opts.KillGrace, func() { l.proc.Kill() })
 	}
 	if opts.Timeout > 0 {
 		timer := time.AfterFunc(opts.Timeout, end)
@@ -213,7 +240,8 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 	for s := range l.statuses {
 		handle(s)
 	}
-	werr := l.cmd.Wait()
+	state, werr := l.proc.Wait()
+	l.hold.Close()
 	res.Wall = time.Since(l.start)
 	l.mu.Lock()
 	res.TimedOut = l.timedOut
@@ -225,7 +253,7 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 		// PID 1 died before it reported the command's end (killed from
 		// outside, or by the timeout): the shim's status says how, as
 		// 128+N for signal N.
-		if ws, ok := l.cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
+		if ws, ok := state.Sys().(syscall.WaitStatus); state != nil && ok {
 			switch {
 			case ws.Exited():
 				res.ExitCode = ws.ExitStatus()

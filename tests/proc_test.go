@@ -370,3 +370,28 @@ func TestProcCgroupPath(t *testing.T) {
 		}
 	})
 }
+
+// TestProcSignalMask reads the command's blocked signals: corral starts
+// the init with every signal blocked (so no Go handler runs in it before
+// exec), and the init must clear that mask; a command that inherited it
+// could not be stopped by SIGTERM, SIGINT or the timeout's SIGTERM.
+func TestProcSignalMask(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "process", "inherit a blocked signal mask that keeps SIGTERM out")
+		f := newFS(t, u)
+		r := runScript(t, u, f.work, nil, "grep '^SigBlk:' /proc/self/status")
+		var fields []string
+		for _, l := range strings.Split(r.stdout, "\n") {
+			if strings.HasPrefix(l, "SigBlk:") {
+				fields = strings.Fields(l)
+			}
+		}
+		if r.code != 0 || len(fields) != 2 {
+			t.Fatalf("control: no SigBlk line:\n%s", r)
+		}
+		if mask, err := strconv.ParseUint(fields[1], 16, 64); err != nil || mask != 0 {
+			t.Errorf("the command starts with signals blocked: SigBlk %s\n%s", fields[1], r)
+		}
+	})
+}
