@@ -13,7 +13,10 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // spawnInit starts the init stage from a thread of its own
@@ -35,16 +38,87 @@ func spawnInit(files []*os.File, result, hold int) error {
 	return nil
 }
 
-// readSpawned reads what the spawner thread wrote: the init's pid, or the
-// errno of its failure.
-func readSpawned(r *os.File) (int, error) {
-	var b [4]byte
+// readSpawned reads what the spawner thread wrote: the init's pid (or the
+// errno of its failure) and a pidfd for it (-1 without one).
+func readSpawned(r *os.File) (pid, pidfd int, err error) {
+	var b [8]byte
 	if _, err := io.ReadFull(r, b[:]); err != nil {
-		return 0, fmt.Errorf("the thread starting the init ended without a word: %w", err)
+		return 0, -1, fmt.Errorf("the thread starting the init ended without a word: %w", err)
 	}
-	n := int32(binary.NativeEndian.Uint32(b[:]))
+	n := int32(binary.NativeEndian.Uint32(b[:4]))
+	fd := int32(binary.NativeEndian.Uint32(b[4:]))
 	if n <= 0 {
-		return 0, syscall.Errno(-n)
+		return 0, -1, syscall.Errno(-n)
 	}
-	return int(n), nil
+	return int(n), int(fd), nil
+}
+
+// initProc is the started init. With a pidfd, signals can never reach
+// another process that got the pid after the init was reaped; without
+// one (before Linux 5.2) os.Process does what it can.
+type initProc struct {
+	pid   int
+	mu    sync.Mutex // guards pidfd against a signal racing Close
+	pidfd int
+	os    *os.Process
+}
+
+func newInitProc(pid, pidfd int) (*initProc, error) {
+	if pidfd >= 0 {
+		return &initProc{pid: pid, pidfd: pidfd}, nil
+	}
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return nil, err
+	}
+	return &initProc{pid: pid, pidfd: -1, os: p}, nil
+}
+
+func (p *initProc) Signal(sig os.Signal) error {
+	if p.os != nil {
+		return p.os.Signal(sig)
+	}
+	s, ok := sig.(syscall.Signal)
+	if !ok {
+		return fmt.Errorf("cannot send %v", sig)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pidfd < 0 {
+		return os.ErrProcessDone
+	}
+	return unix.PidfdSendSignal(p.pidfd, s, nil, 0)
+}
+
+func (p *initProc) Kill() error { return p.Signal(syscall.SIGKILL) }
+
+// Wait reaps the init and returns how it ended. Reaping by pid is safe:
+// the pid stays the init's until this reaps it, and signals go through
+// the pidfd, which never reaches the pid's next owner.
+func (p *initProc) Wait() (syscall.WaitStatus, error) {
+	if p.os != nil {
+		st, err := p.os.Wait()
+		if err != nil {
+			return 0, err
+		}
+		return st.Sys().(syscall.WaitStatus), nil
+	}
+	var ws syscall.WaitStatus
+	for {
+		_, err := syscall.Wait4(p.pid, &ws, 0, nil)
+		if err != syscall.EINTR {
+			return ws, err
+		}
+	}
+}
+
+// Close releases the pidfd once the init is reaped; later signals are
+// dropped.
+func (p *initProc) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pidfd >= 0 {
+		unix.Close(p.pidfd)
+		p.pidfd = -1
+	}
 }

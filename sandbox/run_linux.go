@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -23,7 +22,7 @@ var forwarded = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT
 // compiling seccomp) overlap the init's own start-up.
 type Launch struct {
 	started  func() error // waits until the init is exec'd
-	proc     *os.Process
+	proc     *initProc
 	hold     *os.File // closing it ends the thread that started the init
 	planW    *os.File
 	proxyR   *os.File // receives the proxy listeners from the init
@@ -31,7 +30,8 @@ type Launch struct {
 	mu       sync.Mutex
 	timedOut bool
 	statuses chan status
-	signals  chan os.Signal
+	signals  *Signals // forwarded to the init once it runs
+	ownSigs  bool     // Start made them (no Stdio.Signals)
 	stopped  sync.Once
 	start    time.Time
 }
@@ -78,15 +78,15 @@ func Start(stdio Stdio) (*Launch, error) {
 		proxyR.Close()
 		return nil, err
 	}
-	if stdio.Signals == nil {
-		l.signals = make(chan os.Signal, 8)
-		signal.Notify(l.signals, forwarded...)
+	l.signals = stdio.Signals
+	if l.signals == nil {
+		l.signals, l.ownSigs = NotifySignals(), true
 	}
 	if err := spawnInit([]*os.File{stdio.Stdin, stdio.Stdout, stdio.Stderr, planR, statusW, proxyW}, result[1], hold[0]); err != nil {
 		unix.Close(result[0])
 		unix.Close(hold[1])
-		if l.signals != nil {
-			signal.Stop(l.signals)
+		if l.ownSigs {
+			l.signals.Stop()
 		}
 		planW.Close()
 		statusR.Close()
@@ -97,32 +97,29 @@ func Start(stdio Stdio) (*Launch, error) {
 	l.hold = os.NewFile(uintptr(hold[1]), "spawner-hold")
 	resultR := os.NewFile(uintptr(result[0]), "spawner-result")
 	l.started = sync.OnceValue(func() error {
-		pid, err := readSpawned(resultR)
+		pid, pidfd, err := readSpawned(resultR)
 		resultR.Close()
 		if err == nil {
-			l.proc, err = os.FindProcess(pid)
+			l.proc, err = newInitProc(pid, pidfd)
 		}
 		if err != nil {
 			l.hold.Close()
 			l.planW.Close()
 			l.statusR.Close()
 			l.proxyR.Close()
-			if l.signals != nil {
-				signal.Stop(l.signals)
+			if l.ownSigs {
+				l.signals.Stop()
 			}
 			return startError(err)
 		}
-		if stdio.Signals != nil {
-			// Taken only now: the init starts while Go's signal thread
-			// still starts up. A signal before it is ready kills corral,
-			// and with it the init (Pdeathsig), which is what forwarding
-			// it would have done too.
-			l.signals = stdio.Signals.channel()
-		}
 		l.statuses = make(chan status, 4)
 		go l.readStatus(l.statusR)
+		// The forwarding waits for Go's signal thread in the background
+		// (the first signal.Notify of a process can take its time): a
+		// signal before it is ready kills corral, and with it the init
+		// (Pdeathsig), which is what forwarding it would have done too.
 		go func() {
-			for s := range l.signals {
+			for s := range l.signals.channel() {
 				l.proc.Signal(s)
 			}
 		}()
@@ -144,6 +141,7 @@ func (l *Launch) Abort() {
 	l.proxyR.Close()
 	l.proc.Kill()
 	l.proc.Wait()
+	l.proc.Close()
 	l.hold.Close()
 	l.stopSignals()
 }
@@ -155,8 +153,9 @@ func (l *Launch) Abort() {
 func (l *Launch) stopSignals() {
 	l.stopped.Do(func() {
 		go func() {
-			signal.Stop(l.signals)
-			close(l.signals)
+			ch := l.signals.channel()
+			signal.Stop(ch)
+			close(ch)
 		}()
 	})
 }
@@ -240,7 +239,8 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 	for s := range l.statuses {
 		handle(s)
 	}
-	state, werr := l.proc.Wait()
+	ws, werr := l.proc.Wait()
+	l.proc.Close()
 	l.hold.Close()
 	res.Wall = time.Since(l.start)
 	l.mu.Lock()
@@ -253,7 +253,7 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 		// PID 1 died before it reported the command's end (killed from
 		// outside, or by the timeout): the shim's status says how, as
 		// 128+N for signal N.
-		if ws, ok := state.Sys().(syscall.WaitStatus); state != nil && ok {
+		if werr == nil {
 			switch {
 			case ws.Exited():
 				res.ExitCode = ws.ExitStatus()

@@ -10,8 +10,9 @@
 
 // corral_spawn_init starts /proc/self/exe as the init stage from a new
 // thread and returns at once (0, or -errno when the thread could not
-// start). The thread writes the init's pid, or -errno, as an int to
-// result, then waits until hold reads EOF and ends. It owns result and
+// start). The thread writes two ints to result: the init's pid, or
+// -errno, and a pidfd for it (close-on-exec), or -1 where the kernel has
+// none; then it waits until hold reads EOF and ends. It owns result and
 // hold from the call on, and copies fds before returning.
 int corral_spawn_init(const int *fds, int result, int hold);
 
