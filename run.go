@@ -257,11 +257,12 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		cg, err := sandbox.NewCgroup(spec.CgroupParent, limits.Memory, limits.Pids)
 		cgDone <- cgroupResult{cg, err}
 	}()
+	cgroupMade := sync.OnceValue(func() cgroupResult { return <-cgDone })
 	abort := func(err error) (*Result, error) {
 		if started() == nil {
 			launch.Abort()
 		}
-		removeCgroup(<-cgDone, warn)
+		removeCgroup(cgroupMade(), warn)
 		return r, err
 	}
 	created, err := createWriteRoots(sk)
@@ -291,9 +292,8 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		return abort(failed(err))
 	}
 	plan.Limits = limits
-	cgr := <-cgDone
-	trace("cgroupready")
 	defer func() {
+		cgr := cgroupMade()
 		t := time.Now()
 		removeCgroup(cgr, warn)
 		if plan.Trace && cgr.err == nil {
@@ -303,15 +303,26 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	if err := started(); err != nil {
 		return r, failed(err)
 	}
-	if cgr.err != nil && limits.Explicit && !spec.BestEffort {
-		launch.Abort()
-		return r, failed(fmt.Errorf("%w: cannot enforce the memory and process limits (%s, %s): %v", sandbox.ErrProtection, limits.MemoryFrom, limits.PidsFrom, cgr.err))
-	}
-	if cgr.err == nil {
+	// The init gets the cgroup after its mounts (Launch.Run calls this
+	// once the plan is on its way), so making it overlaps them.
+	joinCgroup := func() (*sandbox.Cgroup, error) {
+		cgr := cgroupMade()
+		trace("cgroupready")
+		if cgr.err != nil && limits.Explicit && !spec.BestEffort {
+			return nil, fmt.Errorf("%w: cannot enforce the memory and process limits (%s, %s): %v", sandbox.ErrProtection, limits.MemoryFrom, limits.PidsFrom, cgr.err)
+		}
+		p := LimitsProtection(limits, cgr.cg, cgr.err)
+		r.Protections = append(r.Protections, p)
+		if !p.Enforced {
+			r.Dropped = append(r.Dropped, p.Name)
+			warn(fmt.Sprintf("running without %s: %s", p.Name, p.Detail))
+		}
+		if cgr.err != nil {
+			return nil, nil
+		}
 		r.Cgroup = cgr.cg.Path
-		plan.CgroupFiles = cgr.cg.JoinFiles()
+		return cgr.cg, nil
 	}
-	plan.Protections = append(plan.Protections, LimitsProtection(limits, cgr.cg, cgr.err))
 	plan.Trace = spec.Trace != nil && os.Getenv("CORRAL_TRACE") == "1"
 	plan.LegacyMounts = os.Getenv("CORRAL_MOUNTS") == "legacy"
 	if v := os.Getenv("CORRAL_MOUNT_PAUSE"); v != "" {
@@ -348,7 +359,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	// replace one (renaming over a mount point fails), the host can.
 	held := sandbox.Hold(plan.Protected)
 	defer held.Close()
-	res, err := launch.Run(plan, sandbox.RunOptions{Cgroup: cgr.cg, Timeout: limits.Timeout, KillGrace: limits.KillGrace, Done: ctx.Done(), Serve: func(files []*os.File) {
+	res, err := launch.Run(plan, sandbox.RunOptions{Cgroup: joinCgroup, Timeout: limits.Timeout, KillGrace: limits.KillGrace, Done: ctx.Done(), Serve: func(files []*os.File) {
 		for _, f := range files {
 			ln, lerr := net.FileListener(f)
 			f.Close()

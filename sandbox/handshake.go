@@ -8,7 +8,13 @@ package sandbox
 //	                    {"started":PID}                      the command runs
 //	                    {"error":{"stage":S,"message":M,"errno":E}}  set-up failed; init exits
 //	                    {"exit":{"code":C,"signal":N,"max_rss_kb":K}} the command ended
-//	5   init → parent   a UNIX socket: with a proxy in the plan, one message
+//	5   both ways       a UNIX socket:
+//	                    parent → init, once the plan is sent: a 4-byte
+//	                    little-endian length and the seccomp program, with
+//	                    the run's cgroup files open for writing attached
+//	                    (SCM_RIGHTS; none without a cgroup); the init reads
+//	                    it after its mounts
+//	                    init → parent, with a proxy in the plan: one message
 //	                    carrying the listening sockets (SCM_RIGHTS)
 //
 // The init (nsinit_linux.c, init_linux.c) writes nothing else and reads

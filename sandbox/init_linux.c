@@ -62,6 +62,8 @@
 #define PROXY_FD 5 // a UNIX socket: the proxy listeners go to corral over it
 #define STAGING "/tmp"
 #define MAX_PLAN (16 << 20)
+#define MAX_BPF (1 << 20)
+#define MAX_CGROUP_FDS 4
 
 // ---- reporting ----
 
@@ -152,8 +154,8 @@ struct plan {
 	struct port_rule *port_rules;
 	size_t nport_rules;
 	int proxy_port; // 0: no proxy
-	const char **cgroup_files; // PID 1 writes "0" to each to join the run's cgroup
-	size_t ncgroup_files;
+	int cgroup_fds[MAX_CGROUP_FDS]; // PID 1 writes "0" to each to join the run's cgroup
+	size_t ncgroup_fds;
 	const unsigned char *bpf;
 	size_t bpf_len;
 };
@@ -181,10 +183,10 @@ static const char *next(const char **p, const char *end) {
 
 // read_plan reads records: one tag byte, a 4-byte little-endian length,
 // then the payload (fields separated by NUL bytes).
-static void read_full(char *buf, size_t want) {
+static void read_full(int fd, char *buf, size_t want) {
 	size_t got = 0;
 	while (got < want) {
-		ssize_t n = read(PLAN_FD, buf + got, want - got);
+		ssize_t n = read(fd, buf + got, want - got);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -197,17 +199,17 @@ static void read_full(char *buf, size_t want) {
 
 // read_plan reads the plan: a 4-byte little-endian length, then records of
 // one tag byte, a 4-byte little-endian length and the payload (fields
-// separated by NUL bytes). The pipe stays open for the cgroup go-ahead.
+// separated by NUL bytes).
 static void read_plan(struct plan *pl) {
 	unsigned char hdr[4];
-	read_full((char *)hdr, 4);
+	read_full(PLAN_FD, (char *)hdr, 4);
 	size_t len = (size_t)hdr[0] | (size_t)hdr[1] << 8 | (size_t)hdr[2] << 16 | (size_t)hdr[3] << 24;
 	if (len > MAX_PLAN)
 		fail("plan", 0, "plan larger than %d bytes", MAX_PLAN);
 	char *buf = malloc(len ? len : 1);
 	if (!buf)
 		fail("plan", ENOMEM, "reading plan");
-	read_full(buf, len);
+	read_full(PLAN_FD, buf, len);
 	if (len == 0)
 		fail("plan", 0, "no plan");
 	memset(pl, 0, sizeof *pl);
@@ -281,14 +283,6 @@ static void read_plan(struct plan *pl) {
 			break;
 		case 'P':
 			pl->proxy_port = atoi(next(&p, end));
-			break;
-		case 'C':
-			pl->cgroup_files = grow(pl->cgroup_files, pl->ncgroup_files, sizeof *pl->cgroup_files);
-			pl->cgroup_files[pl->ncgroup_files++] = next(&p, end);
-			break;
-		case 's':
-			pl->bpf = (const unsigned char *)p;
-			pl->bpf_len = n;
 			break;
 		default:
 			fail("plan", 0, "unknown record %c", tag);
@@ -771,22 +765,63 @@ static void setup_mounts(struct plan *pl) {
 		fail("mounts", errno, "chdir /");
 }
 
-// join_cgroup moves PID 1 into the run's cgroup before anything else, so
-// everything it starts, the command above all, is capped. It runs before
-// pivot_root, while the host's cgroup folders are still in view. On cgroup
-// v1 the files are the `tasks` files: writing "0" there moves the calling
-// thread (PID 1 has one) without the kernel's global threadgroup lock,
-// whose first taking costs an RCU grace period (about 10 ms here); on v2
-// only cgroup.procs exists.
-static void join_cgroup(struct plan *pl) {
-	for (size_t i = 0; i < pl->ncgroup_files; i++) {
-		int fd = open(pl->cgroup_files[i], O_WRONLY | O_CLOEXEC);
-		if (fd < 0 || write(fd, "0", 1) != 1)
-			fail("cgroup", errno, "joining %s", pl->cgroup_files[i]);
-		close(fd);
+// read_late receives what corral sends on the socket once the plan is on
+// its way: a 4-byte little-endian length and the seccomp program, with the
+// run's cgroup files, open for writing, attached (SCM_RIGHTS; none when
+// there is no cgroup). It is read after the mounts, so corral makes the
+// cgroup and compiles the filter while they are placed.
+static void read_late(struct plan *pl) {
+	unsigned char hdr[4];
+	struct iovec iov = {hdr, sizeof hdr};
+	union {
+		char buf[CMSG_SPACE(MAX_CGROUP_FDS * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
+	ssize_t n;
+	do {
+		n = recvmsg(PROXY_FD, &msg, MSG_CMSG_CLOEXEC | MSG_WAITALL);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		fail("plan", errno, "receiving the cgroup and the seccomp filter");
+	// Take the fds before anything else can fail, so none is left open.
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k && pl->ncgroup_fds < MAX_CGROUP_FDS; i++)
+			memcpy(&pl->cgroup_fds[pl->ncgroup_fds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
 	}
-	if (pl->ncgroup_files)
-		step("cgroup");
+	if (n != (ssize_t)sizeof hdr)
+		fail("plan", 0, "corral sent no cgroup and seccomp filter");
+	if (msg.msg_flags & MSG_CTRUNC)
+		fail("plan", 0, "more than %d cgroup files", MAX_CGROUP_FDS);
+	size_t len = (size_t)hdr[0] | (size_t)hdr[1] << 8 | (size_t)hdr[2] << 16 | (size_t)hdr[3] << 24;
+	if (len > MAX_BPF)
+		fail("plan", 0, "seccomp program of %zu bytes", len);
+	char *bpf = malloc(len ? len : 1);
+	if (!bpf)
+		fail("plan", ENOMEM, "reading the seccomp filter");
+	read_full(PROXY_FD, bpf, len);
+	pl->bpf = (const unsigned char *)bpf;
+	pl->bpf_len = len;
+}
+
+// join_cgroup moves PID 1 into the run's cgroup before it starts anything,
+// so everything it starts, the command above all, is capped. corral opened
+// the files (its credentials are the ones the kernel checks), since the
+// host's cgroup folders are out of view after pivot_root. On cgroup v1 the
+// files are the `tasks` files: writing "0" there moves the calling thread
+// (PID 1 has one) without the kernel's global threadgroup lock, whose
+// first taking costs an RCU grace period (about 10 ms here); on v2 only
+// cgroup.procs exists.
+static void join_cgroup(struct plan *pl) {
+	for (size_t i = 0; i < pl->ncgroup_fds; i++) {
+		if (write(pl->cgroup_fds[i], "0", 1) != 1)
+			fail("cgroup", errno, "joining the run's cgroup");
+		close(pl->cgroup_fds[i]);
+	}
+	pl->ncgroup_fds = 0;
 }
 
 // ---- network, privileges, Landlock, seccomp ----
@@ -974,16 +1009,19 @@ void corral_init_main(void) {
 	read_plan(&pl);
 	close(PLAN_FD);
 	step("plan");
+	// Nothing may trace or dump this process's memory.
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	setup_mounts(&pl);
+	step("mounts");
+	read_late(&pl);
+	step("late");
 	join_cgroup(&pl);
 	// A cgroup namespace rooted at the run's cgroup: /proc/self/cgroup
 	// shows "/", not the host's cgroup path. A kernel without them
 	// (before 4.6, EINVAL) shows the path, which is all they hide.
 	if (unshare(CLONE_NEWCGROUP) < 0 && errno != EINVAL)
 		fail("cgroup", errno, "unshare(CLONE_NEWCGROUP)");
-	// Nothing may trace or dump this process's memory.
-	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	setup_mounts(&pl);
-	step("mounts");
+	step("cgroup");
 	loopback_up();
 	if (pl.proxy_port)
 		proxy_listeners(pl.proxy_port);

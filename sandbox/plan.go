@@ -22,9 +22,6 @@ type Plan struct {
 	Seccomp  []SysRule  `json:"seccomp"`
 	Exec     ExecPolicy `json:"exec"`
 	Limits   Limits     `json:"limits"`
-	// CgroupFiles are the files PID 1 writes "0" to, first thing, to join
-	// the run's cgroup (Cgroup.JoinFiles).
-	CgroupFiles []string `json:"cgroup_files,omitempty"`
 	// Proxy is set when the permissions allow any network: the sandbox's
 	// one way out is corral's egress proxy, listening inside it.
 	Proxy *ProxyPlan `json:"proxy,omitempty"`

@@ -10,7 +10,7 @@ import (
 // read_plan in init_linux.c): records of one tag byte, a 4-byte
 // little-endian payload length, and the payload, whose fields are
 // NUL-terminated. A format this small needs no JSON parser in C.
-func encodePlan(p *Plan, bpf []byte) []byte {
+func encodePlan(p *Plan) []byte {
 	b := []byte{0, 0, 0, 0} // the length, filled in below
 	rec := func(tag byte, fields ...string) {
 		n := 0
@@ -33,9 +33,6 @@ func encodePlan(p *Plan, bpf []byte) []byte {
 		rec('W', strconv.FormatInt(p.MountPause.Microseconds(), 10))
 	}
 	rec('h', p.Hostname)
-	for _, f := range p.CgroupFiles {
-		rec('C', f)
-	}
 	rec('d', p.Dir)
 	rec('p', p.Path)
 	for _, a := range p.Argv {
@@ -70,9 +67,6 @@ func encodePlan(p *Plan, bpf []byte) []byte {
 	if p.Proxy != nil {
 		rec('P', strconv.Itoa(p.Proxy.Port))
 	}
-	b = append(b, 's')
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(bpf)))
-	b = append(b, bpf...)
 	binary.LittleEndian.PutUint32(b, uint32(len(b)-4))
 	return b
 }

@@ -27,9 +27,11 @@ type RunOptions struct {
 	// Serve gets the proxy's listening sockets when the plan has a proxy;
 	// it must return at once (serve from goroutines).
 	Serve func([]*os.File)
-	// Cgroup, if set, is the run's cgroup (PID 1 joins it through
-	// Plan.CgroupFiles): its peak memory and OOM kills go in the Result.
-	Cgroup *Cgroup
+	// Cgroup, if set, is called once the plan is on its way and waits for
+	// the run's cgroup (nil: none); PID 1 joins it after its mounts, before
+	// the command starts, and its peak memory and OOM kills go in the
+	// Result. An error ends the run before the command starts.
+	Cgroup func() (*Cgroup, error)
 	// Timeout ends the run: SIGTERM to the command, then after KillGrace
 	// SIGKILL to the whole sandbox. Closing Done does the same at once.
 	Timeout, KillGrace time.Duration

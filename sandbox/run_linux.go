@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bufio"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -173,12 +174,7 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 	if err := l.started(); err != nil {
 		return nil, err
 	}
-	bpf, err := bpfFor(plan.Seccomp)
-	if err != nil {
-		l.Abort()
-		return nil, err
-	}
-	data := encodePlan(plan, bpf)
+	data := encodePlan(plan)
 	if plan.Trace {
 		fmt.Fprintf(os.Stderr, "corral exec: plan sent   (at %d)\n", time.Now().UnixMicro()%1e7)
 	}
@@ -186,6 +182,27 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 		l.planW.Write(data)
 		l.planW.Close()
 	}()
+	// While the init places its mounts: the cgroup and the seccomp filter.
+	var cg *Cgroup
+	if opts.Cgroup != nil {
+		var err error
+		if cg, err = opts.Cgroup(); err != nil {
+			l.Abort()
+			return nil, err
+		}
+	}
+	bpf, err := bpfFor(plan.Seccomp)
+	if err != nil {
+		l.Abort()
+		return nil, err
+	}
+	if err := sendLate(l.proxyR, bpf, cg); err != nil {
+		l.Abort()
+		return nil, err
+	}
+	if plan.Trace {
+		fmt.Fprintf(os.Stderr, "corral exec: late sent   (at %d)\n", time.Now().UnixMicro()%1e7)
+	}
 	if plan.Proxy != nil {
 		files, err := receiveFiles(l.proxyR)
 		if err != nil {
@@ -262,8 +279,8 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 			}
 		}
 	}
-	if opts.Cgroup != nil {
-		peak, ooms := opts.Cgroup.Usage()
+	if cg != nil {
+		peak, ooms := cg.Usage()
 		res.OOMKills = ooms
 		if peak > 0 {
 			res.MaxRSS = peak
@@ -282,6 +299,46 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 		return res, fmt.Errorf("the sandbox's init ended before the command started: %v", werr)
 	}
 	return res, nil
+}
+
+// sendLate sends the init what it takes after its mounts: the seccomp
+// program, with the run's cgroup files (open for writing) attached. An
+// error means the cgroup could not be joined; a closed socket is left to
+// the init's status to explain.
+func sendLate(sock *os.File, bpf []byte, cg *Cgroup) error {
+	var fds []int
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	if cg != nil {
+		for _, f := range cg.JoinFiles() {
+			fd, err := unix.Open(f, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return fmt.Errorf("opening %s to join the run's cgroup: %w", f, err)
+			}
+			fds = append(fds, fd)
+		}
+	}
+	msg := binary.LittleEndian.AppendUint32(nil, uint32(len(bpf)))
+	msg = append(msg, bpf...)
+	var oob []byte
+	if len(fds) > 0 {
+		oob = unix.UnixRights(fds...)
+	}
+	fd := int(sock.Fd())
+	for len(msg) > 0 {
+		n, err := unix.SendmsgN(fd, msg, oob, nil, unix.MSG_NOSIGNAL)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil
+		}
+		msg, oob = msg[n:], nil
+	}
+	return nil
 }
 
 // receiveFiles reads one message carrying file descriptors.
