@@ -1,6 +1,8 @@
 package sandbox
 
-// The parent and the init stage talk over two pipes the init inherits:
+// The parent and the init stage talk over two pipes and a socket the init
+// holds as fds 3-5, whether `corral exec`'s constructor forked it
+// (nsinit_linux.c) or a thread exec'd it (spawn_linux.c):
 //
 //	fd  direction       content
 //	3   parent → init   the Plan in the wire format of encodePlan
@@ -18,8 +20,9 @@ package sandbox
 //	                    carrying the listening sockets (SCM_RIGHTS)
 //
 // The init (nsinit_linux.c, init_linux.c) writes nothing else and reads
-// nothing from its environment or argv beyond InitArg, so a hostile
-// environment cannot steer it.
+// nothing from its environment or argv beyond InitArg (a forked one zeroes
+// its copies of corral's argv and environment), so a hostile environment
+// cannot steer it.
 
 // InitArg is argv[1] of the init stage; cmd/corral dispatches on it before
 // parsing flags.

@@ -15,8 +15,10 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -64,15 +66,15 @@ static void corral_close_from(int first) {
 		close(fd);
 }
 
-__attribute__((constructor)) static void corral_nsinit(int argc, char **argv, char **envp) {
-	(void)envp;
-	if (argc < 2 || strcmp(argv[1], CORRAL_INIT_ARG) != 0)
-		return;
+// corral_init_stage makes the namespaces and becomes the shim; it never
+// returns. fds 3, 4 and 5 are the plan, the status and the socket.
+static void corral_init_stage(void) {
 	// Keep only stdio and corral's three pipes: any other fd corral
 	// inherited without close-on-exec was opened outside the sandbox and
 	// would carry that access into it.
 	corral_close_from(6);
-	// corral starts the init with every signal blocked (spawn_linux.c).
+	// corral starts the init with every signal blocked (spawn_linux.c);
+	// the early fork inherits whatever mask corral was started with.
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
@@ -138,4 +140,112 @@ __attribute__((constructor)) static void corral_nsinit(int argc, char **argv, ch
 	if (WIFSIGNALED(status))
 		_exit(128 + WTERMSIG(status));
 	_exit(WEXITSTATUS(status));
+}
+
+// The init stage that `corral exec` forks in this constructor, before the
+// Go runtime starts: the namespaces are made while Go starts up and the
+// skills load, instead of after, and no second exec of this binary (nor
+// a second start-up of its C library) is needed. Go adopts it in
+// sandbox.Start (takeEarlyInit) when the command's stdio is corral's own;
+// otherwise, and when the command is refused, it ends with corral
+// (PR_SET_PDEATHSIG on the main thread, which lives as long as corral).
+static struct {
+	int plan, status, sock; // corral's ends
+	int pid, pidfd;
+	int taken;
+} corral_early = {-1, -1, -1, -1, -1, 1};
+
+// corral_place moves the fds in src to 3, 4 and 5, as the exec'd init
+// gets them, whatever numbers they had.
+static void corral_place(const int src[3]) {
+	int high[3];
+	for (int i = 0; i < 3; i++) {
+		high[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 16);
+		if (high[i] < 0)
+			_exit(125);
+	}
+	for (int i = 0; i < 3; i++)
+		if (dup2(high[i], 3 + i) < 0)
+			_exit(125);
+}
+
+// corral_scrub zeroes the strings of argv (but argv[0]) and the
+// environment in this copy of corral's memory: /proc/1/cmdline of the
+// sandbox is world-readable, and neither belongs to the command.
+static void corral_scrub(int argc, char **argv, char **envp) {
+	for (int i = 1; i < argc; i++)
+		memset(argv[i], 0, strlen(argv[i]));
+	for (char **e = envp; e && *e; e++)
+		memset(*e, 0, strlen(*e));
+}
+
+static void corral_early_start(int argc, char **argv, char **envp) {
+	int plan[2], status[2], sock[2];
+	if (pipe2(plan, O_CLOEXEC) < 0)
+		return;
+	if (pipe2(status, O_CLOEXEC) < 0) {
+		close(plan[0]);
+		close(plan[1]);
+		return;
+	}
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sock) < 0) {
+		close(plan[0]);
+		close(plan[1]);
+		close(status[0]);
+		close(status[1]);
+		return;
+	}
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent)
+			_exit(125);
+		// Terminal signals reach corral only, which forwards them.
+		setpgid(0, 0);
+		corral_scrub(argc, argv, envp);
+		int src[3] = {plan[0], status[1], sock[1]};
+		corral_place(src);
+		corral_init_stage();
+	}
+	close(plan[0]);
+	close(status[1]);
+	close(sock[1]);
+	if (pid < 0) {
+		close(plan[1]);
+		close(status[0]);
+		close(sock[0]);
+		return;
+	}
+	// Go's poller takes non-blocking pipes.
+	fcntl(plan[1], F_SETFL, O_NONBLOCK);
+	fcntl(status[0], F_SETFL, O_NONBLOCK);
+	corral_early.plan = plan[1];
+	corral_early.status = status[0];
+	corral_early.sock = sock[0];
+	corral_early.pid = pid;
+	corral_early.pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (corral_early.pidfd >= 0)
+		fcntl(corral_early.pidfd, F_SETFD, FD_CLOEXEC);
+	corral_early.taken = 0;
+}
+
+int corral_take_early(int out[5]) {
+	if (__atomic_exchange_n(&corral_early.taken, 1, __ATOMIC_SEQ_CST))
+		return -1;
+	out[0] = corral_early.plan;
+	out[1] = corral_early.status;
+	out[2] = corral_early.sock;
+	out[3] = corral_early.pid;
+	out[4] = corral_early.pidfd;
+	return 0;
+}
+
+__attribute__((constructor)) static void corral_nsinit(int argc, char **argv, char **envp) {
+	if (argc >= 2 && strcmp(argv[1], CORRAL_INIT_ARG) == 0)
+		corral_init_stage();
+	// CORRAL_EARLY_INIT=0 starts the init only when Go asks, as a library
+	// caller's does (tests use it to cover that path).
+	const char *early = getenv("CORRAL_EARLY_INIT");
+	if (argc >= 2 && strcmp(argv[1], "exec") == 0 && !(early && strcmp(early, "0") == 0))
+		corral_early_start(argc, argv, envp);
 }

@@ -38,6 +38,28 @@ func spawnInit(files []*os.File, result, hold int) error {
 	return nil
 }
 
+// earlyInit is the init stage the C constructor forked when corral
+// started as `corral exec` (nsinit_linux.c).
+type earlyInit struct {
+	planW, statusR, sock *os.File
+	pid, pidfd           int
+}
+
+// takeEarlyInit hands over that init, once; false when there is none.
+func takeEarlyInit() (earlyInit, bool) {
+	var out [5]C.int
+	if C.corral_take_early(&out[0]) != 0 {
+		return earlyInit{}, false
+	}
+	return earlyInit{
+		planW:   os.NewFile(uintptr(out[0]), "plan"),
+		statusR: os.NewFile(uintptr(out[1]), "status"),
+		sock:    os.NewFile(uintptr(out[2]), "proxy"),
+		pid:     int(out[3]),
+		pidfd:   int(out[4]),
+	}, true
+}
+
 // readSpawned reads what the spawner thread wrote: the init's pid (or the
 // errno of its failure) and a pidfd for it (-1 without one).
 func readSpawned(r *os.File) (pid, pidfd int, err error) {

@@ -42,6 +42,11 @@ type Launch struct {
 // goes on. It runs nothing until Run hands it a plan; Abort ends it.
 func Start(stdio Stdio) (*Launch, error) {
 	l := &Launch{start: time.Now()}
+	if stdio.Stdin == os.Stdin && stdio.Stdout == os.Stdout && stdio.Stderr == os.Stderr {
+		if e, ok := takeEarlyInit(); ok {
+			return l.adopt(e, stdio.Signals), nil
+		}
+	}
 	planR, planW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -113,20 +118,49 @@ func Start(stdio Stdio) (*Launch, error) {
 			}
 			return startError(err)
 		}
-		l.statuses = make(chan status, 4)
-		go l.readStatus(l.statusR)
-		// The forwarding waits for Go's signal thread in the background
-		// (the first signal.Notify of a process can take its time): a
-		// signal before it is ready kills corral, and with it the init
-		// (Pdeathsig), which is what forwarding it would have done too.
-		go func() {
-			for s := range l.signals.channel() {
-				l.proc.Signal(s)
-			}
-		}()
+		l.startForwarding()
 		return nil
 	})
 	return l, nil
+}
+
+// adopt takes the init the constructor forked (it has corral's stdio).
+func (l *Launch) adopt(e earlyInit, sigs *Signals) *Launch {
+	l.planW, l.statusR, l.proxyR = e.planW, e.statusR, e.sock
+	l.signals = sigs
+	if l.signals == nil {
+		l.signals, l.ownSigs = NotifySignals(), true
+	}
+	l.started = sync.OnceValue(func() error {
+		var err error
+		if l.proc, err = newInitProc(e.pid, e.pidfd); err != nil {
+			l.planW.Close()
+			l.statusR.Close()
+			l.proxyR.Close()
+			if l.ownSigs {
+				l.signals.Stop()
+			}
+			return startError(err)
+		}
+		l.startForwarding()
+		return nil
+	})
+	return l
+}
+
+// startForwarding reads the init's status and forwards signals to it.
+func (l *Launch) startForwarding() {
+	l.statuses = make(chan status, 4)
+	go l.readStatus(l.statusR)
+	// The forwarding waits for Go's signal thread in the background
+	// (the first signal.Notify of a process can take its time): a
+	// signal before it is ready kills corral, and with it the init
+	// (Pdeathsig), which is what forwarding it would have done too.
+	go func() {
+		for s := range l.signals.channel() {
+			l.proc.Signal(s)
+		}
+	}()
 }
 
 // Started waits until the init has been exec'd: an error means it was not
@@ -143,7 +177,9 @@ func (l *Launch) Abort() {
 	l.proc.Kill()
 	l.proc.Wait()
 	l.proc.Close()
-	l.hold.Close()
+	if l.hold != nil {
+		l.hold.Close()
+	}
 	l.stopSignals()
 }
 
@@ -258,7 +294,9 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 	}
 	ws, werr := l.proc.Wait()
 	l.proc.Close()
-	l.hold.Close()
+	if l.hold != nil {
+		l.hold.Close()
+	}
 	res.Wall = time.Since(l.start)
 	l.mu.Lock()
 	res.TimedOut = l.timedOut

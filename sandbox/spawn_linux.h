@@ -16,4 +16,10 @@
 // hold from the call on, and copies fds before returning.
 int corral_spawn_init(const int *fds, int result, int hold);
 
+// corral_take_early hands over, once, the init stage the constructor
+// forked for `corral exec` (nsinit_linux.c): corral's ends of the plan
+// pipe, the status pipe and the socket, the init's pid and a pidfd (-1
+// without). -1: there is none, or it was taken.
+int corral_take_early(int out[5]);
+
 #endif

@@ -68,11 +68,29 @@ const leftovers = 4 // processes leftoverScript starts
 // attack.sh and returns once the script printed READY.
 func startCorral(t *testing.T, u user, work, script string) (*exec.Cmd, *bufio.Scanner) {
 	t.Helper()
+	return startCorralEnv(t, u, work, script, nil)
+}
+
+// initModes are the two ways corral starts the sandbox's init: forked by
+// its constructor before Go starts (the CLI's way), or from a thread when
+// Run asks (a library caller's way, CORRAL_EARLY_INIT=0).
+var initModes = []struct {
+	name string
+	env  []string
+}{
+	{"early init", nil},
+	{"spawned init", append(defaultEnv(), "CORRAL_EARLY_INIT=0")},
+}
+
+// startCorralEnv is startCorral with the environment env (nil: the
+// default).
+func startCorralEnv(t *testing.T, u user, work, script string, env []string) (*exec.Cmd, *bufio.Scanner) {
+	t.Helper()
 	writeFile(t, filepath.Join(work, "attack.sh"), script, 0o644)
 	own(t, u, filepath.Join(work, "attack.sh"))
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	t.Cleanup(cancel)
-	cmd := u.command(ctx, runOpts{args: []string{"exec", "--work-dir", work, "--", "sh", "attack.sh"}, dir: work})
+	cmd := u.command(ctx, runOpts{args: []string{"exec", "--work-dir", work, "--", "sh", "attack.sh"}, dir: work, env: env})
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -116,16 +134,20 @@ func startCorral(t *testing.T, u user, work, script string) (*exec.Cmd, *bufio.S
 func TestProcSigkillCorral(t *testing.T) {
 	t.Parallel()
 	users(t, func(t *testing.T, u user) {
-		attack(t, "process", "outlive corral killed by SIGKILL")
-		f := newFS(t, u)
-		marker := token("CORRALMARK")
-		cmd, _ := startCorral(t, u, f.work, leftoverScript(marker)+"echo READY\nexec ./probe sleep "+marker+"-fg\n")
-		if !waitFor(30*time.Second, func() bool { return len(markedPIDs(marker)) >= leftovers+1 }) {
-			t.Fatalf("control: want %d marked processes on the host, found %v", leftovers+1, markedPIDs(marker))
+		for _, m := range initModes {
+			t.Run(m.name, func(t *testing.T) {
+				attack(t, "process", "outlive corral killed by SIGKILL ("+m.name+")")
+				f := newFS(t, u)
+				marker := token("CORRALMARK")
+				cmd, _ := startCorralEnv(t, u, f.work, leftoverScript(marker)+"echo READY\nexec ./probe sleep "+marker+"-fg\n", m.env)
+				if !waitFor(30*time.Second, func() bool { return len(markedPIDs(marker)) >= leftovers+1 }) {
+					t.Fatalf("control: want %d marked processes on the host, found %v", leftovers+1, markedPIDs(marker))
+				}
+				cmd.Process.Kill()
+				cmd.Wait()
+				noSurvivors(t, marker)
+			})
 		}
-		cmd.Process.Kill()
-		cmd.Wait()
-		noSurvivors(t, marker)
 	})
 }
 
@@ -194,27 +216,29 @@ func TestProcSigtermForwarded(t *testing.T) {
 			{"trap", "trap 'echo TRAPPED; exit 42' TERM\necho READY\nwhile :; do sleep 0.05; done\n", 42},
 			{"no trap", "echo READY\nexec ./probe sleep " + token("CORRALMARK") + "\n", 143},
 		} {
-			t.Run(c.name, func(t *testing.T) {
-				attack(t, "process", "SIGTERM forwarding ("+c.name+")")
-				f := newFS(t, u)
-				cmd, sc := startCorral(t, u, f.work, c.script)
-				start := time.Now()
-				cmd.Process.Signal(syscall.SIGTERM)
-				var rest strings.Builder
-				for sc.Scan() {
-					rest.WriteString(sc.Text() + "\n")
-				}
-				cmd.Wait()
-				if code := cmd.ProcessState.ExitCode(); code != c.code {
-					t.Errorf("exit %d, want %d; stdout after READY: %q", code, c.code, rest.String())
-				}
-				if c.code == 42 && !strings.Contains(rest.String(), "TRAPPED") {
-					t.Errorf("the trap did not run; stdout after READY: %q", rest.String())
-				}
-				if d := time.Since(start); d > 20*time.Second {
-					t.Errorf("corral took %v to end after SIGTERM", d)
-				}
-			})
+			for _, m := range initModes {
+				t.Run(c.name+", "+m.name, func(t *testing.T) {
+					attack(t, "process", "SIGTERM forwarding ("+c.name+", "+m.name+")")
+					f := newFS(t, u)
+					cmd, sc := startCorralEnv(t, u, f.work, c.script, m.env)
+					start := time.Now()
+					cmd.Process.Signal(syscall.SIGTERM)
+					var rest strings.Builder
+					for sc.Scan() {
+						rest.WriteString(sc.Text() + "\n")
+					}
+					cmd.Wait()
+					if code := cmd.ProcessState.ExitCode(); code != c.code {
+						t.Errorf("exit %d, want %d; stdout after READY: %q", code, c.code, rest.String())
+					}
+					if c.code == 42 && !strings.Contains(rest.String(), "TRAPPED") {
+						t.Errorf("the trap did not run; stdout after READY: %q", rest.String())
+					}
+					if d := time.Since(start); d > 20*time.Second {
+						t.Errorf("corral took %v to end after SIGTERM", d)
+					}
+				})
+			}
 		}
 	})
 }
@@ -378,20 +402,47 @@ func TestProcCgroupPath(t *testing.T) {
 func TestProcSignalMask(t *testing.T) {
 	t.Parallel()
 	users(t, func(t *testing.T, u user) {
-		attack(t, "process", "inherit a blocked signal mask that keeps SIGTERM out")
+		for _, m := range initModes {
+			t.Run(m.name, func(t *testing.T) {
+				attack(t, "process", "inherit a blocked signal mask that keeps SIGTERM out ("+m.name+")")
+				f := newFS(t, u)
+				writeFile(t, filepath.Join(f.work, "attack.sh"), "grep '^SigBlk:' /proc/self/status\necho "+attackDone+"\n", 0o644)
+				own(t, u, filepath.Join(f.work, "attack.sh"))
+				r := u.run(t, runOpts{args: []string{"exec", "--work-dir", f.work, "--", "sh", "attack.sh"}, dir: f.work, env: m.env})
+				var fields []string
+				for _, l := range strings.Split(r.stdout, "\n") {
+					if strings.HasPrefix(l, "SigBlk:") {
+						fields = strings.Fields(l)
+					}
+				}
+				if r.code != 0 || len(fields) != 2 {
+					t.Fatalf("control: no SigBlk line:\n%s", r)
+				}
+				if mask, err := strconv.ParseUint(fields[1], 16, 64); err != nil || mask != 0 {
+					t.Errorf("the command starts with signals blocked: SigBlk %s\n%s", fields[1], r)
+				}
+			})
+		}
+	})
+}
+
+// TestProcInitCommandLine reads the command line and environment of the
+// sandbox's PID 1, which is a copy of corral when the constructor forks it:
+// corral's own arguments and environment (the agent's secrets) must not
+// show there.
+func TestProcInitCommandLine(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "environment", "read corral's arguments and environment through the sandbox's PID 1")
 		f := newFS(t, u)
-		r := runScript(t, u, f.work, nil, "grep '^SigBlk:' /proc/self/status")
-		var fields []string
-		for _, l := range strings.Split(r.stdout, "\n") {
-			if strings.HasPrefix(l, "SigBlk:") {
-				fields = strings.Fields(l)
-			}
+		argMark, envMark := token("CORRALARG"), token("CORRALENV")
+		writeFile(t, filepath.Join(f.work, "attack.sh"), "tr '\\0' ' ' < /proc/1/cmdline; echo\ntr '\\0' ' ' < /proc/1/environ; echo\necho "+attackDone+"\n", 0o644)
+		own(t, u, filepath.Join(f.work, "attack.sh"))
+		r := u.run(t, runOpts{args: []string{"exec", "--work-dir", f.work, "--", "sh", "attack.sh", argMark}, dir: f.work, env: append(defaultEnv(), "AGENT_TOKEN="+envMark)})
+		if !strings.Contains(r.stdout, attackDone) {
+			t.Fatalf("the attack script did not run to its end:\n%s", r)
 		}
-		if r.code != 0 || len(fields) != 2 {
-			t.Fatalf("control: no SigBlk line:\n%s", r)
-		}
-		if mask, err := strconv.ParseUint(fields[1], 16, 64); err != nil || mask != 0 {
-			t.Errorf("the command starts with signals blocked: SigBlk %s\n%s", fields[1], r)
-		}
+		noSecret(t, r, argMark, "corral's arguments in /proc/1/cmdline")
+		noSecret(t, r, envMark, "corral's environment in /proc/1/environ")
 	})
 }
