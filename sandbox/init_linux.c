@@ -1006,11 +1006,14 @@ void corral_init_main(void) {
 	struct plan pl;
 	clock_gettime(CLOCK_MONOTONIC, &last);
 	fcntl(STATUS_FD, F_SETFD, FD_CLOEXEC);
+	// Nothing may trace or dump this process's memory.
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	// Every sandbox has lo up and nothing else: done while the plan is
+	// still being built.
+	loopback_up();
 	read_plan(&pl);
 	close(PLAN_FD);
 	step("plan");
-	// Nothing may trace or dump this process's memory.
-	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	setup_mounts(&pl);
 	step("mounts");
 	read_late(&pl);
@@ -1022,13 +1025,12 @@ void corral_init_main(void) {
 	if (unshare(CLONE_NEWCGROUP) < 0 && errno != EINVAL)
 		fail("cgroup", errno, "unshare(CLONE_NEWCGROUP)");
 	step("cgroup");
-	loopback_up();
 	if (pl.proxy_port)
 		proxy_listeners(pl.proxy_port);
 	close(PROXY_FD);
 	if (sethostname(pl.hostname, strlen(pl.hostname)) < 0)
 		fail("hostname", errno, "sethostname");
-	step("lo, hostname");
+	step("proxy, hostname");
 	drop_privileges();
 	apply_landlock(&pl);
 	clear_capabilities();
