@@ -44,6 +44,21 @@ func (c *Cgroup) JoinFiles() []string {
 	return files
 }
 
+// LeaveFiles are the files PID 1 writes "0" to, to move back to the run
+// cgroup's parent once the command is in the run's cgroup, so the cgroup
+// is empty when the command's processes are: v1's parents' `tasks` files.
+// None on v2, whose parent has controllers on and so may hold no process.
+func (c *Cgroup) LeaveFiles() []string {
+	if c.Version == 2 {
+		return nil
+	}
+	files := make([]string, len(c.dirs))
+	for i, d := range c.dirs {
+		files[i] = filepath.Join(filepath.Dir(d), "tasks")
+	}
+	return files
+}
+
 // cgroupPrefix names every cgroup corral makes, so a later run can find
 // the ones a SIGKILLed corral left: run-PID-STARTTIME.
 const cgroupPrefix = "run-"

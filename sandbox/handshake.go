@@ -9,13 +9,18 @@ package sandbox
 //	4   init → parent   status messages, one JSON object per line:
 //	                    {"started":PID}                      the command runs
 //	                    {"error":{"stage":S,"message":M,"errno":E}}  set-up failed; init exits
-//	                    {"exit":{"code":C,"signal":N,"max_rss_kb":K}} the command ended
+//	                    {"exit":{"code":C,"signal":N,"max_rss_kb":K,"alone":A}}
+//	                                                         the command ended, and
+//	                                                         every other process
+//	                                                         (A: PID 1 is out of the
+//	                                                         run's cgroup)
 //	5   both ways       a UNIX socket:
-//	                    parent → init, once the plan is sent: a 4-byte
-//	                    little-endian length and the seccomp program, with
-//	                    the run's cgroup files open for writing attached
-//	                    (SCM_RIGHTS; none without a cgroup); the init reads
-//	                    it after its mounts
+//	                    parent → init, once the plan is sent: the seccomp
+//	                    program's length and the number of cgroup files to
+//	                    join (4-byte little-endian each), the program, and
+//	                    attached (SCM_RIGHTS) the run's cgroup files, then
+//	                    its parent's (cgroup v1), open for writing; none
+//	                    without a cgroup. The init reads it after its mounts
 //	                    init → parent, with a proxy in the plan: one message
 //	                    carrying the listening sockets (SCM_RIGHTS)
 //
@@ -48,4 +53,7 @@ type exitStatus struct {
 	Code     int   `json:"code"`
 	Signal   int   `json:"signal,omitempty"`
 	MaxRSSKB int64 `json:"max_rss_kb"`
+	// Alone: PID 1 had left the run's cgroup, and killed and reaped every
+	// other process, before it reported.
+	Alone bool `json:"alone"`
 }

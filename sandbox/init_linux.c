@@ -63,7 +63,7 @@
 #define STAGING "/tmp"
 #define MAX_PLAN (16 << 20)
 #define MAX_BPF (1 << 20)
-#define MAX_CGROUP_FDS 4
+#define MAX_CGROUP_FDS 8
 
 // ---- reporting ----
 
@@ -154,8 +154,8 @@ struct plan {
 	struct port_rule *port_rules;
 	size_t nport_rules;
 	int proxy_port; // 0: no proxy
-	int cgroup_fds[MAX_CGROUP_FDS]; // PID 1 writes "0" to each to join the run's cgroup
-	size_t ncgroup_fds;
+	int cgroup_fds[MAX_CGROUP_FDS]; // the first njoin: the run's cgroup; the rest: its parent
+	size_t ncgroup_fds, njoin;
 	const unsigned char *bpf;
 	size_t bpf_len;
 };
@@ -766,12 +766,14 @@ static void setup_mounts(struct plan *pl) {
 }
 
 // read_late receives what corral sends on the socket once the plan is on
-// its way: a 4-byte little-endian length and the seccomp program, with the
-// run's cgroup files, open for writing, attached (SCM_RIGHTS; none when
-// there is no cgroup). It is read after the mounts, so corral makes the
-// cgroup and compiles the filter while they are placed.
+// its way: the seccomp program's length and the number of cgroup files to
+// join (4-byte little-endian each), then the program, with the cgroup
+// files, open for writing, attached (SCM_RIGHTS): first the run's cgroup,
+// then its parent's, to leave it by (none when there is no cgroup). It is
+// read after the mounts, so corral makes the cgroup and compiles the
+// filter while they are placed.
 static void read_late(struct plan *pl) {
-	unsigned char hdr[4];
+	unsigned char hdr[8];
 	struct iovec iov = {hdr, sizeof hdr};
 	union {
 		char buf[CMSG_SPACE(MAX_CGROUP_FDS * sizeof(int))];
@@ -797,6 +799,10 @@ static void read_late(struct plan *pl) {
 	if (msg.msg_flags & MSG_CTRUNC)
 		fail("plan", 0, "more than %d cgroup files", MAX_CGROUP_FDS);
 	size_t len = (size_t)hdr[0] | (size_t)hdr[1] << 8 | (size_t)hdr[2] << 16 | (size_t)hdr[3] << 24;
+	size_t njoin = (size_t)hdr[4] | (size_t)hdr[5] << 8 | (size_t)hdr[6] << 16 | (size_t)hdr[7] << 24;
+	if (njoin > pl->ncgroup_fds)
+		fail("plan", 0, "%zu cgroup files to join, %zu received", njoin, pl->ncgroup_fds);
+	pl->njoin = njoin;
 	if (len > MAX_BPF)
 		fail("plan", 0, "seccomp program of %zu bytes", len);
 	char *bpf = malloc(len ? len : 1);
@@ -816,12 +822,27 @@ static void read_late(struct plan *pl) {
 // first taking costs an RCU grace period (about 10 ms here); on v2 only
 // cgroup.procs exists.
 static void join_cgroup(struct plan *pl) {
-	for (size_t i = 0; i < pl->ncgroup_fds; i++) {
+	for (size_t i = 0; i < pl->njoin; i++) {
 		if (write(pl->cgroup_fds[i], "0", 1) != 1)
 			fail("cgroup", errno, "joining the run's cgroup");
 		close(pl->cgroup_fds[i]);
 	}
-	pl->ncgroup_fds = 0;
+}
+
+// leave_cgroup moves PID 1 back to the run cgroup's parent once the
+// command (and so all it starts) is in the run's cgroup: when PID 1 has
+// killed and reaped everything at the end, the cgroup is empty, and corral
+// can remove it without waiting for PID 1 and the shim to finish exiting.
+// It returns whether PID 1 left (corral sends v1's parents only).
+static int leave_cgroup(struct plan *pl) {
+	int left = pl->ncgroup_fds > pl->njoin;
+	for (size_t i = pl->njoin; i < pl->ncgroup_fds; i++) {
+		if (write(pl->cgroup_fds[i], "0", 1) != 1)
+			left = 0;
+		close(pl->cgroup_fds[i]);
+	}
+	pl->ncgroup_fds = pl->njoin = 0;
+	return left;
 }
 
 // ---- network, privileges, Landlock, seccomp ----
@@ -1086,6 +1107,7 @@ void corral_init_main(void) {
 		_exit(127);
 	}
 	command_pid = pid;
+	int left = leave_cgroup(&pl);
 	close(errpipe[1]);
 	int err[2];
 	ssize_t n;
@@ -1117,13 +1139,21 @@ void corral_init_main(void) {
 		if (w < 0)
 			fail("wait", errno, "waiting for the command");
 	}
+	// Then every process left in the PID namespace: killed and reaped
+	// before the exit is reported, so when corral reads it nothing of the
+	// command runs any more (and, when PID 1 left it, the cgroup is empty).
+	kill(-1, SIGKILL);
+	for (;;) {
+		if (waitpid(-1, NULL, 0) < 0 && errno != EINTR)
+			break;
+	}
 	struct rusage ru;
 	getrusage(RUSAGE_CHILDREN, &ru);
-	char buf[160];
+	char buf[192];
 	int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 	int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-	snprintf(buf, sizeof buf, "{\"exit\":{\"code\":%d,\"signal\":%d,\"max_rss_kb\":%ld}}\n", code, sig, ru.ru_maxrss);
+	snprintf(buf, sizeof buf, "{\"exit\":{\"code\":%d,\"signal\":%d,\"max_rss_kb\":%ld,\"alone\":%s}}\n", code, sig, ru.ru_maxrss, left ? "true" : "false");
 	report(buf);
-	// Leaving kills every process still in the PID namespace.
+	close(STATUS_FD);
 	_exit(0);
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -277,7 +278,7 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 			}
 		}()
 	}
-	gotExit := false
+	gotExit, alone := false, false
 	handle := func(s status) {
 		switch {
 		case s.Started != 0:
@@ -285,30 +286,27 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 		case s.Error != nil:
 			res.Stage = s.Error
 		case s.Exit != nil:
-			gotExit = true
+			gotExit, alone = true, s.Exit.Alone
 			res.ExitCode, res.Signal, res.MaxRSS = s.Exit.Code, s.Exit.Signal, s.Exit.MaxRSSKB*1024
 		}
 	}
 	for s := range l.statuses {
 		handle(s)
 	}
-	ws, werr := l.proc.Wait()
-	l.proc.Close()
-	if l.hold != nil {
-		l.hold.Close()
-	}
-	res.Wall = time.Since(l.start)
-	l.mu.Lock()
-	res.TimedOut = l.timedOut
-	l.mu.Unlock()
-	if res.TimedOut && !res.Started && res.Stage == nil {
-		res.Started = true // killed by the timeout before its "started" came
-	}
-	if !gotExit && res.Started {
-		// PID 1 died before it reported the command's end (killed from
-		// outside, or by the timeout): the shim's status says how, as
-		// 128+N for signal N.
-		if werr == nil {
+	var werr error
+	if gotExit && alone {
+		// PID 1 killed and reaped every other process of the sandbox and
+		// left the cgroup before it reported: nothing of the command runs,
+		// and the cgroup is empty. Its exit and the shim's, which tear
+		// down the namespaces (0.4 ms here), go on meanwhile.
+		go l.reap()
+	} else {
+		var ws syscall.WaitStatus
+		ws, werr = l.reap()
+		if !gotExit && res.Started && werr == nil {
+			// PID 1 died before it reported the command's end (killed
+			// from outside, or by the timeout): the shim's status says
+			// how, as 128+N for signal N.
 			switch {
 			case ws.Exited():
 				res.ExitCode = ws.ExitStatus()
@@ -316,6 +314,13 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 				res.ExitCode, res.Signal = 128+int(ws.Signal()), int(ws.Signal())
 			}
 		}
+	}
+	res.Wall = time.Since(l.start)
+	l.mu.Lock()
+	res.TimedOut = l.timedOut
+	l.mu.Unlock()
+	if res.TimedOut && !res.Started && res.Stage == nil {
+		res.Started = true // killed by the timeout before its "started" came
 	}
 	if cg != nil {
 		peak, ooms := cg.Usage()
@@ -339,8 +344,20 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 	return res, nil
 }
 
+// reap waits for the shim, then lets go of its pidfd and of the thread
+// that started it.
+func (l *Launch) reap() (syscall.WaitStatus, error) {
+	ws, err := l.proc.Wait()
+	l.proc.Close()
+	if l.hold != nil {
+		l.hold.Close()
+	}
+	return ws, err
+}
+
 // sendLate sends the init what it takes after its mounts: the seccomp
-// program, with the run's cgroup files (open for writing) attached. An
+// program, with the run's cgroup files (open for writing) attached, and
+// its parent's, which PID 1 moves back to once the command runs. An
 // error means the cgroup could not be joined; a closed socket is left to
 // the init's status to explain.
 func sendLate(sock *os.File, bpf []byte, cg *Cgroup) error {
@@ -350,6 +367,7 @@ func sendLate(sock *os.File, bpf []byte, cg *Cgroup) error {
 			unix.Close(fd)
 		}
 	}()
+	njoin := 0
 	if cg != nil {
 		for _, f := range cg.JoinFiles() {
 			fd, err := unix.Open(f, unix.O_WRONLY|unix.O_CLOEXEC, 0)
@@ -358,8 +376,25 @@ func sendLate(sock *os.File, bpf []byte, cg *Cgroup) error {
 			}
 			fds = append(fds, fd)
 		}
+		njoin = len(fds)
+		// Leaving is an optimisation: a parent that cannot be opened
+		// keeps PID 1 in the cgroup, and corral waits for it to exit.
+		var leave []int
+		for _, f := range cg.LeaveFiles() {
+			fd, err := unix.Open(f, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				for _, fd := range leave {
+					unix.Close(fd)
+				}
+				leave = nil
+				break
+			}
+			leave = append(leave, fd)
+		}
+		fds = append(fds, leave...)
 	}
 	msg := binary.LittleEndian.AppendUint32(nil, uint32(len(bpf)))
+	msg = binary.LittleEndian.AppendUint32(msg, uint32(njoin))
 	msg = append(msg, bpf...)
 	var oob []byte
 	if len(fds) > 0 {

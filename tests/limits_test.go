@@ -199,3 +199,55 @@ func TestLimitUnprivileged(t *testing.T) {
 		}
 	})
 }
+
+// TestLimitCgroupRemoved leaves background jobs, double-forked setsid
+// children and a daemon behind when the command exits: when corral
+// returns, none of them runs and the run's cgroup is gone (PID 1 kills and
+// reaps them before it reports, and leaves the cgroup once the command is
+// in it, so corral need not wait for PID 1 itself to exit).
+func TestLimitCgroupRemoved(t *testing.T) {
+	t.Parallel()
+	if !isRoot {
+		t.Skip("cgroups need root here")
+	}
+	requireSandbox(t)
+	attack(t, "resources", "keep processes in the run's cgroup past corral's exit")
+	f := newFS(t, asSelf)
+	marker := token("CORRALCGROUP")
+	writeFile(t, filepath.Join(f.work, "attack.sh"), leftoverScript(marker)+"sleep 0.2\necho "+attackDone+"\n", 0o644)
+	report := filepath.Join(f.work, "report.json")
+	r := asSelf.run(t, runOpts{args: []string{"exec", "--work-dir", f.work, "--report", report, "--", "sh", "attack.sh"}, dir: f.work})
+	if r.code != 0 || !strings.Contains(r.stdout, attackDone) {
+		t.Fatalf("exit %d, want 0:\n%s", r.code, r)
+	}
+	// Checked at once: corral has returned.
+	if pids := markedPIDs(marker); len(pids) != 0 {
+		t.Errorf("processes of the sandbox still run when corral returns: %v", pids)
+	}
+	var rep struct {
+		Cgroup string `json:"cgroup"`
+	}
+	data, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &rep); err != nil || rep.Cgroup == "" {
+		t.Fatalf("the report names no cgroup (%v):\n%s", err, data)
+	}
+	// The report names the memory cgroup; the pids one has the same name
+	// under corral's pids cgroup (this test's, as corral is its child).
+	_, ownPids := cgroupsOf(t, os.Getpid())
+	dirs := []string{filepath.Join("/sys/fs/cgroup/memory", rep.Cgroup), filepath.Join("/sys/fs/cgroup/pids", ownPids, "corral", filepath.Base(rep.Cgroup))}
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		dirs = []string{filepath.Join("/sys/fs/cgroup", rep.Cgroup)} // cgroup v2
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Dir(d)); err != nil {
+			t.Fatalf("control: the cgroup's parent %s is not there: %v", filepath.Dir(d), err)
+		}
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("the run's cgroup %s is still there after corral returned (%v)", d, err)
+		}
+	}
+	noSurvivors(t, marker)
+}
