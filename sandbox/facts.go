@@ -64,6 +64,7 @@ type ProgramIndex struct {
 type FileInfo struct {
 	Exists bool     `json:"exists"`
 	Dir    bool     `json:"dir"`
+	Size   int64    `json:"size,omitempty"`  // bytes (Linux)
 	Real   string   `json:"real"`            // symlinks resolved
 	Links  []string `json:"links,omitempty"` // the symlinks followed to get there
 }

@@ -463,7 +463,7 @@ func (f *Facts) stat(p string) FileInfo {
 	info := FileInfo{Real: p}
 	if filepath.IsAbs(p) {
 		if r := f.resolver.resolve(filepath.Clean(p), 0); r.err == nil {
-			info = FileInfo{Exists: true, Dir: r.mode == unix.S_IFDIR, Real: r.real, Links: r.links}
+			info = FileInfo{Exists: true, Dir: r.mode == unix.S_IFDIR, Size: r.size, Real: r.real, Links: r.links}
 		}
 	}
 	f.Files[p] = info

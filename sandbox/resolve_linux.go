@@ -18,6 +18,7 @@ type resolver struct {
 type resolved struct {
 	real  string
 	mode  uint32   // unix.S_IFMT bits of the final file
+	size  int64    // of the final file
 	links []string // the symlinks followed on the way, as paths
 	err   error
 }
@@ -62,7 +63,7 @@ func (r *resolver) resolve(p string, depth int) resolved {
 			}
 		}
 	} else {
-		v = resolved{real: candidate, mode: st.Mode & unix.S_IFMT, links: parent.links}
+		v = resolved{real: candidate, mode: st.Mode & unix.S_IFMT, size: st.Size, links: parent.links}
 	}
 	r.seen[p] = v
 	return v
