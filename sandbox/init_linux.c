@@ -1058,12 +1058,15 @@ void corral_init_main(void) {
 	step("landlock");
 
 	// Signals that arrive from now on are forwarded; until the command
-	// exists they wait, blocked.
-	sigset_t block, old;
+	// exists they wait, blocked (the shim forked PID 1 with them blocked,
+	// so none sent during the set-up was lost: a PID namespace's init
+	// drops a signal it has no handler for, unless it is blocked).
+	sigset_t block, none;
 	sigemptyset(&block);
+	sigemptyset(&none);
 	for (size_t i = 0; i < NFORWARDED; i++)
 		sigaddset(&block, forwarded[i]);
-	sigprocmask(SIG_BLOCK, &block, &old);
+	sigprocmask(SIG_BLOCK, &block, NULL);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = forward;
@@ -1088,7 +1091,7 @@ void corral_init_main(void) {
 		dfl.sa_handler = SIG_DFL;
 		for (size_t i = 0; i < NFORWARDED; i++)
 			sigaction(forwarded[i], &dfl, NULL);
-		sigprocmask(SIG_SETMASK, &old, NULL);
+		sigprocmask(SIG_SETMASK, &none, NULL);
 		// Belt and braces: nothing but stdio crosses into the command.
 		if (syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */) < 0)
 			for (int fd = 3; fd < 65536; fd++)
@@ -1125,7 +1128,7 @@ void corral_init_main(void) {
 	snprintf(line, sizeof line, "{\"started\":%d}\n", (int)pid);
 	report(line);
 	step("fork+exec");
-	sigprocmask(SIG_SETMASK, &old, NULL);
+	sigprocmask(SIG_UNBLOCK, &block, NULL);
 
 	// Reap every child (orphans are re-parented to PID 1) until the
 	// command itself ends.

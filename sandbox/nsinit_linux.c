@@ -73,8 +73,17 @@ static void corral_init_stage(void) {
 	// inherited without close-on-exec was opened outside the sandbox and
 	// would carry that access into it.
 	corral_close_from(6);
-	// corral starts the init with every signal blocked (spawn_linux.c);
-	// the early fork inherits whatever mask corral was started with.
+	// The sandbox starts with every signal at its default: corral starts
+	// the init with every signal blocked (spawn_linux.c), and the early
+	// fork inherits the mask and the ignored signals of whatever started
+	// corral (an ignored SIGCHLD would make the kernel reap PID 1's
+	// children for it; an ignored SIGPIPE would reach the command).
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof dfl);
+	dfl.sa_handler = SIG_DFL;
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			sigaction(sig, &dfl, NULL);
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
@@ -112,7 +121,10 @@ static void corral_init_stage(void) {
 		// the shim already died; if it did, corral died too and the
 		// plan pipe reads EOF.) The Go runtime never starts here.
 		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-		sigprocmask(SIG_SETMASK, &old, NULL);
+		// The forwarded signals stay blocked until PID 1 has its
+		// handlers (corral_init_main unblocks them once the command
+		// runs): blocked, a signal the shim forwards waits; unblocked
+		// without a handler, PID 1 of a PID namespace would drop it.
 		corral_init_main();
 	}
 
@@ -160,7 +172,7 @@ static struct {
 static void corral_place(const int src[3]) {
 	int high[3];
 	for (int i = 0; i < 3; i++) {
-		high[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 16);
+		high[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 6);
 		if (high[i] < 0)
 			_exit(125);
 	}
@@ -169,10 +181,15 @@ static void corral_place(const int src[3]) {
 			_exit(125);
 }
 
-// corral_scrub zeroes the strings of argv (but argv[0]) and the
-// environment in this copy of corral's memory: /proc/1/cmdline of the
-// sandbox is world-readable, and neither belongs to the command.
+// corral_scrub zeroes the strings of argv and the environment in this
+// copy of corral's memory, argv[0] but "corral": /proc/1/cmdline of the
+// sandbox is world-readable, and neither belongs to the command. (The
+// kernel still shows the zeroed area, so its length says how long
+// corral's command line was.)
 static void corral_scrub(int argc, char **argv, char **envp) {
+	size_t n0 = strlen(argv[0]);
+	memset(argv[0], 0, n0);
+	memcpy(argv[0], "corral", n0 < 6 ? n0 : 6);
 	for (int i = 1; i < argc; i++)
 		memset(argv[i], 0, strlen(argv[i]));
 	for (char **e = envp; e && *e; e++)
@@ -180,6 +197,12 @@ static void corral_scrub(int argc, char **argv, char **envp) {
 }
 
 static void corral_early_start(int argc, char **argv, char **envp) {
+	// With a standard fd closed, the pipes would take its number (and Go
+	// its place as os.Stdin, os.Stdout or os.Stderr): leave the init to
+	// the thread, once Go has put /dev/null there.
+	for (int fd = 0; fd < 3; fd++)
+		if (fcntl(fd, F_GETFD) < 0)
+			return;
 	int plan[2], status[2], sock[2];
 	if (pipe2(plan, O_CLOEXEC) < 0)
 		return;
@@ -240,12 +263,16 @@ int corral_take_early(int out[5]) {
 	return 0;
 }
 
+// corral_cli is defined by cmd/corral only: another program that links
+// this package never forks an init from its constructor.
+extern const int corral_cli __attribute__((weak));
+
 __attribute__((constructor)) static void corral_nsinit(int argc, char **argv, char **envp) {
 	if (argc >= 2 && strcmp(argv[1], CORRAL_INIT_ARG) == 0)
 		corral_init_stage();
 	// CORRAL_EARLY_INIT=0 starts the init only when Go asks, as a library
 	// caller's does (tests use it to cover that path).
 	const char *early = getenv("CORRAL_EARLY_INIT");
-	if (argc >= 2 && strcmp(argv[1], "exec") == 0 && !(early && strcmp(early, "0") == 0))
+	if (&corral_cli != NULL && argc >= 2 && strcmp(argv[1], "exec") == 0 && !(early && strcmp(early, "0") == 0))
 		corral_early_start(argc, argv, envp);
 }

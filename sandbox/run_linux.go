@@ -339,7 +339,10 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 		return res, fmt.Errorf("building the sandbox: %w", res.Stage)
 	}
 	if !res.Started && res.Stage == nil {
-		return res, fmt.Errorf("the sandbox's init ended before the command started: %v", werr)
+		if werr != nil {
+			return res, fmt.Errorf("the sandbox's init ended before the command started: %v", werr)
+		}
+		return res, errors.New("the sandbox's init ended before the command started, without a word")
 	}
 	return res, nil
 }
@@ -444,8 +447,9 @@ func receiveFiles(f *os.File) ([]*os.File, error) {
 	return files, nil
 }
 
-func (l *Launch) readStatus(r io.Reader) {
+func (l *Launch) readStatus(r io.ReadCloser) {
 	defer close(l.statuses)
+	defer r.Close()
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		var s status

@@ -24,7 +24,7 @@
 #include "spawn_linux.h"
 
 #define CHILD_STACK (64 << 10)
-#define HIGH_FD 16 // the child moves its fds above this before placing them
+#define HIGH_FD 6 // the child moves its fds here or above before placing them in 0-5
 
 struct corral_spawn {
 	int fds[CORRAL_SPAWN_FDS]; // the child's fd i is a copy of fds[i]

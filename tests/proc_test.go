@@ -446,3 +446,114 @@ func TestProcInitCommandLine(t *testing.T) {
 		noSecret(t, r, envMark, "corral's environment in /proc/1/environ")
 	})
 }
+
+// wrapped runs corral through sh -c script (script ends with
+// `exec "$0" "$@"`, $0 being corral), as the user u, and returns its
+// result.
+func wrapped(t *testing.T, u user, work, script string, args ...string) result {
+	t.Helper()
+	argv := append([]string{"sh", "-c", script, corralBin}, args...)
+	if u.unpriv {
+		argv = append([]string{setpriv, "--reuid", fmt.Sprint(nobody), "--regid", fmt.Sprint(nobody), "--clear-groups"}, argv...)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir, cmd.Env = work, defaultEnv()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	r := result{stdout: stdout.String(), stderr: stderr.String(), wall: time.Since(start), code: -1}
+	if cmd.ProcessState != nil {
+		r.code = cmd.ProcessState.ExitCode()
+	}
+	if err != nil && cmd.ProcessState == nil {
+		t.Fatalf("running corral: %v", err)
+	}
+	return r
+}
+
+// TestProcParentIgnoredSignals starts corral with SIGCHLD and SIGPIPE
+// ignored, as a careless agent might: the sandbox must start with every
+// signal at its default (an ignored SIGCHLD made the kernel reap PID 1's
+// children for it, which lost the command's exit code; an ignored SIGPIPE
+// would reach the command).
+func TestProcParentIgnoredSignals(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		for _, m := range initModes {
+			t.Run(m.name, func(t *testing.T) {
+				attack(t, "process", "hand the sandbox ignored signals ("+m.name+")")
+				f := newFS(t, u)
+				env := ""
+				if m.env != nil {
+					env = "CORRAL_EARLY_INIT=0 "
+				}
+				r := wrapped(t, u, f.work, `trap "" CHLD PIPE; `+env+`exec "$0" "$@"`,
+					"exec", "--work-dir", f.work, "--", "sh", "-c", "sleep 2 & grep '^SigIgn:' /proc/self/status; exit 3")
+				if r.code != 3 {
+					t.Errorf("exit %d, want the command's 3:\n%s", r.code, r)
+				}
+				if r.wall > 1500*time.Millisecond {
+					t.Errorf("corral took %v: it waited for the background sleep", r.wall)
+				}
+				if !strings.Contains(r.stdout, "SigIgn:\t0000000000000000") {
+					t.Errorf("the command starts with signals ignored:\n%s", r)
+				}
+			})
+		}
+	})
+}
+
+// TestProcClosedStdio starts corral with stdin, stdout and stderr closed:
+// the command runs with /dev/null in their place and its exit code comes
+// back (the sandbox's pipes must not take their numbers).
+func TestProcClosedStdio(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "process", "start corral with its standard fds closed")
+		f := newFS(t, u)
+		r := wrapped(t, u, f.work, `exec "$0" "$@" <&- >&- 2>&-`,
+			"exec", "--work-dir", f.work, "--", "sh", "-c", "echo done > out; echo x; echo y >&2; exit 4")
+		if r.code != 4 {
+			t.Errorf("exit %d, want the command's 4:\n%s", r.code, r)
+		}
+		if data, err := os.ReadFile(filepath.Join(f.work, "out")); err != nil || string(data) != "done\n" {
+			t.Errorf("the command did not run to its end: out %q (%v)", data, err)
+		}
+	})
+}
+
+// TestProcSigtermDuringSetup sends SIGTERM to corral while the init is
+// still placing its mounts: the signal must reach the command once it
+// runs (PID 1 of a PID namespace drops a signal it has no handler for, so
+// it keeps them blocked until it has one), not be lost.
+func TestProcSigtermDuringSetup(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		for _, m := range initModes {
+			t.Run(m.name, func(t *testing.T) {
+				attack(t, "process", "lose a SIGTERM sent while the sandbox is built ("+m.name+")")
+				f := newFS(t, u)
+				env := append(defaultEnv(), "CORRAL_MOUNT_PAUSE=400ms")
+				if m.env != nil {
+					env = append(env, "CORRAL_EARLY_INIT=0")
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				cmd := u.command(ctx, runOpts{args: []string{"exec", "--work-dir", f.work, "--", "sleep", "5"}, dir: f.work, env: env})
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(150 * time.Millisecond)
+				cmd.Process.Signal(syscall.SIGTERM)
+				start := time.Now()
+				cmd.Wait()
+				if code := cmd.ProcessState.ExitCode(); code != 143 {
+					t.Errorf("exit %d after %v, want 143 (the command killed by the forwarded SIGTERM)", code, time.Since(start))
+				}
+			})
+		}
+	})
+}
