@@ -197,19 +197,31 @@ static void read_full(int fd, char *buf, size_t want) {
 	}
 }
 
+// le32 reads a 4-byte little-endian number.
+static uint32_t le32(const void *p) {
+	const unsigned char *b = p;
+	return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
+// alloc_read reads len bytes from fd into a new buffer (what, for errors).
+static char *alloc_read(int fd, size_t len, const char *what) {
+	char *buf = malloc(len ? len : 1);
+	if (!buf)
+		fail("plan", ENOMEM, "reading %s", what);
+	read_full(fd, buf, len);
+	return buf;
+}
+
 // read_plan reads the plan: a 4-byte little-endian length, then records of
 // one tag byte, a 4-byte little-endian length and the payload (fields
 // separated by NUL bytes).
 static void read_plan(struct plan *pl) {
 	unsigned char hdr[4];
 	read_full(PLAN_FD, (char *)hdr, 4);
-	size_t len = (size_t)hdr[0] | (size_t)hdr[1] << 8 | (size_t)hdr[2] << 16 | (size_t)hdr[3] << 24;
+	size_t len = le32(hdr);
 	if (len > MAX_PLAN)
 		fail("plan", 0, "plan larger than %d bytes", MAX_PLAN);
-	char *buf = malloc(len ? len : 1);
-	if (!buf)
-		fail("plan", ENOMEM, "reading plan");
-	read_full(PLAN_FD, buf, len);
+	char *buf = alloc_read(PLAN_FD, len, "plan");
 	if (len == 0)
 		fail("plan", 0, "no plan");
 	memset(pl, 0, sizeof *pl);
@@ -218,8 +230,7 @@ static void read_plan(struct plan *pl) {
 		if (len - off < 5)
 			fail("plan", 0, "truncated record header");
 		char tag = buf[off];
-		uint32_t n = (uint32_t)(unsigned char)buf[off + 1] | (uint32_t)(unsigned char)buf[off + 2] << 8 |
-			     (uint32_t)(unsigned char)buf[off + 3] << 16 | (uint32_t)(unsigned char)buf[off + 4] << 24;
+		uint32_t n = le32(buf + off + 1);
 		off += 5;
 		if (n > len - off)
 			fail("plan", 0, "truncated record");
@@ -798,18 +809,13 @@ static void read_late(struct plan *pl) {
 		fail("plan", 0, "corral sent no cgroup and seccomp filter");
 	if (msg.msg_flags & MSG_CTRUNC)
 		fail("plan", 0, "more than %d cgroup files", MAX_CGROUP_FDS);
-	size_t len = (size_t)hdr[0] | (size_t)hdr[1] << 8 | (size_t)hdr[2] << 16 | (size_t)hdr[3] << 24;
-	size_t njoin = (size_t)hdr[4] | (size_t)hdr[5] << 8 | (size_t)hdr[6] << 16 | (size_t)hdr[7] << 24;
+	size_t len = le32(hdr), njoin = le32(hdr + 4);
 	if (njoin > pl->ncgroup_fds)
 		fail("plan", 0, "%zu cgroup files to join, %zu received", njoin, pl->ncgroup_fds);
 	pl->njoin = njoin;
 	if (len > MAX_BPF)
 		fail("plan", 0, "seccomp program of %zu bytes", len);
-	char *bpf = malloc(len ? len : 1);
-	if (!bpf)
-		fail("plan", ENOMEM, "reading the seccomp filter");
-	read_full(PROXY_FD, bpf, len);
-	pl->bpf = (const unsigned char *)bpf;
+	pl->bpf = (const unsigned char *)alloc_read(PROXY_FD, len, "the seccomp filter");
 	pl->bpf_len = len;
 }
 

@@ -110,19 +110,26 @@ func Start(stdio Stdio) (*Launch, error) {
 			l.proc, err = newInitProc(pid, pidfd)
 		}
 		if err != nil {
-			l.hold.Close()
-			l.planW.Close()
-			l.statusR.Close()
-			l.proxyR.Close()
-			if l.ownSigs {
-				l.signals.Stop()
-			}
-			return startError(err)
+			return l.startFailed(err)
 		}
 		l.startForwarding()
 		return nil
 	})
 	return l, nil
+}
+
+// startFailed lets go of a launch whose init did not start.
+func (l *Launch) startFailed(err error) error {
+	if l.hold != nil {
+		l.hold.Close()
+	}
+	l.planW.Close()
+	l.statusR.Close()
+	l.proxyR.Close()
+	if l.ownSigs {
+		l.signals.Stop()
+	}
+	return startError(err)
 }
 
 // adopt takes the init the constructor forked (it has corral's stdio).
@@ -135,13 +142,7 @@ func (l *Launch) adopt(e earlyInit, sigs *Signals) *Launch {
 	l.started = sync.OnceValue(func() error {
 		var err error
 		if l.proc, err = newInitProc(e.pid, e.pidfd); err != nil {
-			l.planW.Close()
-			l.statusR.Close()
-			l.proxyR.Close()
-			if l.ownSigs {
-				l.signals.Stop()
-			}
-			return startError(err)
+			return l.startFailed(err)
 		}
 		l.startForwarding()
 		return nil

@@ -74,12 +74,24 @@ func startCorral(t *testing.T, u user, work, script string) (*exec.Cmd, *bufio.S
 // initModes are the two ways corral starts the sandbox's init: forked by
 // its constructor before Go starts (the CLI's way), or from a thread when
 // Run asks (a library caller's way, CORRAL_EARLY_INIT=0).
-var initModes = []struct {
+type initMode struct {
 	name string
-	env  []string
-}{
+	env  []string // nil: the default environment
+}
+
+var initModes = []initMode{
 	{"early init", nil},
 	{"spawned init", append(defaultEnv(), "CORRAL_EARLY_INIT=0")},
+}
+
+// inBothInitModes runs fn as root and as the unprivileged user, each time
+// in both init modes.
+func inBothInitModes(t *testing.T, fn func(t *testing.T, u user, m initMode)) {
+	users(t, func(t *testing.T, u user) {
+		for _, m := range initModes {
+			t.Run(m.name, func(t *testing.T) { fn(t, u, m) })
+		}
+	})
 }
 
 // startCorralEnv is startCorral with the environment env (nil: the
@@ -133,21 +145,17 @@ func startCorralEnv(t *testing.T, u user, work, script string, env []string) (*e
 // while the command and its leftovers run: none may survive.
 func TestProcSigkillCorral(t *testing.T) {
 	t.Parallel()
-	users(t, func(t *testing.T, u user) {
-		for _, m := range initModes {
-			t.Run(m.name, func(t *testing.T) {
-				attack(t, "process", "outlive corral killed by SIGKILL ("+m.name+")")
-				f := newFS(t, u)
-				marker := token("CORRALMARK")
-				cmd, _ := startCorralEnv(t, u, f.work, leftoverScript(marker)+"echo READY\nexec ./probe sleep "+marker+"-fg\n", m.env)
-				if !waitFor(30*time.Second, func() bool { return len(markedPIDs(marker)) >= leftovers+1 }) {
-					t.Fatalf("control: want %d marked processes on the host, found %v", leftovers+1, markedPIDs(marker))
-				}
-				cmd.Process.Kill()
-				cmd.Wait()
-				noSurvivors(t, marker)
-			})
+	inBothInitModes(t, func(t *testing.T, u user, m initMode) {
+		attack(t, "process", "outlive corral killed by SIGKILL ("+m.name+")")
+		f := newFS(t, u)
+		marker := token("CORRALMARK")
+		cmd, _ := startCorralEnv(t, u, f.work, leftoverScript(marker)+"echo READY\nexec ./probe sleep "+marker+"-fg\n", m.env)
+		if !waitFor(30*time.Second, func() bool { return len(markedPIDs(marker)) >= leftovers+1 }) {
+			t.Fatalf("control: want %d marked processes on the host, found %v", leftovers+1, markedPIDs(marker))
 		}
+		cmd.Process.Kill()
+		cmd.Wait()
+		noSurvivors(t, marker)
 	})
 }
 
@@ -401,27 +409,23 @@ func TestProcCgroupPath(t *testing.T) {
 // could not be stopped by SIGTERM, SIGINT or the timeout's SIGTERM.
 func TestProcSignalMask(t *testing.T) {
 	t.Parallel()
-	users(t, func(t *testing.T, u user) {
-		for _, m := range initModes {
-			t.Run(m.name, func(t *testing.T) {
-				attack(t, "process", "inherit a blocked signal mask that keeps SIGTERM out ("+m.name+")")
-				f := newFS(t, u)
-				writeFile(t, filepath.Join(f.work, "attack.sh"), "grep '^SigBlk:' /proc/self/status\necho "+attackDone+"\n", 0o644)
-				own(t, u, filepath.Join(f.work, "attack.sh"))
-				r := u.run(t, runOpts{args: []string{"exec", "--work-dir", f.work, "--", "sh", "attack.sh"}, dir: f.work, env: m.env})
-				var fields []string
-				for _, l := range strings.Split(r.stdout, "\n") {
-					if strings.HasPrefix(l, "SigBlk:") {
-						fields = strings.Fields(l)
-					}
-				}
-				if r.code != 0 || len(fields) != 2 {
-					t.Fatalf("control: no SigBlk line:\n%s", r)
-				}
-				if mask, err := strconv.ParseUint(fields[1], 16, 64); err != nil || mask != 0 {
-					t.Errorf("the command starts with signals blocked: SigBlk %s\n%s", fields[1], r)
-				}
-			})
+	inBothInitModes(t, func(t *testing.T, u user, m initMode) {
+		attack(t, "process", "inherit a blocked signal mask that keeps SIGTERM out ("+m.name+")")
+		f := newFS(t, u)
+		writeFile(t, filepath.Join(f.work, "attack.sh"), "grep '^SigBlk:' /proc/self/status\necho "+attackDone+"\n", 0o644)
+		own(t, u, filepath.Join(f.work, "attack.sh"))
+		r := u.run(t, runOpts{args: []string{"exec", "--work-dir", f.work, "--", "sh", "attack.sh"}, dir: f.work, env: m.env})
+		var fields []string
+		for _, l := range strings.Split(r.stdout, "\n") {
+			if strings.HasPrefix(l, "SigBlk:") {
+				fields = strings.Fields(l)
+			}
+		}
+		if r.code != 0 || len(fields) != 2 {
+			t.Fatalf("control: no SigBlk line:\n%s", r)
+		}
+		if mask, err := strconv.ParseUint(fields[1], 16, 64); err != nil || mask != 0 {
+			t.Errorf("the command starts with signals blocked: SigBlk %s\n%s", fields[1], r)
 		}
 	})
 }
@@ -481,27 +485,23 @@ func wrapped(t *testing.T, u user, work, script string, args ...string) result {
 // would reach the command).
 func TestProcParentIgnoredSignals(t *testing.T) {
 	t.Parallel()
-	users(t, func(t *testing.T, u user) {
-		for _, m := range initModes {
-			t.Run(m.name, func(t *testing.T) {
-				attack(t, "process", "hand the sandbox ignored signals ("+m.name+")")
-				f := newFS(t, u)
-				env := ""
-				if m.env != nil {
-					env = "CORRAL_EARLY_INIT=0 "
-				}
-				r := wrapped(t, u, f.work, `trap "" CHLD PIPE; `+env+`exec "$0" "$@"`,
-					"exec", "--work-dir", f.work, "--", "sh", "-c", "sleep 2 & grep '^SigIgn:' /proc/self/status; exit 3")
-				if r.code != 3 {
-					t.Errorf("exit %d, want the command's 3:\n%s", r.code, r)
-				}
-				if r.wall > 1500*time.Millisecond {
-					t.Errorf("corral took %v: it waited for the background sleep", r.wall)
-				}
-				if !strings.Contains(r.stdout, "SigIgn:\t0000000000000000") {
-					t.Errorf("the command starts with signals ignored:\n%s", r)
-				}
-			})
+	inBothInitModes(t, func(t *testing.T, u user, m initMode) {
+		attack(t, "process", "hand the sandbox ignored signals ("+m.name+")")
+		f := newFS(t, u)
+		env := ""
+		if m.env != nil {
+			env = "CORRAL_EARLY_INIT=0 "
+		}
+		r := wrapped(t, u, f.work, `trap "" CHLD PIPE; `+env+`exec "$0" "$@"`,
+			"exec", "--work-dir", f.work, "--", "sh", "-c", "sleep 2 & grep '^SigIgn:' /proc/self/status; exit 3")
+		if r.code != 3 {
+			t.Errorf("exit %d, want the command's 3:\n%s", r.code, r)
+		}
+		if r.wall > 1500*time.Millisecond {
+			t.Errorf("corral took %v: it waited for the background sleep", r.wall)
+		}
+		if !strings.Contains(r.stdout, "SigIgn:\t0000000000000000") {
+			t.Errorf("the command starts with signals ignored:\n%s", r)
 		}
 	})
 }
@@ -531,29 +531,25 @@ func TestProcClosedStdio(t *testing.T) {
 // it keeps them blocked until it has one), not be lost.
 func TestProcSigtermDuringSetup(t *testing.T) {
 	t.Parallel()
-	users(t, func(t *testing.T, u user) {
-		for _, m := range initModes {
-			t.Run(m.name, func(t *testing.T) {
-				attack(t, "process", "lose a SIGTERM sent while the sandbox is built ("+m.name+")")
-				f := newFS(t, u)
-				env := append(defaultEnv(), "CORRAL_MOUNT_PAUSE=400ms")
-				if m.env != nil {
-					env = append(env, "CORRAL_EARLY_INIT=0")
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-				defer cancel()
-				cmd := u.command(ctx, runOpts{args: []string{"exec", "--work-dir", f.work, "--", "sleep", "5"}, dir: f.work, env: env})
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				time.Sleep(150 * time.Millisecond)
-				cmd.Process.Signal(syscall.SIGTERM)
-				start := time.Now()
-				cmd.Wait()
-				if code := cmd.ProcessState.ExitCode(); code != 143 {
-					t.Errorf("exit %d after %v, want 143 (the command killed by the forwarded SIGTERM)", code, time.Since(start))
-				}
-			})
+	inBothInitModes(t, func(t *testing.T, u user, m initMode) {
+		attack(t, "process", "lose a SIGTERM sent while the sandbox is built ("+m.name+")")
+		f := newFS(t, u)
+		env := append(defaultEnv(), "CORRAL_MOUNT_PAUSE=400ms")
+		if m.env != nil {
+			env = append(env, "CORRAL_EARLY_INIT=0")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cmd := u.command(ctx, runOpts{args: []string{"exec", "--work-dir", f.work, "--", "sleep", "5"}, dir: f.work, env: env})
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(150 * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGTERM)
+		start := time.Now()
+		cmd.Wait()
+		if code := cmd.ProcessState.ExitCode(); code != 143 {
+			t.Errorf("exit %d after %v, want 143 (the command killed by the forwarded SIGTERM)", code, time.Since(start))
 		}
 	})
 }
