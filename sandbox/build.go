@@ -69,6 +69,9 @@ var ErrProtection = errors.New("protection unavailable")
 type NotFoundError struct{ Program string }
 
 func (e *NotFoundError) Error() string {
+	if strings.Contains(e.Program, "/") {
+		return fmt.Sprintf("%s: no such program (a relative path starts in the work dir)", e.Program)
+	}
 	return fmt.Sprintf("%s: command not found on the sandbox's PATH (%s)", e.Program, policyengine.SandboxPATH)
 }
 
@@ -981,6 +984,14 @@ func orText(err, ok string) string {
 		return err
 	}
 	return ok
+}
+
+// absIn returns p, or p inside dir when p is relative.
+func absIn(dir, p string) string {
+	if path.IsAbs(p) {
+		return p
+	}
+	return path.Join(dir, p)
 }
 
 // isUnder reports whether p is root or inside it.

@@ -45,6 +45,7 @@ type Facts struct {
 	GitconfigSecret string `json:"gitconfig_secret,omitempty"`
 
 	resolver *resolver           // Linux: cached symlink resolution while probing
+	workDir  string              // where a relative command path starts from
 	rpaths   map[string][]string // Linux: the RPATH/RUNPATH strings of the ELF files read
 }
 

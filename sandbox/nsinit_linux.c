@@ -84,9 +84,17 @@ static void corral_init_stage(void) {
 	for (int sig = 1; sig < NSIG; sig++)
 		if (sig != SIGKILL && sig != SIGSTOP)
 			sigaction(sig, &dfl, NULL);
-	sigset_t none;
+	// Every signal unblocked but the ones corral forwards: those wait,
+	// blocked, until the shim can forward them (corral may forward one
+	// as soon as this process runs; at its default it would kill the
+	// shim, and the run would end with no word of why).
+	static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
+	sigset_t block, none;
+	sigemptyset(&block);
 	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
+	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+		sigaddset(&block, forwarded[i]);
+	sigprocmask(SIG_SETMASK, &block, NULL);
 	uid_t uid = geteuid();
 	gid_t gid = getegid();
 	char map[64];
@@ -103,14 +111,6 @@ static void corral_init_stage(void) {
 		corral_fail("writing /proc/self/gid_map");
 	if (unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) < 0)
 		corral_fail("unshare(mount, pid, network, ipc, uts namespaces)");
-
-	// Hold forwarded signals until the handlers are in place.
-	static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
-	sigset_t block, old;
-	sigemptyset(&block);
-	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
-		sigaddset(&block, forwarded[i]);
-	sigprocmask(SIG_BLOCK, &block, &old);
 
 	pid_t pid = fork();
 	if (pid < 0)
@@ -140,7 +140,7 @@ static void corral_init_stage(void) {
 	sigemptyset(&sa.sa_mask);
 	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
 		sigaction(forwarded[i], &sa, NULL);
-	sigprocmask(SIG_SETMASK, &old, NULL);
+	sigprocmask(SIG_SETMASK, &none, NULL);
 	int status;
 	for (;;) {
 		pid_t w = waitpid(pid, &status, 0);

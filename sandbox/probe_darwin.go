@@ -26,6 +26,7 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 		Matches:     map[string][]string{},
 		resolver:    &resolver{seen: map[string]resolved{"/": {real: "/", dir: true}}},
 	}
+	f.workDir = spec.WorkDir
 	f.stat(spec.WorkDir)
 	f.statGrants(p)
 	for _, e := range p.Exec {
@@ -54,6 +55,9 @@ type resolved struct {
 func (r *resolver) resolve(p string, depth int) resolved {
 	if v, ok := r.seen[p]; ok {
 		return v
+	}
+	if !path.IsAbs(p) {
+		return resolved{err: fs.ErrInvalid}
 	}
 	if depth > 40 {
 		return resolved{err: fs.ErrInvalid}
@@ -118,8 +122,9 @@ func (f *Facts) program(name string) {
 	var prog Program
 	found := ""
 	if strings.Contains(name, "/") {
-		if isExecutable(name) {
-			found = name
+		// ./build.sh starts in the work dir, where the command runs.
+		if p := absIn(f.workDir, name); isExecutable(p) {
+			found = p
 		}
 	} else {
 		found = onPath(name)

@@ -63,6 +63,7 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 			f.stat(p)
 		}
 	}
+	f.workDir = spec.WorkDir
 	f.stat(spec.WorkDir)
 	f.statGrants(p)
 	for _, e := range p.Write {
@@ -479,8 +480,9 @@ func (f *Facts) program(name string) {
 	prog := Program{Links: map[string]string{}}
 	found := ""
 	if strings.Contains(name, "/") {
-		if isExecutable(name) {
-			found = name
+		// ./build.sh starts in the work dir, where the command runs.
+		if p := absIn(f.workDir, name); isExecutable(p) {
+			found = p
 		}
 	} else {
 		for _, dir := range strings.Split(policyengine.SandboxPATH, ":") {

@@ -23,7 +23,10 @@ type resolved struct {
 	err   error
 }
 
-var errLoop = errors.New("too many levels of symbolic links")
+var (
+	errLoop     = errors.New("too many levels of symbolic links")
+	errRelative = errors.New("not an absolute path")
+)
 
 func newResolver() *resolver {
 	return &resolver{seen: map[string]resolved{"/": {real: "/", mode: unix.S_IFDIR}}}
@@ -33,6 +36,9 @@ func newResolver() *resolver {
 func (r *resolver) resolve(p string, depth int) resolved {
 	if v, ok := r.seen[p]; ok {
 		return v
+	}
+	if !filepath.IsAbs(p) {
+		return resolved{err: &os.PathError{Op: "resolve", Path: p, Err: errRelative}}
 	}
 	if depth > 40 {
 		return resolved{err: errLoop}

@@ -613,3 +613,24 @@ func TestExecWrittenCodeRoot(t *testing.T) {
 	}
 	noSecret(t, r, p.want, "a copy of "+p.path+" written to "+dir+" and run through "+ld)
 }
+
+// TestExecRelativeCommand runs ./prog: a relative path starts in the work
+// dir, wherever corral was started (it used to send the probe into an
+// endless recursion, and corral died of a stack overflow).
+func TestExecRelativeCommand(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "bad-input", "crash corral with a relative command path")
+		f := newFS(t, u)
+		writeFile(t, filepath.Join(f.work, "prog"), "#!/bin/sh\necho RELATIVE \"$@\"\n", 0o755)
+		own(t, u, filepath.Join(f.work, "prog"))
+		r := u.run(t, runOpts{args: []string{"exec", "--work-dir", f.work, "--", "./prog", "a"}})
+		if r.code != 0 || !strings.Contains(r.stdout, "RELATIVE a") {
+			t.Errorf("./prog from the work dir: exit %d, want 0 and its output:\n%s", r.code, r)
+		}
+		r = u.run(t, runOpts{args: []string{"exec", "--work-dir", f.work, "--", "./missing"}})
+		if r.code != 127 || !strings.Contains(r.stderr, "./missing") {
+			t.Errorf("./missing: exit %d, want 127 and the name:\n%s", r.code, r)
+		}
+	})
+}

@@ -553,3 +553,34 @@ func TestProcSigtermDuringSetup(t *testing.T) {
 		}
 	})
 }
+
+// TestProcSigtermAtStart sends SIGTERM to corral within its first
+// milliseconds, while the init's namespaces are still being made: corral
+// may die of it (before Go catches it) or forward it (143), but the run
+// must not end as corral's own failure (125) because the signal killed
+// the init's shim before it could forward anything.
+func TestProcSigtermAtStart(t *testing.T) {
+	t.Parallel()
+	inBothInitModes(t, func(t *testing.T, u user, m initMode) {
+		attack(t, "process", "kill the sandbox's init with a signal sent at its start ("+m.name+")")
+		f := newFS(t, u)
+		for i := range 24 {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			cmd := u.command(ctx, runOpts{args: []string{"exec", "--work-dir", f.work, "--", "sleep", "5"}, dir: f.work, env: m.env})
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				cancel()
+				t.Fatal(err)
+			}
+			time.Sleep(time.Duration(i%8) * time.Millisecond)
+			cmd.Process.Signal(syscall.SIGTERM)
+			cmd.Wait()
+			cancel()
+			ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+			if !(ws.Signaled() && ws.Signal() == syscall.SIGTERM) && ws.ExitStatus() != 143 {
+				t.Fatalf("SIGTERM %d ms after start: exit %d (%v), want 143 or death by SIGTERM; stderr:\n%s", i%8, ws.ExitStatus(), cmd.ProcessState, stderr.String())
+			}
+		}
+	})
+}
