@@ -548,7 +548,10 @@ func TestProcSigtermDuringSetup(t *testing.T) {
 		cmd.Process.Signal(syscall.SIGTERM)
 		start := time.Now()
 		cmd.Wait()
-		if code := cmd.ProcessState.ExitCode(); code != 143 {
+		// On a machine so loaded that Go had not caught SIGTERM 150 ms
+		// in, corral dies of it, and the init with it: also fine.
+		ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+		if code := ws.ExitStatus(); code != 143 && !(ws.Signaled() && ws.Signal() == syscall.SIGTERM) {
 			t.Errorf("exit %d after %v, want 143 (the command killed by the forwarded SIGTERM)", code, time.Since(start))
 		}
 	})
