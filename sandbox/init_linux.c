@@ -1026,7 +1026,7 @@ static void forward(int sig) {
 		kill(command_pid, sig);
 }
 
-static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
+static const int forwarded[] = CORRAL_FORWARDED_SIGNALS;
 #define NFORWARDED (sizeof forwarded / sizeof forwarded[0])
 
 void corral_init_main(void) {

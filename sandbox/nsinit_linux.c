@@ -88,7 +88,7 @@ static void corral_init_stage(void) {
 	// blocked, until the shim can forward them (corral may forward one
 	// as soon as this process runs; at its default it would kill the
 	// shim, and the run would end with no word of why).
-	static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
+	static const int forwarded[] = CORRAL_FORWARDED_SIGNALS;
 	sigset_t block, none;
 	sigemptyset(&block);
 	sigemptyset(&none);
@@ -167,20 +167,6 @@ static struct {
 	int taken;
 } corral_early = {-1, -1, -1, -1, -1, 1};
 
-// corral_place moves the fds in src to 3, 4 and 5, as the exec'd init
-// gets them, whatever numbers they had.
-static void corral_place(const int src[3]) {
-	int high[3];
-	for (int i = 0; i < 3; i++) {
-		high[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 6);
-		if (high[i] < 0)
-			_exit(125);
-	}
-	for (int i = 0; i < 3; i++)
-		if (dup2(high[i], 3 + i) < 0)
-			_exit(125);
-}
-
 // corral_scrub zeroes the strings of argv and the environment in this
 // copy of corral's memory, argv[0] but "corral": /proc/1/cmdline of the
 // sandbox is world-readable, and neither belongs to the command. (The
@@ -226,8 +212,10 @@ static void corral_early_start(int argc, char **argv, char **envp) {
 		// Terminal signals reach corral only, which forwards them.
 		setpgid(0, 0);
 		corral_scrub(argc, argv, envp);
+		// fds 3, 4 and 5, as the exec'd init gets them.
 		int src[3] = {plan[0], status[1], sock[1]};
-		corral_place(src);
+		if (corral_place_fds(src, 3, 3) < 0)
+			_exit(125);
 		corral_init_stage();
 	}
 	close(plan[0]);

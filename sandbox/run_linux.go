@@ -42,67 +42,60 @@ type Launch struct {
 // init is exec'd on a thread of its own (spawn_linux.c) while the caller
 // goes on. It runs nothing until Run hands it a plan; Abort ends it.
 func Start(stdio Stdio) (*Launch, error) {
-	l := &Launch{start: time.Now()}
+	l := &Launch{start: time.Now(), signals: stdio.Signals}
+	if l.signals == nil {
+		l.signals, l.ownSigs = NotifySignals(), true
+	}
 	if stdio.Stdin == os.Stdin && stdio.Stdout == os.Stdout && stdio.Stderr == os.Stderr {
 		if e, ok := takeEarlyInit(); ok {
-			return l.adopt(e, stdio.Signals), nil
+			return l.adopt(e), nil
 		}
+	}
+	// What the init gets, and the launcher's ends of it; the spawner
+	// thread owns result[1] and hold[0] from the call on.
+	var theirs []*os.File
+	defer func() {
+		for _, f := range theirs {
+			f.Close()
+		}
+	}()
+	failed := func(err error) (*Launch, error) {
+		l.release()
+		return nil, err
 	}
 	planR, planW, err := os.Pipe()
 	if err != nil {
-		return nil, err
+		return failed(err)
 	}
-	defer planR.Close()
+	l.planW, theirs = planW, append(theirs, planR)
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
-		planW.Close()
-		return nil, err
+		return failed(err)
 	}
-	defer statusW.Close()
+	l.statusR, theirs = statusR, append(theirs, statusW)
 	// The init hands corral the proxy's listening sockets over this pair
 	// when the plan has a proxy; otherwise it just closes its end.
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		planW.Close()
-		statusR.Close()
-		return nil, err
+		return failed(err)
 	}
-	proxyR, proxyW := os.NewFile(uintptr(pair[0]), "proxy"), os.NewFile(uintptr(pair[1]), "proxy-init")
-	defer proxyW.Close()
-	// The spawner thread owns result[1] and hold[0] from the call on.
+	proxyW := os.NewFile(uintptr(pair[1]), "proxy-init")
+	l.proxyR, theirs = os.NewFile(uintptr(pair[0]), "proxy"), append(theirs, proxyW)
 	var result, hold [2]int
 	if err := unix.Pipe2(result[:], unix.O_CLOEXEC); err != nil {
-		planW.Close()
-		statusR.Close()
-		proxyR.Close()
-		return nil, err
+		return failed(err)
 	}
-	if err := unix.Pipe2(hold[:], unix.O_CLOEXEC); err != nil {
-		unix.Close(result[0])
-		unix.Close(result[1])
-		planW.Close()
-		statusR.Close()
-		proxyR.Close()
-		return nil, err
-	}
-	l.signals = stdio.Signals
-	if l.signals == nil {
-		l.signals, l.ownSigs = NotifySignals(), true
-	}
-	if err := spawnInit([]*os.File{stdio.Stdin, stdio.Stdout, stdio.Stderr, planR, statusW, proxyW}, result[1], hold[0]); err != nil {
-		unix.Close(result[0])
-		unix.Close(hold[1])
-		if l.ownSigs {
-			l.signals.Stop()
-		}
-		planW.Close()
-		statusR.Close()
-		proxyR.Close()
-		return nil, startError(err)
-	}
-	l.planW, l.proxyR, l.statusR = planW, proxyR, statusR
-	l.hold = os.NewFile(uintptr(hold[1]), "spawner-hold")
 	resultR := os.NewFile(uintptr(result[0]), "spawner-result")
+	if err := unix.Pipe2(hold[:], unix.O_CLOEXEC); err != nil {
+		resultR.Close()
+		unix.Close(result[1])
+		return failed(err)
+	}
+	l.hold = os.NewFile(uintptr(hold[1]), "spawner-hold")
+	if err := spawnInit([]*os.File{stdio.Stdin, stdio.Stdout, stdio.Stderr, planR, statusW, proxyW}, result[1], hold[0]); err != nil {
+		resultR.Close()
+		return failed(startError(err))
+	}
 	l.started = sync.OnceValue(func() error {
 		pid, pidfd, err := readSpawned(resultR)
 		resultR.Close()
@@ -120,25 +113,25 @@ func Start(stdio Stdio) (*Launch, error) {
 
 // startFailed lets go of a launch whose init did not start.
 func (l *Launch) startFailed(err error) error {
-	if l.hold != nil {
-		l.hold.Close()
-	}
-	l.planW.Close()
-	l.statusR.Close()
-	l.proxyR.Close()
-	if l.ownSigs {
-		l.signals.Stop()
-	}
+	l.release()
 	return startError(err)
 }
 
-// adopt takes the init the constructor forked (it has corral's stdio).
-func (l *Launch) adopt(e earlyInit, sigs *Signals) *Launch {
-	l.planW, l.statusR, l.proxyR = e.planW, e.statusR, e.sock
-	l.signals = sigs
-	if l.signals == nil {
-		l.signals, l.ownSigs = NotifySignals(), true
+// release closes the launcher's ends of a launch that never ran.
+func (l *Launch) release() {
+	for _, f := range []*os.File{l.planW, l.statusR, l.proxyR, l.hold} {
+		if f != nil {
+			f.Close()
+		}
 	}
+	if l.ownSigs {
+		l.signals.Stop()
+	}
+}
+
+// adopt takes the init the constructor forked (it has corral's stdio).
+func (l *Launch) adopt(e earlyInit) *Launch {
+	l.planW, l.statusR, l.proxyR = e.planW, e.statusR, e.sock
 	l.started = sync.OnceValue(func() error {
 		var err error
 		if l.proc, err = newInitProc(e.pid, e.pidfd); err != nil {
@@ -177,11 +170,7 @@ func (l *Launch) Abort() {
 	l.planW.Close()
 	l.proxyR.Close()
 	l.proc.Kill()
-	l.proc.Wait()
-	l.proc.Close()
-	if l.hold != nil {
-		l.hold.Close()
-	}
+	l.reap()
 	l.stopSignals()
 }
 
@@ -373,29 +362,16 @@ func sendLate(sock *os.File, bpf []byte, cg *Cgroup) error {
 	}()
 	njoin := 0
 	if cg != nil {
-		for _, f := range cg.JoinFiles() {
-			fd, err := unix.Open(f, unix.O_WRONLY|unix.O_CLOEXEC, 0)
-			if err != nil {
-				return fmt.Errorf("opening %s to join the run's cgroup: %w", f, err)
-			}
-			fds = append(fds, fd)
+		join, err := openForWriting(cg.JoinFiles())
+		if err != nil {
+			return fmt.Errorf("joining the run's cgroup: %w", err)
 		}
-		njoin = len(fds)
+		fds, njoin = join, len(join)
 		// Leaving is an optimisation: a parent that cannot be opened
 		// keeps PID 1 in the cgroup, and corral waits for it to exit.
-		var leave []int
-		for _, f := range cg.LeaveFiles() {
-			fd, err := unix.Open(f, unix.O_WRONLY|unix.O_CLOEXEC, 0)
-			if err != nil {
-				for _, fd := range leave {
-					unix.Close(fd)
-				}
-				leave = nil
-				break
-			}
-			leave = append(leave, fd)
+		if leave, err := openForWriting(cg.LeaveFiles()); err == nil {
+			fds = append(fds, leave...)
 		}
-		fds = append(fds, leave...)
 	}
 	msg := binary.LittleEndian.AppendUint32(nil, uint32(len(bpf)))
 	msg = binary.LittleEndian.AppendUint32(msg, uint32(njoin))
@@ -416,6 +392,22 @@ func sendLate(sock *os.File, bpf []byte, cg *Cgroup) error {
 		msg, oob = msg[n:], nil
 	}
 	return nil
+}
+
+// openForWriting opens every file, or none.
+func openForWriting(files []string) ([]int, error) {
+	var fds []int
+	for _, f := range files {
+		fd, err := unix.Open(f, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			for _, fd := range fds {
+				unix.Close(fd)
+			}
+			return nil, &os.PathError{Op: "open", Path: f, Err: err}
+		}
+		fds = append(fds, fd)
+	}
+	return fds, nil
 }
 
 // receiveFiles reads one message carrying file descriptors.

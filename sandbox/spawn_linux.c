@@ -24,7 +24,6 @@
 #include "spawn_linux.h"
 
 #define CHILD_STACK (64 << 10)
-#define HIGH_FD 6 // the child moves its fds here or above before placing them in 0-5
 
 struct corral_spawn {
 	int fds[CORRAL_SPAWN_FDS]; // the child's fd i is a copy of fds[i]
@@ -36,9 +35,24 @@ struct corral_spawn {
 	char *envp[1];
 };
 
+int corral_place_fds(const int *src, int first, int n) {
+	int high[CORRAL_SPAWN_FDS];
+	if (n > CORRAL_SPAWN_FDS) {
+		errno = EINVAL;
+		return -1;
+	}
+	for (int i = 0; i < n; i++)
+		if ((high[i] = fcntl(src[i], F_DUPFD_CLOEXEC, first + n)) < 0)
+			return -1;
+	for (int i = 0; i < n; i++)
+		if (dup2(high[i], first + i) < 0)
+			return -1;
+	return 0;
+}
+
 static int corral_child(void *arg) {
 	struct corral_spawn *s = arg;
-	int fds[CORRAL_SPAWN_FDS];
+	int errfd = s->errfd; // this child's copy of the error pipe
 	// Every signal is blocked (the thread's mask): no handler of Go's
 	// runs here before execve resets them; the init unblocks them.
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
@@ -49,22 +63,17 @@ static int corral_child(void *arg) {
 	}
 	if (setpgid(0, 0) < 0)
 		goto fail;
-	int errfd = fcntl(s->errfd, F_DUPFD_CLOEXEC, HIGH_FD);
-	if (errfd < 0)
+	// The error pipe, too, must survive the placing of fds 0-5.
+	int high = fcntl(errfd, F_DUPFD_CLOEXEC, CORRAL_SPAWN_FDS);
+	if (high < 0)
 		goto fail;
-	s->errfd = errfd;
-	for (int i = 0; i < CORRAL_SPAWN_FDS; i++) {
-		fds[i] = fcntl(s->fds[i], F_DUPFD_CLOEXEC, HIGH_FD);
-		if (fds[i] < 0)
-			goto fail;
-	}
-	for (int i = 0; i < CORRAL_SPAWN_FDS; i++)
-		if (dup2(fds[i], i) < 0)
-			goto fail;
+	errfd = high;
+	if (corral_place_fds(s->fds, 0, CORRAL_SPAWN_FDS) < 0)
+		goto fail;
 	execve("/proc/self/exe", s->argv, s->envp);
 fail:;
 	int err = errno;
-	(void)!write(s->errfd, &err, sizeof err);
+	(void)!write(errfd, &err, sizeof err);
 	_exit(127);
 }
 

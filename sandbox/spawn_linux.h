@@ -16,6 +16,12 @@
 // hold from the call on, and copies fds before returning.
 int corral_spawn_init(const int *fds, int result, int hold);
 
+// corral_place_fds makes fds first .. first+n-1 copies of src[0 .. n-1],
+// whatever numbers those have: each is first copied (close-on-exec) to
+// first+n or above, so none is overwritten before it is placed. -1 (errno
+// set) on failure.
+int corral_place_fds(const int *src, int first, int n);
+
 // corral_take_early hands over, once, the init stage the constructor
 // forked for `corral exec` (nsinit_linux.c): corral's ends of the plan
 // pipe, the status pipe and the socket, the init's pid and a pidfd (-1
