@@ -34,6 +34,15 @@ func cgroupsOf(t *testing.T, pid int) (memory, pids string) {
 	return memory, pids
 }
 
+// cgroupDirs are the folders of a run's cgroup, from its memory and pids
+// paths (one folder on cgroup v2, named by the memory path).
+func cgroupDirs(memory, pids string) []string {
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		return []string{filepath.Join("/sys/fs/cgroup", memory)}
+	}
+	return []string{filepath.Join("/sys/fs/cgroup/memory", memory), filepath.Join("/sys/fs/cgroup/pids", pids)}
+}
+
 // TestLimitTimeoutLeavesNothing runs past --timeout with background jobs,
 // double-forked setsid children and a daemon: corral exits 124 soon after
 // the timeout and none of them survives.
@@ -152,10 +161,7 @@ func TestLimitStaleCgroup(t *testing.T) {
 	if !strings.Contains(memory, "/corral/run-") || !strings.Contains(pidsPath, "/corral/run-") {
 		t.Fatalf("the command is not in a corral cgroup: memory %q, pids %q", memory, pidsPath)
 	}
-	dirs := []string{filepath.Join("/sys/fs/cgroup/memory", memory), filepath.Join("/sys/fs/cgroup/pids", pidsPath)}
-	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
-		dirs = []string{filepath.Join("/sys/fs/cgroup", memory)} // cgroup v2
-	}
+	dirs := cgroupDirs(memory, pidsPath)
 	cmd.Process.Kill()
 	cmd.Wait()
 	noSurvivors(t, marker)
@@ -237,10 +243,7 @@ func TestLimitCgroupRemoved(t *testing.T) {
 	// The report names the memory cgroup; the pids one has the same name
 	// under corral's pids cgroup (this test's, as corral is its child).
 	_, ownPids := cgroupsOf(t, os.Getpid())
-	dirs := []string{filepath.Join("/sys/fs/cgroup/memory", rep.Cgroup), filepath.Join("/sys/fs/cgroup/pids", ownPids, "corral", filepath.Base(rep.Cgroup))}
-	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
-		dirs = []string{filepath.Join("/sys/fs/cgroup", rep.Cgroup)} // cgroup v2
-	}
+	dirs := cgroupDirs(rep.Cgroup, filepath.Join(ownPids, "corral", filepath.Base(rep.Cgroup)))
 	for _, d := range dirs {
 		if _, err := os.Stat(filepath.Dir(d)); err != nil {
 			t.Fatalf("control: the cgroup's parent %s is not there: %v", filepath.Dir(d), err)

@@ -68,20 +68,26 @@ const leftovers = 4 // processes leftoverScript starts
 // attack.sh and returns once the script printed READY.
 func startCorral(t *testing.T, u user, work, script string) (*exec.Cmd, *bufio.Scanner) {
 	t.Helper()
-	return startCorralEnv(t, u, work, script, nil)
+	return startCorralEnv(t, u, work, script, defaultEnv())
 }
 
 // initModes are the two ways corral starts the sandbox's init: forked by
 // its constructor before Go starts (the CLI's way), or from a thread when
 // Run asks (a library caller's way, CORRAL_EARLY_INIT=0).
 type initMode struct {
-	name string
-	env  []string // nil: the default environment
+	name  string
+	extra []string // added to the default environment
 }
 
 var initModes = []initMode{
 	{"early init", nil},
-	{"spawned init", append(defaultEnv(), "CORRAL_EARLY_INIT=0")},
+	{"spawned init", []string{"CORRAL_EARLY_INIT=0"}},
+}
+
+// env is corral's environment in this mode: the default, the mode's own
+// variables and extra.
+func (m initMode) env(extra ...string) []string {
+	return append(append(defaultEnv(), m.extra...), extra...)
 }
 
 // inBothInitModes runs fn as root and as the unprivileged user, each time
@@ -149,7 +155,7 @@ func TestProcSigkillCorral(t *testing.T) {
 		attack(t, "process", "outlive corral killed by SIGKILL ("+m.name+")")
 		f := newFS(t, u)
 		marker := token("CORRALMARK")
-		cmd, _ := startCorralEnv(t, u, f.work, leftoverScript(marker)+"echo READY\nexec ./probe sleep "+marker+"-fg\n", m.env)
+		cmd, _ := startCorralEnv(t, u, f.work, leftoverScript(marker)+"echo READY\nexec ./probe sleep "+marker+"-fg\n", m.env())
 		if !waitFor(30*time.Second, func() bool { return len(markedPIDs(marker)) >= leftovers+1 }) {
 			t.Fatalf("control: want %d marked processes on the host, found %v", leftovers+1, markedPIDs(marker))
 		}
@@ -228,7 +234,7 @@ func TestProcSigtermForwarded(t *testing.T) {
 				t.Run(c.name+", "+m.name, func(t *testing.T) {
 					attack(t, "process", "SIGTERM forwarding ("+c.name+", "+m.name+")")
 					f := newFS(t, u)
-					cmd, sc := startCorralEnv(t, u, f.work, c.script, m.env)
+					cmd, sc := startCorralEnv(t, u, f.work, c.script, m.env())
 					start := time.Now()
 					cmd.Process.Signal(syscall.SIGTERM)
 					var rest strings.Builder
@@ -414,7 +420,7 @@ func TestProcSignalMask(t *testing.T) {
 		f := newFS(t, u)
 		writeFile(t, filepath.Join(f.work, "attack.sh"), "grep '^SigBlk:' /proc/self/status\necho "+attackDone+"\n", 0o644)
 		own(t, u, filepath.Join(f.work, "attack.sh"))
-		r := u.run(t, runOpts{args: []string{"exec", "--work-dir", f.work, "--", "sh", "attack.sh"}, dir: f.work, env: m.env})
+		r := u.run(t, runOpts{args: []string{"exec", "--work-dir", f.work, "--", "sh", "attack.sh"}, dir: f.work, env: m.env()})
 		var fields []string
 		for _, l := range strings.Split(r.stdout, "\n") {
 			if strings.HasPrefix(l, "SigBlk:") {
@@ -452,9 +458,9 @@ func TestProcInitCommandLine(t *testing.T) {
 }
 
 // wrapped runs corral through sh -c script (script ends with
-// `exec "$0" "$@"`, $0 being corral), as the user u, and returns its
-// result.
-func wrapped(t *testing.T, u user, work, script string, args ...string) result {
+// `exec "$0" "$@"`, $0 being corral), as the user u, in the environment
+// env, and returns its result.
+func wrapped(t *testing.T, u user, work string, env []string, script string, args ...string) result {
 	t.Helper()
 	argv := append([]string{"sh", "-c", script, corralBin}, args...)
 	if u.unpriv {
@@ -463,7 +469,7 @@ func wrapped(t *testing.T, u user, work, script string, args ...string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir, cmd.Env = work, defaultEnv()
+	cmd.Dir, cmd.Env = work, env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
@@ -488,11 +494,7 @@ func TestProcParentIgnoredSignals(t *testing.T) {
 	inBothInitModes(t, func(t *testing.T, u user, m initMode) {
 		attack(t, "process", "hand the sandbox ignored signals ("+m.name+")")
 		f := newFS(t, u)
-		env := ""
-		if m.env != nil {
-			env = "CORRAL_EARLY_INIT=0 "
-		}
-		r := wrapped(t, u, f.work, `trap "" CHLD PIPE; `+env+`exec "$0" "$@"`,
+		r := wrapped(t, u, f.work, m.env(), `trap "" CHLD PIPE; exec "$0" "$@"`,
 			"exec", "--work-dir", f.work, "--", "sh", "-c", "sleep 2 & grep '^SigIgn:' /proc/self/status; exit 3")
 		if r.code != 3 {
 			t.Errorf("exit %d, want the command's 3:\n%s", r.code, r)
@@ -514,7 +516,7 @@ func TestProcClosedStdio(t *testing.T) {
 	users(t, func(t *testing.T, u user) {
 		attack(t, "process", "start corral with its standard fds closed")
 		f := newFS(t, u)
-		r := wrapped(t, u, f.work, `exec "$0" "$@" <&- >&- 2>&-`,
+		r := wrapped(t, u, f.work, defaultEnv(), `exec "$0" "$@" <&- >&- 2>&-`,
 			"exec", "--work-dir", f.work, "--", "sh", "-c", "echo done > out; echo x; echo y >&2; exit 4")
 		if r.code != 4 {
 			t.Errorf("exit %d, want the command's 4:\n%s", r.code, r)
@@ -534,10 +536,7 @@ func TestProcSigtermDuringSetup(t *testing.T) {
 	inBothInitModes(t, func(t *testing.T, u user, m initMode) {
 		attack(t, "process", "lose a SIGTERM sent while the sandbox is built ("+m.name+")")
 		f := newFS(t, u)
-		env := append(defaultEnv(), "CORRAL_MOUNT_PAUSE=400ms")
-		if m.env != nil {
-			env = append(env, "CORRAL_EARLY_INIT=0")
-		}
+		env := m.env("CORRAL_MOUNT_PAUSE=400ms")
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		cmd := u.command(ctx, runOpts{args: []string{"exec", "--work-dir", f.work, "--", "sleep", "5"}, dir: f.work, env: env})
@@ -569,7 +568,7 @@ func TestProcSigtermAtStart(t *testing.T) {
 		f := newFS(t, u)
 		for i := range 24 {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			cmd := u.command(ctx, runOpts{args: []string{"exec", "--work-dir", f.work, "--", "sleep", "5"}, dir: f.work, env: m.env})
+			cmd := u.command(ctx, runOpts{args: []string{"exec", "--work-dir", f.work, "--", "sleep", "5"}, dir: f.work, env: m.env()})
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			if err := cmd.Start(); err != nil {
