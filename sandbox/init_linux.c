@@ -19,6 +19,7 @@
 #include <net/if.h>
 #include <sched.h>
 #include <netinet/in.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -104,6 +105,11 @@ static void report(const char *line) {
 	(void)!write(STATUS_FD, line, len);
 }
 
+// While mounts are placed ahead of the plan (mounts_ahead), a failure
+// jumps back there instead of ending the init; ahead_why says what failed.
+static jmp_buf *ahead_jmp;
+static char ahead_why[1200];
+
 // fail reports a failed stage and ends the init (and with it the sandbox).
 static void fail(const char *stage, int err, const char *fmt, ...) {
 	char msg[1024], buf[2048];
@@ -118,6 +124,12 @@ static void fail(const char *stage, int err, const char *fmt, ...) {
 	size_t n = (size_t)snprintf(buf, sizeof buf, "{\"error\":{\"stage\":\"%s\",\"message\":\"", stage);
 	n = json_append(buf, n, sizeof buf - 64, msg);
 	snprintf(buf + n, sizeof buf - n, "\",\"errno\":%d}}\n", err);
+	if (ahead_jmp) {
+		// Placing the mounts ahead of the plan failed: nothing is
+		// reported; the plan's own mounts are made once it comes.
+		snprintf(ahead_why, sizeof ahead_why, "%s: %s", stage, msg);
+		longjmp(*ahead_jmp, 1);
+	}
 	report(buf);
 	_exit(1);
 }
@@ -212,23 +224,28 @@ static char *alloc_read(int fd, size_t len, const char *what) {
 	return buf;
 }
 
-// read_plan reads the plan: a 4-byte little-endian length, then records of
-// one tag byte, a 4-byte little-endian length and the payload (fields
-// separated by NUL bytes).
-static void read_plan(struct plan *pl) {
-	unsigned char hdr[4];
-	read_full(PLAN_FD, (char *)hdr, 4);
-	size_t len = le32(hdr);
-	if (len > MAX_PLAN)
-		fail("plan", 0, "plan larger than %d bytes", MAX_PLAN);
-	char *buf = alloc_read(PLAN_FD, len, "plan");
-	if (len == 0)
-		fail("plan", 0, "no plan");
+// mount_record reports whether a record tag belongs to the mount block:
+// the records setup_staging reads, which corral sends one after another.
+// The block is what the mount cache holds (mounts_ahead).
+static int mount_record(char tag) {
+	return tag == 'M' || tag == 'W' || tag == 'm';
+}
+
+// parse_plan parses len bytes of records (one tag byte, a 4-byte
+// little-endian length, then the payload, its fields ended by NUL bytes)
+// into pl, which points into buf. With only_mounts, a record outside the
+// mount block is refused (a cached block). *block is set to the mount
+// block's bytes (NULL when its records are not all together).
+static void parse_plan(struct plan *pl, const char *buf, size_t len, int only_mounts, const char **block, size_t *block_len) {
 	memset(pl, 0, sizeof *pl);
-	size_t off = 0;
+	legacy_mounts = 0;
+	mount_pause_us = 0;
+	size_t off = 0, first = 0, last = 0;
+	int in_block = 0, after_block = 0, scattered = 0;
 	while (off < len) {
 		if (len - off < 5)
 			fail("plan", 0, "truncated record header");
+		size_t at = off;
 		char tag = buf[off];
 		uint32_t n = le32(buf + off + 1);
 		off += 5;
@@ -236,6 +253,18 @@ static void read_plan(struct plan *pl) {
 			fail("plan", 0, "truncated record");
 		const char *p = buf + off, *end = buf + off + n;
 		off += n;
+		if (mount_record(tag)) {
+			if (after_block)
+				scattered = 1;
+			if (!in_block)
+				first = at;
+			in_block = 1;
+			last = off;
+		} else if (only_mounts) {
+			fail("plan", 0, "record %c in a mount block", tag);
+		} else if (in_block) {
+			after_block = 1;
+		}
 		switch (tag) {
 		case 'T':
 			trace = 1;
@@ -299,6 +328,22 @@ static void read_plan(struct plan *pl) {
 			fail("plan", 0, "unknown record %c", tag);
 		}
 	}
+	*block = in_block && !scattered ? buf + first : NULL;
+	*block_len = in_block && !scattered ? last - first : 0;
+}
+
+// read_plan reads the plan from corral: a 4-byte little-endian length,
+// then the records (parse_plan). *block is its mount block.
+static void read_plan(struct plan *pl, const char **block, size_t *block_len) {
+	unsigned char hdr[4];
+	read_full(PLAN_FD, (char *)hdr, 4);
+	size_t len = le32(hdr);
+	if (len > MAX_PLAN)
+		fail("plan", 0, "plan larger than %d bytes", MAX_PLAN);
+	char *buf = alloc_read(PLAN_FD, len, "plan");
+	if (len == 0)
+		fail("plan", 0, "no plan");
+	parse_plan(pl, buf, len, 0, block, block_len);
 	if (!pl->path || !pl->dir || !pl->hostname || pl->nargv == 0)
 		fail("plan", 0, "plan lacks the command, folder or hostname");
 	pl->argv = grow(pl->argv, pl->nargv, sizeof *pl->argv);
@@ -676,10 +721,13 @@ static void place_bind(struct plan *pl, size_t i, const char *target, int cloned
 	}
 }
 
-// setup_mounts builds a new root holding only the plan's mounts and pivots
-// into it. Bind sources are opened first, so the staging tmpfs over /tmp
-// cannot hide a work dir under /tmp.
-static void setup_mounts(struct plan *pl) {
+// staging_mounted says the staging tmpfs (the new root) covers /tmp.
+static int staging_mounted;
+
+// setup_staging builds, on a tmpfs over /tmp, a new root holding only the
+// plan's mounts (enter_root pivots into it). Bind sources are opened
+// first, so the staging tmpfs cannot hide a work dir under /tmp.
+static void setup_staging(struct plan *pl) {
 	char target[4096];
 	int cloned = !legacy_mounts; // binds are detached copies with their flags set
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
@@ -714,6 +762,7 @@ static void setup_mounts(struct plan *pl) {
 		usleep((useconds_t)mount_pause_us);
 	if (mount("tmpfs", STAGING, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") < 0)
 		fail("mounts", errno, "mounting the new root");
+	staging_mounted = 1;
 	for (size_t i = 0; i < pl->nmounts; i++) {
 		struct mount_step *m = &pl->mounts[i];
 		struct stat st;
@@ -766,6 +815,23 @@ static void setup_mounts(struct plan *pl) {
 	if (host_tmp >= 0)
 		close(host_tmp); // nothing of the host's stays open in PID 1
 	host_tmp = -1;
+}
+
+// drop_staging removes a new root built ahead of the plan that is not the
+// plan's (the staging tmpfs and every mount on it), and closes what
+// building it left open: every fd above the five PID 1 starts with.
+static void drop_staging(void) {
+	if (syscall(SYS_close_range, 6U, ~0U, 0U) < 0)
+		for (int fd = 6; fd < 4096; fd++)
+			close(fd);
+	host_tmp = -1;
+	if (staging_mounted && umount2(STAGING, MNT_DETACH) < 0)
+		fail("mounts", errno, "removing the mounts placed ahead of the plan");
+	staging_mounted = 0;
+}
+
+// enter_root pivots into the new root and detaches the old one.
+static void enter_root(void) {
 	if (chdir(STAGING) < 0)
 		fail("mounts", errno, "chdir new root");
 	if (syscall(SYS_pivot_root, ".", ".") < 0)
@@ -774,6 +840,80 @@ static void setup_mounts(struct plan *pl) {
 		fail("mounts", errno, "detaching the old root");
 	if (chdir("/") < 0)
 		fail("mounts", errno, "chdir /");
+}
+
+// ---- mounts placed ahead of the plan ----
+
+// A mount cache file: this header (the magic, then the cache key as 8
+// little-endian bytes), then a mount block as corral sent it in a plan.
+#define MOUNT_CACHE_MAGIC "corral mounts 1\n"
+#define MOUNT_CACHE_HEADER (sizeof MOUNT_CACHE_MAGIC - 1 + 8)
+#define MAX_MOUNT_CACHE (1 << 20)
+
+struct ahead {
+	const char *block; // the cached mount block the new root was built from
+	size_t len;
+	int built;
+	const char *why; // why nothing was built ahead (for the trace)
+};
+
+// mounts_ahead builds the new root from the mount block in this run's
+// mount cache, which the last run with the same options, folder and user
+// left there (nsinit_linux.c chooses the file, corral writes it), while
+// corral still probes the host and builds the plan. The plan decides: the
+// root is used only if the plan's mount block is byte for byte the cached
+// one (the same mounts in the same order), so the cache can make a run
+// faster but never different; any other root is dropped and the plan's
+// built. A failure here (a cached source gone, say) only drops the root.
+// The file must be this user's and writable by nobody else.
+static void mounts_ahead(struct ahead *a) {
+	static jmp_buf jb;
+	static struct plan cached;
+	memset(a, 0, sizeof *a);
+	a->why = "no cache";
+	if (!corral_mount_cache)
+		return;
+	if (setjmp(jb)) {
+		ahead_jmp = NULL;
+		drop_staging();
+		a->why = ahead_why;
+		return;
+	}
+	ahead_jmp = &jb;
+	int fd = open(corral_mount_cache, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		fail("cache", errno, "open");
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		fail("cache", errno, "fstat");
+	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022) || st.st_size <= (off_t)MOUNT_CACHE_HEADER || st.st_size > MAX_MOUNT_CACHE)
+		fail("cache", 0, "not this user's, or the wrong size");
+	size_t len = (size_t)st.st_size;
+	char *buf = malloc(len);
+	if (!buf)
+		fail("cache", ENOMEM, "allocating");
+	for (size_t got = 0; got < len;) {
+		ssize_t n = read(fd, buf + got, len - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			fail("cache", n < 0 ? errno : 0, "reading");
+		got += (size_t)n;
+	}
+	close(fd);
+	uint64_t key = (uint64_t)le32(buf + MOUNT_CACHE_HEADER - 8) | (uint64_t)le32(buf + MOUNT_CACHE_HEADER - 4) << 32;
+	if (memcmp(buf, MOUNT_CACHE_MAGIC, MOUNT_CACHE_HEADER - 8) != 0 || key != corral_mount_cache_key)
+		fail("cache", 0, "another run's");
+	const char *block;
+	size_t block_len;
+	parse_plan(&cached, buf + MOUNT_CACHE_HEADER, len - MOUNT_CACHE_HEADER, 1, &block, &block_len);
+	if (!block || block_len != len - MOUNT_CACHE_HEADER)
+		fail("cache", 0, "no mount block");
+	setup_staging(&cached);
+	ahead_jmp = NULL;
+	a->block = block;
+	a->len = block_len;
+	a->built = 1;
 }
 
 // read_late receives what corral sends on the socket once the plan is on
@@ -1038,11 +1178,29 @@ void corral_init_main(void) {
 	// Every sandbox has lo up and nothing else: done while the plan is
 	// still being built.
 	loopback_up();
-	read_plan(&pl);
+	struct ahead ahead;
+	mounts_ahead(&ahead);
+	struct timespec built;
+	clock_gettime(CLOCK_MONOTONIC, &built);
+	long ahead_us = (built.tv_sec - last.tv_sec) * 1000000L + (built.tv_nsec - last.tv_nsec) / 1000;
+	last = built;
+	const char *mounts;
+	size_t mounts_len;
+	read_plan(&pl, &mounts, &mounts_len);
 	close(PLAN_FD);
+	if (trace)
+		dprintf(2, "corral init: %-12s %6ld µs (%s)\n", "ahead", ahead_us, ahead.built ? "built" : ahead.why);
 	step("plan");
-	setup_mounts(&pl);
-	step("mounts");
+	if (ahead.built && mounts && mounts_len == ahead.len && memcmp(mounts, ahead.block, mounts_len) == 0) {
+		enter_root();
+		step("pivot");
+	} else {
+		if (ahead.built)
+			drop_staging();
+		setup_staging(&pl);
+		enter_root();
+		step("mounts");
+	}
 	read_late(&pl);
 	step("late");
 	join_cgroup(&pl);

@@ -1,3 +1,12 @@
+#include <stdint.h>
+
+// corral_mount_cache is the mount cache file of this run (the init reads
+// it in mounts_ahead, corral writes it), chosen by the constructor that
+// forked the init; NULL when there is none. corral_mount_cache_key is the
+// key the file's header must hold.
+extern const char *corral_mount_cache;
+extern uint64_t corral_mount_cache_key;
+
 // corral_init_main is the sandbox's PID 1 (init_linux.c); it never returns.
 void corral_init_main(void) __attribute__((noreturn));
 

@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,6 +183,57 @@ static void corral_scrub(int argc, char **argv, char **envp) {
 		memset(*e, 0, strlen(*e));
 }
 
+const char *corral_mount_cache;
+uint64_t corral_mount_cache_key;
+
+// corral_hash folds s, with its NUL, into the FNV-1a hash h.
+static uint64_t corral_hash(uint64_t h, const char *s) {
+	do
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	while (*s++);
+	return h;
+}
+
+// corral_choose_mount_cache picks the file the init builds its new root
+// ahead from (mounts_ahead, init_linux.c) and corral saves the plan's
+// mounts to: one of 256 per user, chosen by a hash of the user, the
+// current folder and corral's arguments before "--" (the skills, the
+// folders, the flags), since those decide the mounts. The folder is
+// /run/corral/mounts for root, $XDG_RUNTIME_DIR/corral/mounts for
+// others (no sandbox can see either), or CORRAL_MOUNT_CACHE when that is
+// a path ("0": no cache). A wrong pick costs time only: the plan decides
+// what is mounted.
+static void corral_choose_mount_cache(int argc, char **argv) {
+	static char path[4096];
+	const char *dir = getenv("CORRAL_MOUNT_CACHE");
+	if (dir && strcmp(dir, "0") == 0)
+		return;
+	uint64_t h = 14695981039346656037ULL;
+	char buf[4096];
+	uid_t uid = geteuid();
+	snprintf(buf, sizeof buf, "%u", (unsigned)uid);
+	h = corral_hash(h, buf);
+	if (!getcwd(buf, sizeof buf))
+		return;
+	h = corral_hash(h, buf);
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		h = corral_hash(h, argv[i]);
+	int n;
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	if (dir && dir[0] == '/')
+		n = snprintf(path, sizeof path, "%s/%02x", dir, (unsigned)(h & 255));
+	else if (uid == 0)
+		n = snprintf(path, sizeof path, "/run/corral/mounts/%02x", (unsigned)(h & 255));
+	else if (xdg && xdg[0] == '/')
+		n = snprintf(path, sizeof path, "%s/corral/mounts/%02x", xdg, (unsigned)(h & 255));
+	else
+		return;
+	if (n <= 0 || (size_t)n >= sizeof path)
+		return;
+	corral_mount_cache = path;
+	corral_mount_cache_key = h;
+}
+
 static void corral_early_start(int argc, char **argv, char **envp) {
 	// With a standard fd closed, the pipes would take its number (and Go
 	// its place as os.Stdin, os.Stdout or os.Stderr): leave the init to
@@ -204,6 +256,7 @@ static void corral_early_start(int argc, char **argv, char **envp) {
 		close(status[1]);
 		return;
 	}
+	corral_choose_mount_cache(argc, argv);
 	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid == 0) {
@@ -249,6 +302,11 @@ int corral_take_early(int out[5]) {
 	out[3] = corral_early.pid;
 	out[4] = corral_early.pidfd;
 	return 0;
+}
+
+const char *corral_early_mount_cache(unsigned long long *key) {
+	*key = corral_mount_cache_key;
+	return corral_mount_cache;
 }
 
 // corral_cli is defined by cmd/corral only: another program that links

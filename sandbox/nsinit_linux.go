@@ -43,6 +43,8 @@ func spawnInit(files []*os.File, result, hold int) error {
 type earlyInit struct {
 	planW, statusR, sock *os.File
 	pid, pidfd           int
+	mountCache           string // the mount cache file ("" for none)
+	mountCacheKey        uint64
 }
 
 // takeEarlyInit hands over that init, once; false when there is none.
@@ -51,13 +53,18 @@ func takeEarlyInit() (earlyInit, bool) {
 	if C.corral_take_early(&out[0]) != 0 {
 		return earlyInit{}, false
 	}
-	return earlyInit{
+	e := earlyInit{
 		planW:   os.NewFile(uintptr(out[0]), "plan"),
 		statusR: os.NewFile(uintptr(out[1]), "status"),
 		sock:    os.NewFile(uintptr(out[2]), "proxy"),
 		pid:     int(out[3]),
 		pidfd:   int(out[4]),
-	}, true
+	}
+	var key C.ulonglong
+	if p := C.corral_early_mount_cache(&key); p != nil {
+		e.mountCache, e.mountCacheKey = C.GoString(p), uint64(key)
+	}
+	return e, true
 }
 
 // readSpawned reads what the spawner thread wrote: the init's pid (or the

@@ -9,8 +9,10 @@ import (
 // encodePlan writes the plan in the init stage's wire format (read by
 // read_plan in init_linux.c): records of one tag byte, a 4-byte
 // little-endian payload length, and the payload, whose fields are
-// NUL-terminated. A format this small needs no JSON parser in C.
-func encodePlan(p *Plan) []byte {
+// NUL-terminated. A format this small needs no JSON parser in C. mounts
+// is the mount block: the records the init's mounts come from (M, W and
+// m), together, which is what the mount cache holds.
+func encodePlan(p *Plan) (data, mounts []byte) {
 	b := []byte{0, 0, 0, 0} // the length, filled in below
 	rec := func(tag byte, fields ...string) {
 		n := 0
@@ -26,12 +28,6 @@ func encodePlan(p *Plan) []byte {
 	if p.Trace {
 		rec('T')
 	}
-	if p.LegacyMounts {
-		rec('M')
-	}
-	if p.MountPause > 0 {
-		rec('W', strconv.FormatInt(p.MountPause.Microseconds(), 10))
-	}
 	rec('h', p.Hostname)
 	rec('d', p.Dir)
 	rec('p', p.Path)
@@ -40,6 +36,13 @@ func encodePlan(p *Plan) []byte {
 	}
 	for _, e := range p.Env {
 		rec('e', e)
+	}
+	start := len(b)
+	if p.LegacyMounts {
+		rec('M')
+	}
+	if p.MountPause > 0 {
+		rec('W', strconv.FormatInt(p.MountPause.Microseconds(), 10))
 	}
 	kinds := map[MountKind]string{MountTmpfs: "t", MountProc: "p", MountBind: "b", MountDev: "v", MountSymlnk: "l", MountDir: "d", MountCopy: "c", MountFile: "w"}
 	for _, m := range p.Mounts {
@@ -56,6 +59,7 @@ func encodePlan(p *Plan) []byte {
 		}
 		rec('m', kinds[m.Kind], flags.String(), m.Source, m.Target)
 	}
+	end := len(b)
 	l := p.Landlock
 	rec('l', strconv.Itoa(l.ABI), strconv.FormatUint(l.HandledFS, 10), strconv.FormatUint(l.HandledNet, 10), strconv.FormatUint(l.Scoped, 10))
 	for _, r := range l.Rules {
@@ -68,7 +72,7 @@ func encodePlan(p *Plan) []byte {
 		rec('P', strconv.Itoa(p.Proxy.Port))
 	}
 	binary.LittleEndian.PutUint32(b, uint32(len(b)-4))
-	return b
+	return b, b[start:end:end]
 }
 
 // RunInit is reached only if the C init stage did not take over (it never

@@ -36,6 +36,10 @@ type Launch struct {
 	ownSigs  bool     // Start made them (no Stdio.Signals)
 	stopped  sync.Once
 	start    time.Time
+	// The mount cache file the init builds ahead from (an adopted early
+	// init only; mountcache_linux.go) and its key.
+	mountCache    string
+	mountCacheKey uint64
 }
 
 // Start starts the init stage in new namespaces and returns at once; the
@@ -132,6 +136,7 @@ func (l *Launch) release() {
 // adopt takes the init the constructor forked (it has corral's stdio).
 func (l *Launch) adopt(e earlyInit) *Launch {
 	l.planW, l.statusR, l.proxyR = e.planW, e.statusR, e.sock
+	l.mountCache, l.mountCacheKey = e.mountCache, e.mountCacheKey
 	l.started = sync.OnceValue(func() error {
 		var err error
 		if l.proc, err = newInitProc(e.pid, e.pidfd); err != nil {
@@ -201,14 +206,22 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 	if err := l.started(); err != nil {
 		return nil, err
 	}
-	data := encodePlan(plan)
+	data, mounts := encodePlan(plan)
+	// A plan that fits in the pipe is written here, at once; a larger one
+	// waits in a goroutine until the init reads (it reads once it has
+	// built its root ahead, which needs nothing from corral).
+	if len(data) <= pipeCapacity(l.planW) {
+		l.planW.Write(data)
+		l.planW.Close()
+	} else {
+		go func() {
+			l.planW.Write(data)
+			l.planW.Close()
+		}()
+	}
 	if plan.Trace {
 		fmt.Fprintf(os.Stderr, "corral exec: plan sent   (at %d)\n", time.Now().UnixMicro()%1e7)
 	}
-	go func() {
-		l.planW.Write(data)
-		l.planW.Close()
-	}()
 	// While the init places its mounts: the cgroup and the seccomp filter.
 	var cg *Cgroup
 	if opts.Cgroup != nil {
@@ -229,6 +242,15 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 	}
 	if plan.Trace {
 		fmt.Fprintf(os.Stderr, "corral exec: late sent   (at %d)\n", time.Now().UnixMicro()%1e7)
+	}
+	// While the init finishes: the mounts for the next run like this one.
+	// A plan that pauses its mounts (tests' race windows) is not saved:
+	// built ahead, the pause would not be where the test needs it.
+	if l.mountCache != "" && plan.MountPause == 0 {
+		err := saveMountCache(l.mountCache, l.mountCacheKey, mounts)
+		if plan.Trace {
+			fmt.Fprintf(os.Stderr, "corral exec: mount cache %s (saved: %v)\n", l.mountCache, err == nil)
+		}
 	}
 	if plan.Proxy != nil {
 		files, err := receiveFiles(l.proxyR)
@@ -461,4 +483,20 @@ func startError(err error) error {
 		return fmt.Errorf("%w: creating the sandbox's user namespace: %v", ErrProtection, err)
 	}
 	return fmt.Errorf("starting the sandbox: %w", err)
+}
+
+// pipeCapacity is how many bytes the pipe f takes before a write blocks
+// (0 when the kernel does not say).
+func pipeCapacity(f *os.File) int {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	n := 0
+	rc.Control(func(fd uintptr) {
+		if v, err := unix.FcntlInt(fd, unix.F_GETPIPE_SZ, 0); err == nil {
+			n = v
+		}
+	})
+	return n
 }

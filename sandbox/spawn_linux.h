@@ -28,4 +28,9 @@ int corral_place_fds(const int *src, int first, int n);
 // without). -1: there is none, or it was taken.
 int corral_take_early(int out[5]);
 
+// corral_early_mount_cache returns the mount cache file the constructor
+// chose for this run (init_linux.h) and sets *key to its key; NULL when
+// there is none.
+const char *corral_early_mount_cache(unsigned long long *key);
+
 #endif

