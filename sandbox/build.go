@@ -382,8 +382,9 @@ func (b *builder) grants() {
 					b.warn("%s is inside a code folder: it is noexec in this run, but what the command writes there can be mapped as a library by later runs with an exec allowlist and by the host's programs", e.Value)
 				}
 				if w.write {
-					if i := slices.IndexFunc(b.facts.IndexDirs, func(d string) bool { return isUnder(d, b.facts.file(r).Real) }); i >= 0 {
-						b.errs = append(b.errs, fmt.Sprintf("%s covers %s, where corral keeps its program index: a sandbox that could write there could hide programs from the exec allowlist of later runs", e.Value, b.facts.IndexDirs[i]))
+					real := b.facts.file(r).Real
+					if i := slices.IndexFunc(b.facts.StateDirs, func(d string) bool { return isUnder(d, real) || isUnder(real, d) }); i >= 0 {
+						b.errs = append(b.errs, fmt.Sprintf("%s reaches %s, where corral keeps its program index and mount cache: a sandbox that could write there could hide programs from the exec allowlist of later runs, or slow them down", e.Value, b.facts.StateDirs[i]))
 						continue
 					}
 				}

@@ -33,8 +33,9 @@ type Facts struct {
 	// ProgramIndex, with an exec allowlist, lists the folders the
 	// sandbox could map code from that hold programs.
 	ProgramIndex *ProgramIndex `json:"program_index,omitempty"`
-	// IndexDirs hold the program index files: no grant may write there.
-	IndexDirs []string `json:"index_dirs,omitempty"`
+	// StateDirs hold what later runs trust: the program index and the
+	// mount cache. No write grant may cover them or reach into them.
+	StateDirs []string `json:"state_dirs,omitempty"`
 	// Listings are the folders directly inside folders that a grant
 	// covers together with a code root (a grant of /usr/**), with an
 	// exec allowlist: all but the code roots' ancestors are bound noexec.

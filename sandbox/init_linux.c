@@ -231,6 +231,12 @@ static int mount_record(char tag) {
 	return tag == 'M' || tag == 'W' || tag == 'm';
 }
 
+// cacheable_record reports whether a record may be in a cached mount
+// block: not W, which would hold the init (corral never saves one).
+static int cacheable_record(char tag) {
+	return tag == 'M' || tag == 'm';
+}
+
 // parse_plan parses len bytes of records (one tag byte, a 4-byte
 // little-endian length, then the payload, its fields ended by NUL bytes)
 // into pl, which points into buf. With only_mounts, a record outside the
@@ -253,6 +259,8 @@ static void parse_plan(struct plan *pl, const char *buf, size_t len, int only_mo
 			fail("plan", 0, "truncated record");
 		const char *p = buf + off, *end = buf + off + n;
 		off += n;
+		if (only_mounts && !cacheable_record(tag))
+			fail("plan", 0, "record %c in a cached mount block", tag);
 		if (mount_record(tag)) {
 			if (after_block)
 				scattered = 1;
@@ -260,8 +268,6 @@ static void parse_plan(struct plan *pl, const char *buf, size_t len, int only_mo
 				first = at;
 			in_block = 1;
 			last = off;
-		} else if (only_mounts) {
-			fail("plan", 0, "record %c in a mount block", tag);
 		} else if (in_block) {
 			after_block = 1;
 		}
@@ -354,10 +360,107 @@ static void read_plan(struct plan *pl, const char **block, size_t *block_len) {
 
 // ---- mounts ----
 
+// While the root is built ahead of the plan (mounts_ahead), the init makes
+// nothing outside the tmpfs mounts it made itself: a mount point, folder,
+// copy, file or symlink in a bound host folder would change the host for
+// a root that may never be used, from a cache the plan has not vouched
+// for. (The plan's own build may: it makes the mount points of protected
+// paths in a writable work dir.) The ahead build then fails, and the
+// plan's build does it.
+static int building_ahead;
+#define MAX_OWN_TMPFS 64
+static dev_t own_tmpfs[MAX_OWN_TMPFS];
+static size_t n_own_tmpfs;
+
+// own_tmpfs_mounted records the tmpfs just mounted at path as one the
+// init may make things in while building ahead.
+static void own_tmpfs_mounted(const char *path) {
+	struct stat st;
+	if (!building_ahead)
+		return;
+	if (n_own_tmpfs == MAX_OWN_TMPFS || stat(path, &st) < 0)
+		fail("mounts", errno, "more than %d tmpfs mounts, or %s is gone", MAX_OWN_TMPFS, path);
+	own_tmpfs[n_own_tmpfs++] = st.st_dev;
+}
+
+// own_parent opens the folder path is in and sets *base to its last
+// component, for a *at call that makes it; -1 with errno EXDEV when the
+// folder is not on one of the init's own tmpfs mounts (EEXIST when path
+// exists there: nothing would be made).
+static int own_parent(const char *path, char *dir, size_t size, const char **base) {
+	const char *slash = strrchr(path, '/');
+	if (!slash || (size_t)(slash - path) >= size) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(dir, path, (size_t)(slash - path));
+	dir[slash - path] = 0;
+	*base = slash + 1;
+	int fd = open(dir[0] ? dir : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		errno = e;
+		return -1;
+	}
+	for (size_t i = 0; i < n_own_tmpfs; i++)
+		if (own_tmpfs[i] == st.st_dev)
+			return fd;
+	errno = fstatat(fd, *base, &st, AT_SYMLINK_NOFOLLOW) == 0 ? EEXIST : EXDEV;
+	close(fd);
+	return -1;
+}
+
+// make_dir, make_file and make_link are mkdir, open(O_CREAT) and symlink,
+// limited to the init's own tmpfs mounts while building ahead.
+static int make_dir(const char *path, mode_t mode) {
+	char dir[4096];
+	const char *base;
+	if (!building_ahead)
+		return mkdir(path, mode);
+	int fd = own_parent(path, dir, sizeof dir, &base);
+	if (fd < 0)
+		return -1;
+	int r = mkdirat(fd, base, mode), e = errno;
+	close(fd);
+	errno = e;
+	return r;
+}
+
+static int make_file(const char *path, int flags, mode_t mode) {
+	char dir[4096];
+	const char *base;
+	if (!building_ahead)
+		return open(path, flags | O_CREAT, mode);
+	int fd = own_parent(path, dir, sizeof dir, &base);
+	if (fd < 0)
+		return -1;
+	int r = openat(fd, base, flags | O_CREAT | O_NOFOLLOW, mode), e = errno;
+	close(fd);
+	errno = e;
+	return r;
+}
+
+static int make_link(const char *target, const char *path) {
+	char dir[4096];
+	const char *base;
+	if (!building_ahead)
+		return symlink(target, path);
+	int fd = own_parent(path, dir, sizeof dir, &base);
+	if (fd < 0)
+		return -1;
+	int r = symlinkat(target, fd, base), e = errno;
+	close(fd);
+	errno = e;
+	return r;
+}
+
 static void mkdir_p(const char *path, mode_t mode) {
 	// Most parents exist already: try the folder itself first and walk up
 	// only on ENOENT, which keeps the common case at one syscall.
-	if (mkdir(path, mode) == 0 || errno == EEXIST)
+	if (make_dir(path, mode) == 0 || errno == EEXIST)
 		return;
 	if (errno != ENOENT)
 		fail("mounts", errno, "mkdir %s", path);
@@ -371,7 +474,7 @@ static void mkdir_p(const char *path, mode_t mode) {
 		fail("mounts", ENOENT, "mkdir %s", path);
 	*slash = 0;
 	mkdir_p(tmp, mode);
-	if (mkdir(path, mode) < 0 && errno != EEXIST)
+	if (make_dir(path, mode) < 0 && errno != EEXIST)
 		fail("mounts", errno, "mkdir %s", path);
 }
 
@@ -480,7 +583,7 @@ static void copy_file(const char *source, const char *target) {
 	if (in < 0)
 		fail("mounts", errno, "opening %s", source);
 	parent_dirs(target);
-	int out = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	int out = make_file(target, O_WRONLY | O_EXCL | O_CLOEXEC, 0644);
 	if (out < 0)
 		fail("mounts", errno, "creating %s", target);
 	char buf[65536];
@@ -506,7 +609,7 @@ static void copy_file(const char *source, const char *target) {
 // write_file makes target, in the new root, with content.
 static void write_file(const char *target, const char *content) {
 	parent_dirs(target);
-	int out = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	int out = make_file(target, O_WRONLY | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (out < 0)
 		fail("mounts", errno, "creating %s", target);
 	for (size_t off = 0, n = strlen(content); off < n;) {
@@ -695,7 +798,7 @@ static void place_bind(struct plan *pl, size_t i, const char *target, int cloned
 				mkdir_p(target, 0755);
 			} else {
 				parent_dirs(target);
-				int fd = open(target, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+				int fd = make_file(target, O_WRONLY | O_CLOEXEC, 0644);
 				if (fd < 0)
 					fail("mounts", errno, "mount point %s", m->target);
 				close(fd);
@@ -763,6 +866,7 @@ static void setup_staging(struct plan *pl) {
 	if (mount("tmpfs", STAGING, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") < 0)
 		fail("mounts", errno, "mounting the new root");
 	staging_mounted = 1;
+	own_tmpfs_mounted(STAGING);
 	for (size_t i = 0; i < pl->nmounts; i++) {
 		struct mount_step *m = &pl->mounts[i];
 		struct stat st;
@@ -774,6 +878,7 @@ static void setup_staging(struct plan *pl) {
 			if (mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV | (m->noexec ? MS_NOEXEC : 0),
 				  read_only_tmpfs(m) ? "mode=0755" : "mode=1777") < 0)
 				fail("mounts", errno, "tmpfs on %s", m->target);
+			own_tmpfs_mounted(target);
 			break;
 		case 'p':
 			mkdir_p(target, 0555);
@@ -793,7 +898,7 @@ static void setup_staging(struct plan *pl) {
 			if (lstat(target, &st) == 0)
 				break; // a bound folder already holds it
 			parent_dirs(target);
-			if (symlink(m->source, target) < 0)
+			if (make_link(m->source, target) < 0)
 				fail("mounts", errno, "symlink %s", m->target);
 			break;
 		case 'b':
@@ -875,6 +980,7 @@ static void mounts_ahead(struct ahead *a) {
 		return;
 	if (setjmp(jb)) {
 		ahead_jmp = NULL;
+		building_ahead = 0;
 		drop_staging();
 		a->why = ahead_why;
 		return;
@@ -909,7 +1015,10 @@ static void mounts_ahead(struct ahead *a) {
 	parse_plan(&cached, buf + MOUNT_CACHE_HEADER, len - MOUNT_CACHE_HEADER, 1, &block, &block_len);
 	if (!block || block_len != len - MOUNT_CACHE_HEADER)
 		fail("cache", 0, "no mount block");
+	building_ahead = 1;
+	n_own_tmpfs = 0;
 	setup_staging(&cached);
+	building_ahead = 0;
 	ahead_jmp = NULL;
 	a->block = block;
 	a->len = block_len;

@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -20,6 +21,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -194,15 +196,26 @@ static uint64_t corral_hash(uint64_t h, const char *s) {
 	return h;
 }
 
+// corral_run_dir sets real to dir's real path and reports whether that is
+// a folder below /run (where no sandbox sees it, and no grant may reach:
+// sandbox/build.go) that is uid's or root's and that no one else can write,
+// as the program index requires of XDG_RUNTIME_DIR (programs_linux.go).
+static int corral_run_dir(const char *dir, uid_t uid, char *real) {
+	struct stat st;
+	if (dir[0] != '/' || !realpath(dir, real) || strncmp(real, "/run/", 5) != 0)
+		return 0;
+	return stat(real, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_uid == uid || st.st_uid == 0) && !(st.st_mode & 022);
+}
+
 // corral_choose_mount_cache picks the file the init builds its new root
 // ahead from (mounts_ahead, init_linux.c) and corral saves the plan's
 // mounts to: one of 256 per user, chosen by a hash of the user, the
 // current folder and corral's arguments before "--" (the skills, the
 // folders, the flags), since those decide the mounts. The folder is
 // /run/corral/mounts for root, $XDG_RUNTIME_DIR/corral/mounts for
-// others (no sandbox can see either), or CORRAL_MOUNT_CACHE when that is
-// a path ("0": no cache). A wrong pick costs time only: the plan decides
-// what is mounted.
+// others, or CORRAL_MOUNT_CACHE when that is a path ("0": no cache); the
+// last two only below /run (corral_run_dir). A wrong pick costs time
+// only: the plan decides what is mounted.
 static void corral_choose_mount_cache(int argc, char **argv) {
 	static char path[4096];
 	const char *dir = getenv("CORRAL_MOUNT_CACHE");
@@ -219,15 +232,19 @@ static void corral_choose_mount_cache(int argc, char **argv) {
 	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
 		h = corral_hash(h, argv[i]);
 	int n;
+	char real[PATH_MAX];
 	const char *xdg = getenv("XDG_RUNTIME_DIR");
-	if (dir && dir[0] == '/')
-		n = snprintf(path, sizeof path, "%s/%02x", dir, (unsigned)(h & 255));
-	else if (uid == 0)
+	if (dir && dir[0] == '/') {
+		if (!corral_run_dir(dir, uid, real))
+			return;
+		n = snprintf(path, sizeof path, "%s/%02x", real, (unsigned)(h & 255));
+	} else if (uid == 0) {
 		n = snprintf(path, sizeof path, "/run/corral/mounts/%02x", (unsigned)(h & 255));
-	else if (xdg && xdg[0] == '/')
-		n = snprintf(path, sizeof path, "%s/corral/mounts/%02x", xdg, (unsigned)(h & 255));
-	else
+	} else if (xdg && corral_run_dir(xdg, uid, real)) {
+		n = snprintf(path, sizeof path, "%s/corral/mounts/%02x", real, (unsigned)(h & 255));
+	} else {
 		return;
+	}
 	if (n <= 0 || (size_t)n >= sizeof path)
 		return;
 	corral_mount_cache = path;

@@ -41,7 +41,10 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 		go func() { idxDone <- LoadProgramIndex(roots) }()
 	}
 	for _, file := range programIndexFiles() {
-		f.IndexDirs = append(f.IndexDirs, path.Dir(file))
+		f.StateDirs = append(f.StateDirs, path.Dir(file))
+	}
+	if dir := os.Getenv("CORRAL_MOUNT_CACHE"); path.IsAbs(dir) {
+		f.StateDirs = append(f.StateDirs, path.Clean(dir))
 	}
 	for _, glob := range policyengine.SystemRead {
 		f.stat(strings.TrimSuffix(glob, "/**"))

@@ -252,9 +252,16 @@ func TestProgramIndexFilesUnderRun(t *testing.T) {
 	}
 	perms := policyengine.Permissions{Write: policyengine.NewEntries("t", []string{"/run/corral/**"}), Declared: []string{"t"}}
 	facts := fakeFacts([]string{"/run/corral", "/ws"}, nil, "sh")
-	facts.IndexDirs = []string{"/run/corral"}
+	facts.StateDirs = []string{"/run/corral"}
 	if _, err := BuildPlan(perms, Spec{Argv: []string{"sh"}, WorkDir: "/ws"}, facts); err == nil || !strings.Contains(err.Error(), "program index") {
 		t.Fatalf("a write grant of the index folder was not refused: %v", err)
+	}
+	// Nor one inside it, where the mount cache is.
+	perms.Write = policyengine.NewEntries("t", []string{"/run/corral/mounts/**"})
+	facts = fakeFacts([]string{"/run/corral", "/run/corral/mounts", "/ws"}, nil, "sh")
+	facts.StateDirs = []string{"/run/corral"}
+	if _, err := BuildPlan(perms, Spec{Argv: []string{"sh"}, WorkDir: "/ws"}, facts); err == nil || !strings.Contains(err.Error(), "mount cache") {
+		t.Fatalf("a write grant inside the state folder was not refused: %v", err)
 	}
 }
 

