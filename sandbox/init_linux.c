@@ -73,13 +73,21 @@ static int legacy_mounts; // bind, then set flags by path (as on kernels without
 static unsigned long mount_pause_us; // between opening the bind sources and placing them (tests)
 static struct timespec last;
 
+// wall_us is the wall clock's microseconds modulo 10 s, as corral's own
+// trace prints them ("at"), to line the two timelines up.
+static long wall_us(void) {
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (long)((t.tv_sec % 10) * 1000000L + t.tv_nsec / 1000);
+}
+
 static void step(const char *name) {
 	if (!trace)
 		return;
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	long us = (now.tv_sec - last.tv_sec) * 1000000L + (now.tv_nsec - last.tv_nsec) / 1000;
-	dprintf(2, "corral init: %-12s %6ld µs\n", name, us);
+	dprintf(2, "corral init: %-12s %6ld µs [at %ld]\n", name, us, wall_us());
 	last = now;
 }
 
@@ -1219,9 +1227,13 @@ struct ll_net_port {
 
 #define LL_FILE_RIGHTS (1 | 2 | 4 | (1 << 14) | (1 << 15))
 
-static void apply_landlock(struct plan *pl) {
+// build_landlock makes the plan's Landlock ruleset (-1 when the plan has
+// none: best effort was asked for, and the kernel lacks Landlock). The
+// rules' paths are opened in the new root, so they name what the command
+// will see. Nothing is restricted until restrict_landlock.
+static int build_landlock(struct plan *pl) {
 	if (pl->abi < 1)
-		return; // best effort was asked for; the plan says it is missing
+		return -1;
 	struct ll_ruleset_attr attr = {pl->handled_fs, pl->handled_net, pl->scoped};
 	int rs = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
 	if (rs < 0)
@@ -1249,6 +1261,13 @@ static void apply_landlock(struct plan *pl) {
 		if (syscall(SYS_landlock_add_rule, rs, 2 /* LANDLOCK_RULE_NET_PORT */, &np, 0) < 0)
 			fail("landlock", errno, "rule for TCP port %llu", (unsigned long long)np.port);
 	}
+	return rs;
+}
+
+// restrict_landlock applies the ruleset to PID 1 (and so to the command).
+static void restrict_landlock(int rs) {
+	if (rs < 0)
+		return;
 	if (syscall(SYS_landlock_restrict_self, rs, 0) < 0)
 		fail("landlock", errno, "landlock_restrict_self");
 	close(rs);
@@ -1291,6 +1310,7 @@ void corral_init_main(void) {
 	mounts_ahead(&ahead);
 	struct timespec built;
 	clock_gettime(CLOCK_MONOTONIC, &built);
+	long ahead_at = wall_us();
 	long ahead_us = (built.tv_sec - last.tv_sec) * 1000000L + (built.tv_nsec - last.tv_nsec) / 1000;
 	last = built;
 	const char *mounts;
@@ -1298,7 +1318,7 @@ void corral_init_main(void) {
 	read_plan(&pl, &mounts, &mounts_len);
 	close(PLAN_FD);
 	if (trace)
-		dprintf(2, "corral init: %-12s %6ld µs (%s)\n", "ahead", ahead_us, ahead.built ? "built" : ahead.why);
+		dprintf(2, "corral init: %-12s %6ld µs [at %ld] (%s)\n", "ahead", ahead_us, ahead_at, ahead.built ? "built" : ahead.why);
 	step("plan");
 	if (ahead.built && mounts && mounts_len == ahead.len && memcmp(mounts, ahead.block, mounts_len) == 0) {
 		enter_root();
@@ -1310,6 +1330,10 @@ void corral_init_main(void) {
 		enter_root();
 		step("mounts");
 	}
+	// The ruleset is made while corral may still be making the cgroup
+	// and compiling the seccomp filter; it applies further down.
+	int ruleset = build_landlock(&pl);
+	step("landlock rules");
 	read_late(&pl);
 	step("late");
 	join_cgroup(&pl);
@@ -1326,7 +1350,7 @@ void corral_init_main(void) {
 		fail("hostname", errno, "sethostname");
 	step("proxy, hostname");
 	drop_privileges();
-	apply_landlock(&pl);
+	restrict_landlock(ruleset);
 	clear_capabilities();
 	step("landlock");
 

@@ -31,7 +31,7 @@ type cacheRun struct {
 }
 
 var (
-	aheadLine = regexp.MustCompile(`corral init: ahead +\d+ µs \((.*)\)`)
+	aheadLine = regexp.MustCompile(`corral init: ahead +\d+ µs \[at \d+\] \((.*)\)`)
 	cacheLine = regexp.MustCompile(`corral exec: mount cache (\S+) \(saved: (true|false)\)`)
 )
 
