@@ -357,8 +357,16 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	}
 	// Which file each protected path is now; the sandbox itself cannot
 	// replace one (renaming over a mount point fails), the host can.
+	if v := os.Getenv("CORRAL_HOLD_PAUSE"); v != "" {
+		// Tests: a window before the protected paths are held, to
+		// replace one after the init built its root ahead.
+		if d, err := time.ParseDuration(v); err == nil {
+			time.Sleep(d)
+		}
+	}
 	held := sandbox.Hold(plan.Protected)
 	defer held.Close()
+	plan.Held = held.Files()
 	res, err := launch.Run(plan, sandbox.RunOptions{Cgroup: joinCgroup, Timeout: limits.Timeout, KillGrace: limits.KillGrace, Done: ctx.Done(), Serve: func(files []*os.File) {
 		for _, f := range files {
 			ln, lerr := net.FileListener(f)

@@ -42,6 +42,18 @@ func (h *Held) Replaced() []string {
 	return out
 }
 
+// Files returns the held files' devices and inodes, by path.
+func (h *Held) Files() []HeldFile {
+	var out []HeldFile
+	for i, p := range h.paths {
+		var st unix.Stat_t
+		if unix.Fstat(h.fds[i], &st) == nil {
+			out = append(out, HeldFile{Path: p, Major: unix.Major(st.Dev), Minor: unix.Minor(st.Dev), Ino: st.Ino})
+		}
+	}
+	return out
+}
+
 // Close closes the held files.
 func (h *Held) Close() {
 	for _, fd := range h.fds {

@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
+#include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <arpa/inet.h>
 #include <net/if.h>
@@ -56,6 +57,9 @@
 #endif
 #ifndef SYS_move_mount
 #define SYS_move_mount 429
+#endif
+#ifndef SYS_openat2
+#define SYS_openat2 437
 #endif
 
 #define PLAN_FD 3
@@ -161,6 +165,14 @@ struct port_rule {
 	uint64_t port;
 };
 
+// held_file is a protected path and the file corral holds for it (Hold in
+// held_linux.go): its device and inode when corral opened it.
+struct held_file {
+	const char *path;
+	unsigned major, minor;
+	uint64_t ino;
+};
+
 struct plan {
 	const char *hostname, *dir, *path;
 	const char **argv, **env;
@@ -173,6 +185,8 @@ struct plan {
 	size_t nrules;
 	struct port_rule *port_rules;
 	size_t nport_rules;
+	struct held_file *held;
+	size_t nheld;
 	int proxy_port; // 0: no proxy
 	int cgroup_fds[MAX_CGROUP_FDS]; // the first njoin: the run's cgroup; the rest: its parent
 	size_t ncgroup_fds, njoin;
@@ -243,6 +257,27 @@ static int mount_record(char tag) {
 // block: not W, which would hold the init (corral never saves one).
 static int cacheable_record(char tag) {
 	return tag == 'M' || tag == 'm';
+}
+
+// canonical reports whether p is an absolute path without empty, "." or
+// ".." components (and without a trailing slash), as corral writes them.
+static int canonical(const char *p) {
+	if (p[0] != '/')
+		return 0;
+	if (p[1] == 0)
+		return 1;
+	for (const char *c = p; *c; c++) {
+		if (*c != '/')
+			continue;
+		const char *n = c + 1;
+		if (*n == 0 || *n == '/')
+			return 0;
+		if (n[0] == '.' && (n[1] == 0 || n[1] == '/'))
+			return 0;
+		if (n[0] == '.' && n[1] == '.' && (n[2] == 0 || n[2] == '/'))
+			return 0;
+	}
+	return 1;
 }
 
 // parse_plan parses len bytes of records (one tag byte, a 4-byte
@@ -317,8 +352,19 @@ static void parse_plan(struct plan *pl, const char *buf, size_t len, int only_mo
 			m->source = next(&p, end);
 			m->target = next(&p, end);
 			m->fd = -1;
+			// A cached block is checked as a plan never needs to be:
+			// every path as corral writes them.
+			if (only_mounts && (!canonical(m->target) || (strchr("bvc", m->kind) && !canonical(m->source))))
+				fail("plan", 0, "a path that is not canonical in a cached mount block");
 			break;
 		}
+		case 'H':
+			pl->held = grow(pl->held, pl->nheld, sizeof *pl->held);
+			pl->held[pl->nheld].path = next(&p, end);
+			pl->held[pl->nheld].major = strtoul(next(&p, end), NULL, 10);
+			pl->held[pl->nheld].minor = strtoul(next(&p, end), NULL, 10);
+			pl->held[pl->nheld++].ino = strtoull(next(&p, end), NULL, 10);
+			break;
 		case 'l':
 			pl->abi = atoi(next(&p, end));
 			pl->handled_fs = strtoull(next(&p, end), NULL, 10);
@@ -585,11 +631,14 @@ static int vanished_below_ro(const char *target, const char *source, int planned
 // copy_file copies a small system file into the new root; a file that
 // vanished since the plan is skipped (narrower).
 static void copy_file(const char *source, const char *target) {
-	int in = open(source, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int in = open(source, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (in < 0 && errno == ENOENT)
 		return;
 	if (in < 0)
 		fail("mounts", errno, "opening %s", source);
+	struct stat st;
+	if (fstat(in, &st) < 0 || !S_ISREG(st.st_mode))
+		fail("mounts", 0, "%s is not a regular file", source);
 	parent_dirs(target);
 	int out = make_file(target, O_WRONLY | O_EXCL | O_CLOEXEC, 0644);
 	if (out < 0)
@@ -762,7 +811,27 @@ static void set_root_flags(const char *root, struct plan *pl) {
 static int clone_bind(const struct mount_step *m) {
 	int dirfd;
 	const char *p = source_at(m->source, &dirfd);
-	int fd = (int)syscall(SYS_open_tree, dirfd, p, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	int fd;
+	if (building_ahead) {
+		// Ahead of the plan, a source is looked up without following
+		// any symlink: corral's sources are real paths, so a symlink
+		// on the way means the host changed them since the block was
+		// saved (one the probe may not see again, if it is changed
+		// back), and the plan's build decides instead.
+		struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS};
+		int src = (int)syscall(SYS_openat2, dirfd, p, &how, sizeof how);
+		if (src < 0) {
+			if (errno == ENOSYS)
+				errno = EOPNOTSUPP; // not the old-kernel fallback: no ahead build
+			return -1;
+		}
+		fd = (int)syscall(SYS_open_tree, src, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
+		int e = errno;
+		close(src);
+		errno = e;
+	} else {
+		fd = (int)syscall(SYS_open_tree, dirfd, p, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	}
 	if (fd < 0)
 		return -1;
 	struct mount_attr_v0 all = {MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (m->noexec ? MOUNT_ATTR_NOEXEC : 0), 0, 0, 0};
@@ -832,15 +901,14 @@ static void place_bind(struct plan *pl, size_t i, const char *target, int cloned
 	}
 }
 
-// staging_mounted says the staging tmpfs (the new root) covers /tmp.
-static int staging_mounted;
-
 // setup_staging builds, on a tmpfs over /tmp, a new root holding only the
 // plan's mounts (enter_root pivots into it). Bind sources are opened
 // first, so the staging tmpfs cannot hide a work dir under /tmp.
 static void setup_staging(struct plan *pl) {
 	char target[4096];
 	int cloned = !legacy_mounts; // binds are detached copies with their flags set
+	if (building_ahead && !cloned)
+		fail("mounts", 0, "legacy mounts are not built ahead");
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		fail("mounts", errno, "making / private");
 	for (size_t i = 0; i < pl->nmounts; i++) {
@@ -849,6 +917,8 @@ static void setup_staging(struct plan *pl) {
 			continue;
 		if (cloned) {
 			m->fd = clone_bind(m);
+			if (m->fd < 0 && errno == ENOSYS && building_ahead)
+				fail("mounts", ENOSYS, "open_tree");
 			if (m->fd < 0 && errno == ENOSYS) {
 				cloned = 0; // an old kernel: bind, then set flags by path
 				for (size_t j = 0; j < i; j++)
@@ -873,7 +943,6 @@ static void setup_staging(struct plan *pl) {
 		usleep((useconds_t)mount_pause_us);
 	if (mount("tmpfs", STAGING, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") < 0)
 		fail("mounts", errno, "mounting the new root");
-	staging_mounted = 1;
 	own_tmpfs_mounted(STAGING);
 	for (size_t i = 0; i < pl->nmounts; i++) {
 		struct mount_step *m = &pl->mounts[i];
@@ -930,17 +999,44 @@ static void setup_staging(struct plan *pl) {
 	host_tmp = -1;
 }
 
-// drop_staging removes a new root built ahead of the plan that is not the
-// plan's (the staging tmpfs and every mount on it), and closes what
-// building it left open: every fd above the five PID 1 starts with.
-static void drop_staging(void) {
+// The root is built ahead in a mount namespace of its own (home_ns is
+// PID 1's first one, kept open), so whatever a cached block mounted, and
+// wherever, is gone with it when the block is not the plan's.
+static int home_ns = -1;
+static int in_ahead_ns;
+
+// drop_ahead leaves a root built ahead of the plan that is not the plan's:
+// back in the first mount namespace, which the ahead build never touched,
+// with every fd above the five PID 1 started with closed (what building
+// it left open, and home_ns).
+static void drop_ahead(void) {
+	if (in_ahead_ns && syscall(SYS_setns, home_ns, CLONE_NEWNS) < 0)
+		fail("mounts", errno, "leaving the mounts built ahead of the plan");
+	in_ahead_ns = 0;
 	if (syscall(SYS_close_range, 6U, ~0U, 0U) < 0)
 		for (int fd = 6; fd < 4096; fd++)
 			close(fd);
-	host_tmp = -1;
-	if (staging_mounted && umount2(STAGING, MNT_DETACH) < 0)
-		fail("mounts", errno, "removing the mounts placed ahead of the plan");
-	staging_mounted = 0;
+	home_ns = host_tmp = -1;
+}
+
+// held_still reports whether each protected path in a root built ahead is
+// still a bind of the file corral holds for it. The root was built before
+// corral probed and held them: a file the host renamed over a protected
+// path since then detached its read-only bind (the sandbox would see the
+// new file, writable) or was held as the new one. Such a root is dropped,
+// and the plan's build binds the file corral holds.
+static int held_still(const struct plan *pl) {
+	char target[4096];
+	struct statx stx;
+	for (size_t i = 0; i < pl->nheld; i++) {
+		const struct held_file *h = &pl->held[i];
+		snprintf(target, sizeof target, "%s%s", STAGING, h->path);
+		if (statx(AT_FDCWD, target, AT_SYMLINK_NOFOLLOW, STATX_INO, &stx) < 0 ||
+		    !(stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) || !(stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) ||
+		    stx.stx_dev_major != h->major || stx.stx_dev_minor != h->minor || stx.stx_ino != h->ino)
+			return 0;
+	}
+	return 1;
 }
 
 // enter_root pivots into the new root and detaches the old one.
@@ -989,7 +1085,7 @@ static void mounts_ahead(struct ahead *a) {
 	if (setjmp(jb)) {
 		ahead_jmp = NULL;
 		building_ahead = 0;
-		drop_staging();
+		drop_ahead();
 		a->why = ahead_why;
 		return;
 	}
@@ -1023,6 +1119,12 @@ static void mounts_ahead(struct ahead *a) {
 	parse_plan(&cached, buf + MOUNT_CACHE_HEADER, len - MOUNT_CACHE_HEADER, 1, &block, &block_len);
 	if (!block || block_len != len - MOUNT_CACHE_HEADER)
 		fail("cache", 0, "no mount block");
+	home_ns = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	if (home_ns < 0)
+		fail("mounts", errno, "opening /proc/self/ns/mnt");
+	if (unshare(CLONE_NEWNS) < 0)
+		fail("mounts", errno, "unshare(CLONE_NEWNS)");
+	in_ahead_ns = 1;
 	building_ahead = 1;
 	n_own_tmpfs = 0;
 	setup_staging(&cached);
@@ -1306,6 +1408,10 @@ void corral_init_main(void) {
 	// Every sandbox has lo up and nothing else: done while the plan is
 	// still being built.
 	loopback_up();
+	// Private first: mounts made in the namespace the root is built
+	// ahead in then reach no other, nor mounts made here that one.
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		fail("mounts", errno, "making / private");
 	struct ahead ahead;
 	mounts_ahead(&ahead);
 	struct timespec built;
@@ -1320,12 +1426,14 @@ void corral_init_main(void) {
 	if (trace)
 		dprintf(2, "corral init: %-12s %6ld µs [at %ld] (%s)\n", "ahead", ahead_us, ahead_at, ahead.built ? "built" : ahead.why);
 	step("plan");
-	if (ahead.built && mounts && mounts_len == ahead.len && memcmp(mounts, ahead.block, mounts_len) == 0) {
+	if (ahead.built && mounts && mounts_len == ahead.len && memcmp(mounts, ahead.block, mounts_len) == 0 && held_still(&pl)) {
+		close(home_ns);
+		home_ns = -1;
 		enter_root();
 		step("pivot");
 	} else {
 		if (ahead.built)
-			drop_staging();
+			drop_ahead();
 		setup_staging(&pl);
 		enter_root();
 		step("mounts");

@@ -35,8 +35,13 @@ func saveMountCache(file string, key uint64, block []byte) error {
 	if have, ok := readOwnFile(file, len(want)); ok && bytes.Equal(have, want) {
 		return nil
 	}
+	// The folder above (/run/corral) also holds the program index, which
+	// every user reads: made 0755 here if this run is the first.
 	dir := filepath.Dir(file)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
 		return err
 	}
 	if !trustedFile(dir, true) {
@@ -82,4 +87,29 @@ func readOwnFile(file string, max int) ([]byte, bool) {
 		got += n
 	}
 	return buf, true
+}
+
+// stateDirs are the folders of what later runs trust, as named and as
+// their real paths: the program index's and the mount cache's (the one
+// the constructor chose, and any CORRAL_MOUNT_CACHE names). A write grant
+// may neither reach into nor cover them (build.go).
+func stateDirs() []string {
+	var dirs []string
+	add := func(d string) {
+		if d == "" {
+			return
+		}
+		dirs = append(dirs, filepath.Clean(d))
+		if real, err := filepath.EvalSymlinks(d); err == nil && real != filepath.Clean(d) {
+			dirs = append(dirs, real)
+		}
+	}
+	for _, file := range programIndexFiles() {
+		add(filepath.Dir(file))
+	}
+	add(mountCacheDir())
+	if d := os.Getenv("CORRAL_MOUNT_CACHE"); filepath.IsAbs(d) {
+		add(d)
+	}
+	return dirs
 }

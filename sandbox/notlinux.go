@@ -48,5 +48,8 @@ func Hold(paths []string) *Held { return &Held{} }
 // Replaced is always empty here.
 func (h *Held) Replaced() []string { return nil }
 
+// Files is always empty here.
+func (h *Held) Files() []HeldFile { return nil }
+
 // Close does nothing here.
 func (h *Held) Close() {}

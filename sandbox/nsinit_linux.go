@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"syscall"
@@ -65,6 +66,16 @@ func takeEarlyInit() (earlyInit, bool) {
 		e.mountCache, e.mountCacheKey = C.GoString(p), uint64(key)
 	}
 	return e, true
+}
+
+// mountCacheDir is the folder of the mount cache file the constructor
+// chose for this run ("" when none).
+func mountCacheDir() string {
+	var key C.ulonglong
+	if p := C.corral_early_mount_cache(&key); p != nil {
+		return filepath.Dir(C.GoString(p))
+	}
+	return ""
 }
 
 // readSpawned reads what the spawner thread wrote: the init's pid (or the

@@ -51,6 +51,10 @@ type Plan struct {
 	// (git renames config.lock over config), so corral compares them
 	// before and after the run.
 	Protected []string `json:"protected,omitempty"`
+	// Held are the protected paths' files as corral holds them when the
+	// sandbox starts (run.go): a root the init built ahead of the plan
+	// is used only if it binds these (init_linux.c, held_still).
+	Held []HeldFile `json:"-"`
 	// Warnings are places where the kernel's rule differs from the glob
 	// it came from, and other things a user should know.
 	Warnings []string `json:"warnings,omitempty"`
@@ -204,4 +208,12 @@ type Protection struct {
 	Name     string `json:"name"`
 	Enforced bool   `json:"enforced"`
 	Detail   string `json:"detail"`
+}
+
+// HeldFile is a protected path and the device and inode of the file held
+// for it.
+type HeldFile struct {
+	Path         string
+	Major, Minor uint32
+	Ino          uint64
 }

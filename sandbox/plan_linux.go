@@ -68,6 +68,9 @@ func encodePlan(p *Plan) (data, mounts []byte) {
 	for _, r := range l.PortRules {
 		rec('n', strconv.FormatUint(r.Access, 10), strconv.Itoa(r.Port))
 	}
+	for _, h := range p.Held {
+		rec('H', h.Path, strconv.FormatUint(uint64(h.Major), 10), strconv.FormatUint(uint64(h.Minor), 10), strconv.FormatUint(h.Ino, 10))
+	}
 	if p.Proxy != nil {
 		rec('P', strconv.Itoa(p.Proxy.Port))
 	}

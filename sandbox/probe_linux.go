@@ -40,12 +40,7 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 		idxDone = make(chan ProgramIndex, 1)
 		go func() { idxDone <- LoadProgramIndex(roots) }()
 	}
-	for _, file := range programIndexFiles() {
-		f.StateDirs = append(f.StateDirs, path.Dir(file))
-	}
-	if dir := os.Getenv("CORRAL_MOUNT_CACHE"); path.IsAbs(dir) {
-		f.StateDirs = append(f.StateDirs, path.Clean(dir))
-	}
+	f.StateDirs = stateDirs()
 	for _, glob := range policyengine.SystemRead {
 		f.stat(strings.TrimSuffix(glob, "/**"))
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // The mount cache: the init builds the new root from the mounts of the
@@ -475,5 +476,101 @@ func TestMountCacheAheadChangesNoHostFile(t *testing.T) {
 				}
 			}
 		}
+	})
+}
+
+// TestMountCacheForgedSources forges blocks that a plan never holds: the
+// work dir's target re-pointed through a symlink and a tmpfs mounted over
+// the new root (which, left behind, would give the plan's build a forged
+// work dir), paths with ".." and empty components, and copies from a FIFO
+// and a device. The root is built ahead in a mount namespace of its own,
+// so none of it reaches the plan's build; none hangs the run.
+func TestMountCacheForgedSources(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "filesystem", "a forged mount cache that leaves mounts for the plan's build")
+		f := newCacheFixture(t, u)
+		env := mountCacheEnv(t, u)
+		plain := cachedRun(t, u, f.work, f.skills, append(env, "CORRAL_MOUNT_CACHE=0"), "echo *; echo planted > planted")
+		os.Remove(filepath.Join(f.work, "planted"))
+		first := cachedRun(t, u, f.work, f.skills, env, "true")
+		if !first.saved {
+			t.Fatalf("no cache was saved:\n%s", first.result)
+		}
+		header, _ := cacheRecords(t, readCache(t, first.file))
+		fifo := filepath.Join(filepath.Dir(first.file), "fifo")
+		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		own(t, u, fifo)
+		for name, block := range map[string][][]string{
+			"the work dir through a symlink, a tmpfs over the root": {{"b", "-D", f.outside, f.work}, {"l", "-", "/tmp", "/x"}, {"t", "-", "", "/x"}},
+			"a tmpfs over the root by ..":                           {{"b", "-D", f.outside, f.work}, {"t", "-", "", "/../tmp"}},
+			"an empty component":                                    {{"b", "-D", f.outside, "/" + f.work}},
+			"a copy from a FIFO":                                    {{"c", "-", fifo, "/etc/fifo"}},
+			"a copy from a device":                                  {{"c", "-", "/dev/zero", "/etc/zero"}},
+		} {
+			forged := append([]byte{}, header...)
+			for _, rec := range block {
+				forged = append(forged, mountRecord(rec...)...)
+			}
+			writeCache(t, u, first.file, forged)
+			r := cachedRun(t, u, f.work, f.skills, env, "echo *; echo planted > planted")
+			if r.code != 0 || r.pivot || r.mounts != plain.mounts || r.stdout != plain.stdout {
+				t.Errorf("%s: exit %d, ahead %q, pivot %v; want 0, the plan's root and output\nwithout the cache:\n%s\nwith:\n%s", name, r.code, r.ahead, r.pivot, plain.result, r.result)
+			}
+			if exists(filepath.Join(f.outside, "planted")) {
+				t.Errorf("%s: the command wrote into the secret folder", name)
+				os.Remove(filepath.Join(f.outside, "planted"))
+			}
+			if !exists(filepath.Join(f.work, "planted")) {
+				t.Errorf("%s: the command did not write into its work dir", name)
+			}
+			os.Remove(filepath.Join(f.work, "planted"))
+		}
+	})
+}
+
+// readCache reads a cache file.
+func readCache(t *testing.T, file string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestMountCacheProtectedReplaced renames a new file over .git/config
+// after the init built its root ahead and before corral holds the
+// protected paths (CORRAL_HOLD_PAUSE makes that window): the rename
+// detached the read-only bind built ahead, so that root must not be used,
+// or the command would write the new config.
+func TestMountCacheProtectedReplaced(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "filesystem", "replace a protected file between the root built ahead and the hold")
+		f := newCacheFixture(t, u)
+		env := mountCacheEnv(t, u)
+		if first := cachedRun(t, u, f.work, f.skills, env, "true"); !first.saved {
+			t.Fatalf("no cache was saved:\n%s", first.result)
+		}
+		config := filepath.Join(f.work, ".git", "config")
+		fresh := config + ".new"
+		writeFile(t, fresh, protectedFiles[".git/config"], 0o644)
+		own(t, u, fresh)
+		done := make(chan cacheRun, 1)
+		go func() {
+			done <- cachedRun(t, u, f.work, f.skills, append(env, "CORRAL_HOLD_PAUSE=1500ms"), "printf '[core]\\n\\tfsmonitor = evil\\n' >> .git/config")
+		}()
+		time.Sleep(700 * time.Millisecond) // the root is built ahead in a few ms
+		if err := os.Rename(fresh, config); err != nil {
+			t.Fatal(err)
+		}
+		r := <-done
+		if r.code != 0 || r.pivot {
+			t.Errorf("exit %d, ahead %q, pivot %v; want 0 and the plan's build (a protected bind built ahead was detached)", r.code, r.ahead, r.pivot)
+		}
+		checkProtected(t, f.work, r.result)
 	})
 }
