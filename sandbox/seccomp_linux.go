@@ -108,6 +108,9 @@ var precompiled struct {
 // starting the init. Run uses it if the plan's table matches.
 func Prepare(p policyengine.Permissions) {
 	rules := seccompFor(p.ExecRestricted())
+	if builtBPF(rules) != nil {
+		return
+	}
 	precompiled.Lock()
 	defer precompiled.Unlock()
 	precompiled.rules, precompiled.done = rules, make(chan struct{})
@@ -121,6 +124,9 @@ func Prepare(p policyengine.Permissions) {
 // bpfFor returns the compiled filter for rules, from Prepare when it
 // compiled the same table.
 func bpfFor(rules []SysRule) ([]byte, error) {
+	if prog := builtBPF(rules); prog != nil {
+		return prog, nil
+	}
 	precompiled.Lock()
 	same, done := reflect.DeepEqual(precompiled.rules, rules), precompiled.done
 	precompiled.Unlock()
