@@ -137,7 +137,11 @@ var early atomic.Pointer[sandbox.Signals]
 // optional; call it only right before a Run: until that Run ends, SIGINT,
 // SIGTERM, SIGHUP and the others Run forwards are caught.
 func PrepareRun() {
-	if s := early.Swap(sandbox.NotifySignals()); s != nil {
+	sigs := sandbox.NativeSignals() // forwarded from C to `corral exec`'s early init
+	if sigs == nil {
+		sigs = sandbox.NotifySignals()
+	}
+	if s := early.Swap(sigs); s != nil {
 		s.Stop()
 	}
 }

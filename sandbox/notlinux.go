@@ -53,3 +53,9 @@ func (h *Held) Files() []HeldFile { return nil }
 
 // Close does nothing here.
 func (h *Held) Close() {}
+
+// startNativeSignals has no init to forward to here.
+func startNativeSignals() bool { return false }
+
+// stopNativeSignals has nothing to stop here.
+func stopNativeSignals() {}

@@ -68,6 +68,13 @@ func takeEarlyInit() (earlyInit, bool) {
 	return e, true
 }
 
+// startNativeSignals forwards the signals corral forwards to the init the
+// constructor forked, from C handlers (corral_signals_start).
+func startNativeSignals() bool { return C.corral_signals_start() == 0 }
+
+// stopNativeSignals ends that and gives the signals back to Go.
+func stopNativeSignals() { C.corral_signals_stop() }
+
 // mountCacheDir is the folder of the mount cache file the constructor
 // chose for this run ("" when none).
 func mountCacheDir() string {

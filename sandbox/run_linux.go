@@ -47,13 +47,21 @@ type Launch struct {
 // goes on. It runs nothing until Run hands it a plan; Abort ends it.
 func Start(stdio Stdio) (*Launch, error) {
 	l := &Launch{start: time.Now(), signals: stdio.Signals}
-	if l.signals == nil {
-		l.signals, l.ownSigs = NotifySignals(), true
-	}
 	if stdio.Stdin == os.Stdin && stdio.Stdout == os.Stdout && stdio.Stderr == os.Stderr {
 		if e, ok := takeEarlyInit(); ok {
+			if l.signals == nil {
+				l.signals, l.ownSigs = NotifySignals(), true
+			}
 			return l.adopt(e), nil
 		}
+	}
+	if l.signals != nil && l.signals.native {
+		// They go to an init this launch does not take.
+		l.signals.Stop()
+		l.signals = nil
+	}
+	if l.signals == nil {
+		l.signals, l.ownSigs = NotifySignals(), true
 	}
 	// What the init gets, and the launcher's ends of it; the spawner
 	// thread owns result[1] and hold[0] from the call on.
@@ -152,6 +160,9 @@ func (l *Launch) adopt(e earlyInit) *Launch {
 func (l *Launch) startForwarding() {
 	l.statuses = make(chan status, 4)
 	go l.readStatus(l.statusR)
+	if l.signals.native {
+		return // C forwards them to this init already
+	}
 	// The forwarding waits for Go's signal thread in the background
 	// (the first signal.Notify of a process can take its time): a
 	// signal before it is ready kills corral, and with it the init
@@ -185,6 +196,10 @@ func (l *Launch) Abort() {
 // the channel after Stop ends the forwarding goroutine.
 func (l *Launch) stopSignals() {
 	l.stopped.Do(func() {
+		if l.signals.native {
+			l.signals.Stop()
+			return
+		}
 		go func() {
 			ch := l.signals.channel()
 			signal.Stop(ch)
@@ -363,6 +378,10 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 // that started it.
 func (l *Launch) reap() (syscall.WaitStatus, error) {
 	ws, err := l.proc.Wait()
+	if l.signals.native {
+		// Before the pidfd the handlers use is closed.
+		stopNativeSignals()
+	}
 	l.proc.Close()
 	if l.hold != nil {
 		l.hold.Close()

@@ -33,4 +33,12 @@ int corral_take_early(int out[5]);
 // there is none.
 const char *corral_early_mount_cache(unsigned long long *key);
 
+// corral_signals_start forwards the signals corral forwards
+// (CORRAL_FORWARDED_SIGNALS) to the init the constructor forked, from C
+// handlers that replace Go's for them; -1 when there is no such init (or
+// no pidfd for it). corral_signals_stop ends that, putting Go's handlers
+// back; it is safe to call more than once.
+int corral_signals_start(void);
+int corral_signals_stop(void);
+
 #endif

@@ -257,6 +257,56 @@ func TestProcSigtermForwarded(t *testing.T) {
 	})
 }
 
+// TestProcForwardsEverySignal sends corral each signal it forwards, one
+// after another: the command's trap for each must run, in both init
+// modes (the early init gets them from C handlers, the spawned one
+// through os/signal), and corral must not die of any of them.
+func TestProcForwardsEverySignal(t *testing.T) {
+	t.Parallel()
+	inBothInitModes(t, func(t *testing.T, u user, m initMode) {
+		attack(t, "process", "forward every terminal signal ("+m.name+")")
+		f := newFS(t, u)
+		sigs := []struct {
+			name string
+			sig  syscall.Signal
+		}{{"INT", syscall.SIGINT}, {"HUP", syscall.SIGHUP}, {"QUIT", syscall.SIGQUIT}, {"USR1", syscall.SIGUSR1}, {"USR2", syscall.SIGUSR2}, {"WINCH", syscall.SIGWINCH}, {"TERM", syscall.SIGTERM}}
+		var script strings.Builder
+		for _, s := range sigs[:len(sigs)-1] {
+			fmt.Fprintf(&script, "trap 'echo GOT %s' %s\n", s.name, s.name)
+		}
+		script.WriteString("trap 'echo GOT TERM; exit 7' TERM\necho READY\nwhile :; do sleep 0.02; done\n")
+		cmd, sc := startCorralEnv(t, u, f.work, script.String(), m.env())
+		lines := make(chan string, 16)
+		go func() {
+			for sc.Scan() {
+				lines <- sc.Text()
+			}
+			close(lines)
+		}()
+		for _, s := range sigs {
+			if err := cmd.Process.Signal(s.sig); err != nil {
+				t.Fatalf("corral is gone before SIG%s: %v", s.name, err)
+			}
+			timeout := time.After(15 * time.Second)
+			for got := false; !got; {
+				select {
+				case l, ok := <-lines:
+					if !ok {
+						t.Fatalf("the command ended before it got SIG%s", s.name)
+					}
+					got = l == "GOT "+s.name
+				case <-timeout:
+					t.Fatalf("the command did not get SIG%s within 15 s", s.name)
+				}
+			}
+		}
+		cmd.Wait()
+		if code := cmd.ProcessState.ExitCode(); code != 7 {
+			t.Errorf("exit %d, want 7 (the TERM trap's)", code)
+		}
+	})
+}
+
 // TestProcExitCodes checks that the command's exit code and death by
 // signal come back as the contract says, also in the report.
 func TestProcExitCodes(t *testing.T) {
