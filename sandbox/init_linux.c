@@ -247,16 +247,17 @@ static char *alloc_read(int fd, size_t len, const char *what) {
 }
 
 // mount_record reports whether a record tag belongs to the mount block:
-// the records setup_staging reads, which corral sends one after another.
-// The block is what the mount cache holds (mounts_ahead).
+// the records setup_staging and build_landlock read, which corral sends
+// one after another. The block is what the mount cache holds
+// (mounts_ahead).
 static int mount_record(char tag) {
-	return tag == 'M' || tag == 'W' || tag == 'm';
+	return tag == 'M' || tag == 'W' || tag == 'm' || tag == 'l' || tag == 'r' || tag == 'n';
 }
 
 // cacheable_record reports whether a record may be in a cached mount
 // block: not W, which would hold the init (corral never saves one).
 static int cacheable_record(char tag) {
-	return tag == 'M' || tag == 'm';
+	return tag == 'M' || tag == 'm' || tag == 'l' || tag == 'r' || tag == 'n';
 }
 
 // canonical reports whether p is an absolute path without empty, "." or
@@ -1060,11 +1061,14 @@ static void enter_root(void) {
 #define MAX_MOUNT_CACHE (1 << 20)
 
 struct ahead {
-	const char *block; // the cached mount block the new root was built from
+	const char *block; // the cached block the new root was built from
 	size_t len;
 	int built;
+	int ruleset; // its Landlock ruleset (-1: none)
 	const char *why; // why nothing was built ahead (for the trace)
 };
+
+static int build_landlock(struct plan *pl, int root);
 
 // mounts_ahead builds the new root from the mount block in this run's
 // mount cache, which the last run with the same options, folder and user
@@ -1079,6 +1083,7 @@ static void mounts_ahead(struct ahead *a) {
 	static jmp_buf jb;
 	static struct plan cached;
 	memset(a, 0, sizeof *a);
+	a->ruleset = -1;
 	a->why = "no cache";
 	if (!corral_mount_cache)
 		return;
@@ -1128,6 +1133,11 @@ static void mounts_ahead(struct ahead *a) {
 	building_ahead = 1;
 	n_own_tmpfs = 0;
 	setup_staging(&cached);
+	int root = open(STAGING, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		fail("mounts", errno, "opening the new root");
+	a->ruleset = build_landlock(&cached, root);
+	close(root);
 	building_ahead = 0;
 	ahead_jmp = NULL;
 	a->block = block;
@@ -1332,8 +1342,11 @@ struct ll_net_port {
 // build_landlock makes the plan's Landlock ruleset (-1 when the plan has
 // none: best effort was asked for, and the kernel lacks Landlock). The
 // rules' paths are opened in the new root, so they name what the command
-// will see. Nothing is restricted until restrict_landlock.
-static int build_landlock(struct plan *pl) {
+// will see: after the pivot (root -1), or, ahead of the plan, below root,
+// the new root before the pivot, resolved as if it were / already
+// (RESOLVE_IN_ROOT: absolute symlinks and ".." stay inside it). Nothing
+// is restricted until restrict_landlock.
+static int build_landlock(struct plan *pl, int root) {
 	if (pl->abi < 1)
 		return -1;
 	struct ll_ruleset_attr attr = {pl->handled_fs, pl->handled_net, pl->scoped};
@@ -1342,7 +1355,13 @@ static int build_landlock(struct plan *pl) {
 		fail("landlock", errno, "landlock_create_ruleset");
 	for (size_t i = 0; i < pl->nrules; i++) {
 		struct rule *r = &pl->rules[i];
-		int fd = open(r->path, O_PATH | O_CLOEXEC);
+		int fd;
+		if (root >= 0) {
+			struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT};
+			fd = (int)syscall(SYS_openat2, root, r->path, &how, sizeof how);
+		} else {
+			fd = open(r->path, O_PATH | O_CLOEXEC);
+		}
 		if (fd < 0 && errno == ENOENT)
 			continue; // gone since the plan: granting nothing is narrower
 		if (fd < 0)
@@ -1426,9 +1445,11 @@ void corral_init_main(void) {
 	if (trace)
 		dprintf(2, "corral init: %-12s %6ld µs [at %ld] (%s)\n", "ahead", ahead_us, ahead_at, ahead.built ? "built" : ahead.why);
 	step("plan");
+	int ruleset = -1;
 	if (ahead.built && mounts && mounts_len == ahead.len && memcmp(mounts, ahead.block, mounts_len) == 0 && held_still(&pl)) {
 		close(home_ns);
 		home_ns = -1;
+		ruleset = ahead.ruleset;
 		enter_root();
 		step("pivot");
 	} else {
@@ -1440,7 +1461,8 @@ void corral_init_main(void) {
 	}
 	// The ruleset is made while corral may still be making the cgroup
 	// and compiling the seccomp filter; it applies further down.
-	int ruleset = build_landlock(&pl);
+	if (ruleset < 0)
+		ruleset = build_landlock(&pl, -1);
 	step("landlock rules");
 	read_late(&pl);
 	step("late");

@@ -41,6 +41,7 @@ func TestEncodePlanMountBlock(t *testing.T) {
 	}
 	p.Landlock.ABI = 7
 	p.Landlock.Rules = []PathRule{{Access: 1, Path: "/w"}}
+	p.Held = []HeldFile{{Path: "/w/.bashrc", Major: 8, Minor: 1, Ino: 42}}
 	data, block := encodePlan(p)
 	if got := int(binary.LittleEndian.Uint32(data)); got != len(data)-4 {
 		t.Fatalf("length %d, want %d", got, len(data)-4)
@@ -49,7 +50,7 @@ func TestEncodePlanMountBlock(t *testing.T) {
 	first, last := -1, -1
 	for i, r := range records(t, data[4:]) {
 		switch r[0] {
-		case 'M', 'W', 'm':
+		case 'M', 'W', 'm', 'l', 'r', 'n':
 			want = append(want, r...)
 			if first < 0 {
 				first = i
@@ -61,10 +62,10 @@ func TestEncodePlanMountBlock(t *testing.T) {
 		}
 	}
 	if !bytes.Equal(block, want) {
-		t.Errorf("mount block:\n%q\nwant every M, W and m record:\n%q", block, want)
+		t.Errorf("mount block:\n%q\nwant every M, W, m, l, r and n record:\n%q", block, want)
 	}
-	if n := len(records(t, block)); n != 5 {
-		t.Errorf("the block holds %d records, want 5 (M, W and three mounts)", n)
+	if n := len(records(t, block)); n != 7 {
+		t.Errorf("the block holds %d records, want 7 (M, W, three mounts, the Landlock header and a rule)", n)
 	}
 	// The block must not alias the plan past its end: appending to it
 	// must not change the plan.

@@ -10,8 +10,9 @@ import (
 // read_plan in init_linux.c): records of one tag byte, a 4-byte
 // little-endian payload length, and the payload, whose fields are
 // NUL-terminated. A format this small needs no JSON parser in C. mounts
-// is the mount block: the records the init's mounts come from (M, W and
-// m), together, which is what the mount cache holds.
+// is the mount block: the records the init's new root and Landlock
+// ruleset come from (M, W, m, l, r and n), together, which is what the
+// mount cache holds.
 func encodePlan(p *Plan) (data, mounts []byte) {
 	b := []byte{0, 0, 0, 0} // the length, filled in below
 	rec := func(tag byte, fields ...string) {
@@ -59,7 +60,6 @@ func encodePlan(p *Plan) (data, mounts []byte) {
 		}
 		rec('m', kinds[m.Kind], flags.String(), m.Source, m.Target)
 	}
-	end := len(b)
 	l := p.Landlock
 	rec('l', strconv.Itoa(l.ABI), strconv.FormatUint(l.HandledFS, 10), strconv.FormatUint(l.HandledNet, 10), strconv.FormatUint(l.Scoped, 10))
 	for _, r := range l.Rules {
@@ -68,6 +68,7 @@ func encodePlan(p *Plan) (data, mounts []byte) {
 	for _, r := range l.PortRules {
 		rec('n', strconv.FormatUint(r.Access, 10), strconv.Itoa(r.Port))
 	}
+	end := len(b)
 	for _, h := range p.Held {
 		rec('H', h.Path, strconv.FormatUint(uint64(h.Major), 10), strconv.FormatUint(uint64(h.Minor), 10), strconv.FormatUint(h.Ino, 10))
 	}

@@ -114,7 +114,7 @@ func newCacheFixture(t *testing.T, u user) cacheFixture {
 	f := cacheFixture{fsFixture: newFS(t, u), extra: newDir(t, asSelf, "extra")}
 	writeFile(t, filepath.Join(f.extra, "granted.txt"), "granted\n", 0o644)
 	plantProtected(t, u, f.work)
-	f.skills = []string{writeSkill(t, newDir(t, asSelf, "skill"), "cached", "  fs:\n    read: [\""+f.extra+"/**\"]\n    write: [\"$WORK_DIR/**\"]\n")}
+	f.skills = []string{writeSkill(t, newDir(t, asSelf, "skill"), "cached", "  fs:\n    read: [\""+f.extra+"/**\"]\n    write: [\"$WORK_DIR/**\"]\n  exec: [sh, cat, ls, rm, cut, \"true\"]\n")}
 	return f
 }
 
@@ -126,11 +126,16 @@ func TestMountCacheSameSandbox(t *testing.T) {
 	users(t, func(t *testing.T, u user) {
 		f := newCacheFixture(t, u)
 		env := mountCacheEnv(t, u)
-		plain := cachedRun(t, u, f.work, f.skills, append(env, "CORRAL_MOUNT_CACHE=0"), "cat "+f.extra+"/granted.txt")
+		// What Landlock lets through must not change either: the granted
+		// file reads, the secret does not, and nothing writes outside.
+		// /usr/bin is bound, and Landlock alone keeps its programs
+		// outside the exec list from being read (or mapped).
+		script := "cat " + f.extra + "/granted.txt; cat " + f.secret + "; echo planted > " + f.outside + "/planted; echo planted > " + f.extra + "/planted; echo made > made; cat made; rm made; cat /usr/bin/wc | cut -c1-4; ls /usr/bin/wc"
+		plain := cachedRun(t, u, f.work, f.skills, append(env, "CORRAL_MOUNT_CACHE=0"), script)
 		if plain.code != 0 || plain.ahead != "no cache" || plain.file != "" {
 			t.Fatalf("CORRAL_MOUNT_CACHE=0: exit %d, ahead %q, file %q; want 0, no cache, none\n%s", plain.code, plain.ahead, plain.file, plain.result)
 		}
-		first := cachedRun(t, u, f.work, f.skills, env, "cat "+f.extra+"/granted.txt")
+		first := cachedRun(t, u, f.work, f.skills, env, script)
 		if first.code != 0 || first.file == "" || !first.saved {
 			t.Fatalf("first run: exit %d, cache %q saved %v; want 0 and a saved cache\n%s", first.code, first.file, first.saved, first.result)
 		}
@@ -145,16 +150,26 @@ func TestMountCacheSameSandbox(t *testing.T) {
 				t.Errorf("root's cache is %s (saved: %v), want it in /run/corral/mounts\n%s", def.file, def.saved, def.result)
 			}
 		}
-		second := cachedRun(t, u, f.work, f.skills, env, "cat "+f.extra+"/granted.txt")
+		second := cachedRun(t, u, f.work, f.skills, env, script)
 		if second.code != 0 || second.ahead != "built" || !second.pivot {
 			t.Fatalf("second run: exit %d, ahead %q, pivot %v; want 0, built, the root built ahead used\n%s", second.code, second.ahead, second.pivot, second.result)
 		}
-		for _, r := range []cacheRun{first, second} {
-			if r.mounts != plain.mounts {
-				t.Errorf("the sandbox's mounts differ from a run without the cache:\nwithout:\n%s\nwith:\n%s", plain.mounts, r.mounts)
+		for _, r := range []cacheRun{plain, first, second} {
+			if r.mounts != plain.mounts || r.stdout != plain.stdout {
+				t.Errorf("the sandbox differs from a run without the cache:\nwithout:\n%s\nwith:\n%s", plain.result, r.result)
 			}
-			if !strings.Contains(r.stdout, "granted") {
-				t.Errorf("the granted file was not readable:\n%s", r.result)
+			if !strings.Contains(r.stdout, "granted") || !strings.Contains(r.stdout, "made") || !strings.Contains(r.stdout, "/usr/bin/wc") {
+				t.Errorf("the granted file was not readable, the work dir not writable, or /usr/bin not there:\n%s", r.result)
+			}
+			if strings.Contains(r.stdout, "ELF") {
+				t.Errorf("a program outside the exec list was readable:\n%s", r.result)
+			}
+			noSecret(t, r.result, f.tok, "a file outside the grants")
+			for _, p := range []string{filepath.Join(f.outside, "planted"), filepath.Join(f.extra, "planted")} {
+				if exists(p) {
+					t.Errorf("the command wrote %s", p)
+					os.Remove(p)
+				}
 			}
 		}
 		// A library caller's init (no constructor) has no cache.
