@@ -279,6 +279,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		env = os.Environ()
 	}
 	sspec := sandbox.Spec{Argv: spec.Argv, WorkDir: sk.Vars.WorkDir, Env: env, BestEffort: spec.BestEffort}
+	testPause("CORRAL_PROBE_PAUSE")
 	facts := sandbox.Probe(sk.Perms, sspec)
 	trace("probed")
 	hooks, err := sandbox.CreateHooksFolders(facts)
@@ -361,13 +362,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	}
 	// Which file each protected path is now; the sandbox itself cannot
 	// replace one (renaming over a mount point fails), the host can.
-	if v := os.Getenv("CORRAL_HOLD_PAUSE"); v != "" {
-		// Tests: a window before the protected paths are held, to
-		// replace one after the init built its root ahead.
-		if d, err := time.ParseDuration(v); err == nil {
-			time.Sleep(d)
-		}
-	}
+	testPause("CORRAL_HOLD_PAUSE")
 	held := sandbox.Hold(plan.Protected)
 	defer held.Close()
 	plan.Held = held.Files()
@@ -636,4 +631,16 @@ func mkdirNoFollow(root, dir string) ([]string, error) {
 func within(p, root string) bool {
 	rel, err := filepath.Rel(root, p)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// testPause sleeps as long as the variable name says (tests: a window
+// after the init built its root ahead and before corral probes the host,
+// CORRAL_PROBE_PAUSE, or holds the protected paths, CORRAL_HOLD_PAUSE, in
+// which a test changes the host).
+func testPause(name string) {
+	if v := os.Getenv(name); v != "" {
+		if d, err := time.ParseDuration(v); err == nil {
+			time.Sleep(d)
+		}
+	}
 }

@@ -13,13 +13,13 @@ type Held struct {
 }
 
 // Hold opens each path (without following a final symlink); a path that
-// cannot be opened is not watched.
+// cannot be opened is not watched (its fd is -1).
 func Hold(paths []string) *Held {
 	h := &Held{}
 	for _, p := range paths {
 		fd, err := unix.Open(p, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
-			continue
+			fd = -1
 		}
 		h.paths = append(h.paths, p)
 		h.fds = append(h.fds, fd)
@@ -32,7 +32,7 @@ func (h *Held) Replaced() []string {
 	var out []string
 	for i, p := range h.paths {
 		var held, now unix.Stat_t
-		if unix.Fstat(h.fds[i], &held) != nil {
+		if h.fds[i] < 0 || unix.Fstat(h.fds[i], &held) != nil {
 			continue
 		}
 		if unix.Lstat(p, &now) != nil || now.Dev != held.Dev || now.Ino != held.Ino {
@@ -42,13 +42,16 @@ func (h *Held) Replaced() []string {
 	return out
 }
 
-// Files returns the held files' devices and inodes, by path.
+// Files returns each path with the device and inode of the file held for
+// it; one that could not be held has Held false.
 func (h *Held) Files() []HeldFile {
 	var out []HeldFile
 	for i, p := range h.paths {
 		var st unix.Stat_t
-		if unix.Fstat(h.fds[i], &st) == nil {
-			out = append(out, HeldFile{Path: p, Major: unix.Major(st.Dev), Minor: unix.Minor(st.Dev), Ino: st.Ino})
+		if h.fds[i] >= 0 && unix.Fstat(h.fds[i], &st) == nil {
+			out = append(out, HeldFile{Path: p, Held: true, Major: unix.Major(st.Dev), Minor: unix.Minor(st.Dev), Ino: st.Ino})
+		} else {
+			out = append(out, HeldFile{Path: p})
 		}
 	}
 	return out
@@ -57,7 +60,9 @@ func (h *Held) Files() []HeldFile {
 // Close closes the held files.
 func (h *Held) Close() {
 	for _, fd := range h.fds {
-		unix.Close(fd)
+		if fd >= 0 {
+			unix.Close(fd)
+		}
 	}
 	h.fds, h.paths = nil, nil
 }

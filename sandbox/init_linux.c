@@ -169,6 +169,7 @@ struct port_rule {
 // held_linux.go): its device and inode when corral opened it.
 struct held_file {
 	const char *path;
+	int held; // 0: corral could not hold it (gone)
 	unsigned major, minor;
 	uint64_t ino;
 };
@@ -362,6 +363,7 @@ static void parse_plan(struct plan *pl, const char *buf, size_t len, int only_mo
 		case 'H':
 			pl->held = grow(pl->held, pl->nheld, sizeof *pl->held);
 			pl->held[pl->nheld].path = next(&p, end);
+			pl->held[pl->nheld].held = next(&p, end)[0] == '1';
 			pl->held[pl->nheld].major = strtoul(next(&p, end), NULL, 10);
 			pl->held[pl->nheld].minor = strtoul(next(&p, end), NULL, 10);
 			pl->held[pl->nheld++].ino = strtoull(next(&p, end), NULL, 10);
@@ -1031,6 +1033,8 @@ static int held_still(const struct plan *pl) {
 	struct statx stx;
 	for (size_t i = 0; i < pl->nheld; i++) {
 		const struct held_file *h = &pl->held[i];
+		if (!h->held)
+			return 0; // gone since the root was built: the plan's build decides
 		snprintf(target, sizeof target, "%s%s", STAGING, h->path);
 		if (statx(AT_FDCWD, target, AT_SYMLINK_NOFOLLOW, STATX_INO, &stx) < 0 ||
 		    !(stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) || !(stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) ||
@@ -1357,7 +1361,11 @@ static int build_landlock(struct plan *pl, int root) {
 		struct rule *r = &pl->rules[i];
 		int fd;
 		if (root >= 0) {
-			struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT};
+			// Ahead, no symlink is followed either: the rules' paths
+			// are real paths, so one on the way is a host change the
+			// probe may never see (changed back), and the plan's
+			// build decides (ELOOP, EXDEV: the ahead build stops).
+			struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
 			fd = (int)syscall(SYS_openat2, root, r->path, &how, sizeof how);
 		} else {
 			fd = open(r->path, O_PATH | O_CLOEXEC);

@@ -274,8 +274,19 @@ static void corral_early_start(int argc, char **argv, char **envp) {
 		return;
 	}
 	corral_choose_mount_cache(argc, argv);
+	// The child starts with the forwarded signals blocked: corral may
+	// forward one (corral_signals_start) before the child has set its
+	// own mask, and at its default it would end the child.
+	static const int forwarded[] = CORRAL_FORWARDED_SIGNALS;
+	sigset_t block, old;
+	sigemptyset(&block);
+	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+		sigaddset(&block, forwarded[i]);
+	sigprocmask(SIG_BLOCK, &block, &old);
 	pid_t parent = getpid();
 	pid_t pid = fork();
+	if (pid != 0)
+		sigprocmask(SIG_SETMASK, &old, NULL);
 	if (pid == 0) {
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent)
 			_exit(125);
@@ -344,7 +355,13 @@ int corral_signals_start(void) {
 	static const int forwarded[] = CORRAL_FORWARDED_SIGNALS;
 	if (__atomic_load_n(&corral_sig_on, __ATOMIC_SEQ_CST) || corral_early.taken || corral_early.pidfd < 0)
 		return -1;
-	__atomic_store_n(&corral_sig_target, corral_early.pidfd, __ATOMIC_SEQ_CST);
+	// A copy of the pidfd of their own, never closed: a handler that
+	// loaded it just before corral_signals_stop still signals the init
+	// (or, reaped by then, nothing), never an fd number reused since.
+	static int own = -1;
+	if (own < 0 && (own = fcntl(corral_early.pidfd, F_DUPFD_CLOEXEC, 3)) < 0)
+		return -1;
+	__atomic_store_n(&corral_sig_target, own, __ATOMIC_SEQ_CST);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = corral_sig_forward;

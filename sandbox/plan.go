@@ -211,9 +211,10 @@ type Protection struct {
 }
 
 // HeldFile is a protected path and the device and inode of the file held
-// for it.
+// for it (Held false: none could be held, the path was gone).
 type HeldFile struct {
 	Path         string
+	Held         bool
 	Major, Minor uint32
 	Ino          uint64
 }

@@ -70,7 +70,11 @@ func encodePlan(p *Plan) (data, mounts []byte) {
 	}
 	end := len(b)
 	for _, h := range p.Held {
-		rec('H', h.Path, strconv.FormatUint(uint64(h.Major), 10), strconv.FormatUint(uint64(h.Minor), 10), strconv.FormatUint(h.Ino, 10))
+		held := "0"
+		if h.Held {
+			held = "1"
+		}
+		rec('H', h.Path, held, strconv.FormatUint(uint64(h.Major), 10), strconv.FormatUint(uint64(h.Minor), 10), strconv.FormatUint(h.Ino, 10))
 	}
 	if p.Proxy != nil {
 		rec('P', strconv.Itoa(p.Proxy.Port))

@@ -258,13 +258,16 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 	if plan.Trace {
 		fmt.Fprintf(os.Stderr, "corral exec: late sent   (at %d)\n", time.Now().UnixMicro()%1e7)
 	}
-	// While the init finishes: the mounts for the next run like this one.
-	// A plan that pauses its mounts (tests' race windows) is not saved:
-	// built ahead, the pause would not be where the test needs it.
-	if l.mountCache != "" && plan.MountPause == 0 {
-		err := saveMountCache(l.mountCache, l.mountCacheKey, mounts)
-		if plan.Trace {
-			fmt.Fprintf(os.Stderr, "corral exec: mount cache %s (saved: %v)\n", l.mountCache, err == nil)
+	// Once the command runs (the init read the cache long before): the
+	// mounts for the next run like this one. A plan that pauses its mounts
+	// (tests' race windows) is not saved: built ahead, the pause would
+	// not be where the test needs it.
+	saveMounts := func() {
+		if l.mountCache != "" && plan.MountPause == 0 {
+			err := saveMountCache(l.mountCache, l.mountCacheKey, mounts)
+			if plan.Trace {
+				fmt.Fprintf(os.Stderr, "corral exec: mount cache %s (saved: %v)\n", l.mountCache, err == nil)
+			}
 		}
 	}
 	if plan.Proxy != nil {
@@ -310,6 +313,7 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 		switch {
 		case s.Started != 0:
 			res.Started = true
+			saveMounts()
 		case s.Error != nil:
 			res.Stage = s.Error
 		case s.Exit != nil:

@@ -556,36 +556,94 @@ func readCache(t *testing.T, file string) []byte {
 	return data
 }
 
-// TestMountCacheProtectedReplaced renames a new file over .git/config
-// after the init built its root ahead and before corral holds the
-// protected paths (CORRAL_HOLD_PAUSE makes that window): the rename
-// detached the read-only bind built ahead, so that root must not be used,
-// or the command would write the new config.
+// TestMountCacheProtectedReplaced changes .git/config on the host after
+// the init built its root ahead and before corral holds the protected
+// paths (CORRAL_HOLD_PAUSE makes that window): a new file renamed over it
+// detaches the read-only bind built ahead, and one removed cannot be held
+// at all. Either way that root must not be used, or the command would
+// write a config host git runs.
 func TestMountCacheProtectedReplaced(t *testing.T) {
 	t.Parallel()
 	users(t, func(t *testing.T, u user) {
-		attack(t, "filesystem", "replace a protected file between the root built ahead and the hold")
-		f := newCacheFixture(t, u)
-		env := mountCacheEnv(t, u)
-		if first := cachedRun(t, u, f.work, f.skills, env, "true"); !first.saved {
-			t.Fatalf("no cache was saved:\n%s", first.result)
+		for _, how := range []string{"renamed over", "removed"} {
+			t.Run(how, func(t *testing.T) {
+				attack(t, "filesystem", "a protected file "+how+" between the root built ahead and the hold")
+				f := newCacheFixture(t, u)
+				env := mountCacheEnv(t, u)
+				if first := cachedRun(t, u, f.work, f.skills, env, "true"); !first.saved {
+					t.Fatalf("no cache was saved:\n%s", first.result)
+				}
+				config := filepath.Join(f.work, ".git", "config")
+				fresh := config + ".new"
+				writeFile(t, fresh, protectedFiles[".git/config"], 0o644)
+				own(t, u, fresh)
+				done := make(chan result, 1)
+				go func() {
+					done <- u.run(t, runOpts{args: []string{"exec", "--work-dir", f.work, "--skill", f.skills[0], "--", "sh", "-c", "printf '[core]\\n\\tfsmonitor = evil\\n' >> .git/config"}, dir: f.work, env: append(env, "CORRAL_HOLD_PAUSE=1500ms")})
+				}()
+				time.Sleep(700 * time.Millisecond) // the root is built ahead in a few ms
+				var err error
+				if how == "removed" {
+					err = os.Remove(config)
+				} else {
+					err = os.Rename(fresh, config)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := <-done
+				if strings.Contains(r.stderr, "corral init: pivot") {
+					t.Errorf("the root built ahead was used:\n%s", r)
+				}
+				if got, err := os.ReadFile(config); err == nil && strings.Contains(string(got), "evil") {
+					t.Errorf("the command wrote the host's .git/config (exit %d):\n%s", r.code, got)
+				}
+				if how == "renamed over" {
+					checkProtected(t, f.work, r)
+				}
+			})
 		}
-		config := filepath.Join(f.work, ".git", "config")
-		fresh := config + ".new"
-		writeFile(t, fresh, protectedFiles[".git/config"], 0o644)
-		own(t, u, fresh)
-		done := make(chan cacheRun, 1)
-		go func() {
-			done <- cachedRun(t, u, f.work, f.skills, append(env, "CORRAL_HOLD_PAUSE=1500ms"), "printf '[core]\\n\\tfsmonitor = evil\\n' >> .git/config")
-		}()
-		time.Sleep(700 * time.Millisecond) // the root is built ahead in a few ms
-		if err := os.Rename(fresh, config); err != nil {
+	})
+}
+
+// TestMountCacheRuleThroughSymlink makes a folder that has a Landlock
+// rule of its own but no bind ($WORK_DIR/docs, inside the writable work
+// dir's bind) a symlink to /
+// while the init builds ahead, and a folder again before corral probes
+// (CORRAL_PROBE_PAUSE makes that window): the ruleset built ahead must not
+// grant / (the probe never saw the symlink), so /usr/bin's programs
+// outside the exec list stay unreadable.
+func TestMountCacheRuleThroughSymlink(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "filesystem", "a rule's folder swapped for a symlink while the ruleset is built ahead")
+		f := newCacheFixture(t, u)
+		docs := filepath.Join(f.work, "docs")
+		if err := os.Mkdir(docs, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		r := <-done
-		if r.code != 0 || r.pivot {
-			t.Errorf("exit %d, ahead %q, pivot %v; want 0 and the plan's build (a protected bind built ahead was detached)", r.code, r.ahead, r.pivot)
+		own(t, u, docs)
+		skills := []string{writeSkill(t, newDir(t, asSelf, "skill"), "docs", "  fs:\n    read: [\"$WORK_DIR/docs/**\"]\n    write: [\"$WORK_DIR/**\"]\n  exec: [sh, cat, cut, \"true\"]\n")}
+		env := mountCacheEnv(t, u)
+		script := "cat /usr/bin/wc | cut -c1-4"
+		if first := cachedRun(t, u, f.work, skills, env, script); !first.saved || strings.Contains(first.stdout, "ELF") {
+			t.Fatalf("first run: saved %v; want a saved cache and wc unreadable:\n%s", first.saved, first.result)
 		}
-		checkProtected(t, f.work, r.result)
+		os.Remove(docs)
+		if err := os.Symlink("/", docs); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan cacheRun, 1)
+		go func() { done <- cachedRun(t, u, f.work, skills, append(env, "CORRAL_PROBE_PAUSE=1500ms"), script) }()
+		time.Sleep(700 * time.Millisecond)
+		os.Remove(docs)
+		if err := os.Mkdir(docs, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		own(t, u, docs)
+		r := <-done
+		if strings.Contains(r.stdout, "ELF") || r.pivot {
+			t.Errorf("ahead %q, pivot %v: the ruleset built ahead granted what the symlink pointed to:\n%s", r.ahead, r.pivot, r.result)
+		}
 	})
 }
