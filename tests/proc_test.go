@@ -307,6 +307,39 @@ func TestProcForwardsEverySignal(t *testing.T) {
 	})
 }
 
+// TestProcCPUAffinity checks that the command may run on every CPU corral
+// may: the early init starts on another CPU than corral's and must take
+// corral's whole set back. Under taskset with one CPU, that one.
+func TestProcCPUAffinity(t *testing.T) {
+	t.Parallel()
+	own := func(status string) string {
+		for _, l := range strings.Split(status, "\n") {
+			if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
+				return strings.TrimSpace(v)
+			}
+		}
+		return ""
+	}
+	mine := own(readFile(t, "/proc/self/status"))
+	users(t, func(t *testing.T, u user) {
+		f := newFS(t, u)
+		for i := 0; i < 5; i++ {
+			r := u.run(t, runOpts{args: []string{"exec", "--work-dir", f.work, "--", "grep", "Cpus_allowed_list", "/proc/self/status"}, dir: f.work})
+			if got := own(r.stdout); r.code != 0 || got != mine {
+				t.Fatalf("the command may run on CPUs %q, corral on %q:\n%s", got, mine, r)
+			}
+		}
+		taskset, err := exec.LookPath("taskset")
+		if err != nil || u.unpriv {
+			return
+		}
+		out, err := exec.Command(taskset, "-c", "0", corralBin, "exec", "--work-dir", f.work, "--", "grep", "Cpus_allowed_list", "/proc/self/status").CombinedOutput()
+		if got := own(string(out)); err != nil || got != "0" {
+			t.Errorf("under taskset -c 0 the command may run on CPUs %q (%v):\n%s", got, err, out)
+		}
+	})
+}
+
 // TestProcExitCodes checks that the command's exit code and death by
 // signal come back as the contract says, also in the report.
 func TestProcExitCodes(t *testing.T) {
