@@ -356,6 +356,10 @@ static void corral_early_start(int argc, char **argv, char **envp) {
 		close(plan[1]);
 		close(status[0]);
 		close(sock[0]);
+		if (away.on) {
+			close(away.sync[0]);
+			close(away.sync[1]);
+		}
 		return;
 	}
 	// Go's poller takes non-blocking pipes.
