@@ -470,46 +470,23 @@ static int own_parent(const char *path, char *dir, size_t size, const char **bas
 	return -1;
 }
 
-// make_dir, make_file and make_link are mkdir, open(O_CREAT) and symlink,
-// limited to the init's own tmpfs mounts while building ahead.
-static int make_dir(const char *path, mode_t mode) {
+// make_at makes path: a folder (kind 'd', mode), a file (kind 'f', open
+// flags and mode; O_CREAT added) or a symlink to link (kind 'l'). While
+// building ahead it makes it only on the init's own tmpfs mounts, through
+// the checked folder (own_parent); otherwise by path.
+static int make_at(char kind, const char *path, int flags, mode_t mode, const char *link) {
 	char dir[4096];
-	const char *base;
-	if (!building_ahead)
-		return mkdir(path, mode);
-	int fd = own_parent(path, dir, sizeof dir, &base);
-	if (fd < 0)
-		return -1;
-	int r = mkdirat(fd, base, mode), e = errno;
-	close(fd);
-	errno = e;
-	return r;
-}
-
-static int make_file(const char *path, int flags, mode_t mode) {
-	char dir[4096];
-	const char *base;
-	if (!building_ahead)
-		return open(path, flags | O_CREAT, mode);
-	int fd = own_parent(path, dir, sizeof dir, &base);
-	if (fd < 0)
-		return -1;
-	int r = openat(fd, base, flags | O_CREAT | O_NOFOLLOW, mode), e = errno;
-	close(fd);
-	errno = e;
-	return r;
-}
-
-static int make_link(const char *target, const char *path) {
-	char dir[4096];
-	const char *base;
-	if (!building_ahead)
-		return symlink(target, path);
-	int fd = own_parent(path, dir, sizeof dir, &base);
-	if (fd < 0)
-		return -1;
-	int r = symlinkat(target, fd, base), e = errno;
-	close(fd);
+	const char *base = path;
+	int fd = AT_FDCWD;
+	if (building_ahead) {
+		if ((fd = own_parent(path, dir, sizeof dir, &base)) < 0)
+			return -1;
+		flags |= O_NOFOLLOW;
+	}
+	int r = kind == 'd' ? mkdirat(fd, base, mode) : kind == 'l' ? symlinkat(link, fd, base) : openat(fd, base, flags | O_CREAT, mode);
+	int e = errno;
+	if (fd != AT_FDCWD)
+		close(fd);
 	errno = e;
 	return r;
 }
@@ -517,7 +494,7 @@ static int make_link(const char *target, const char *path) {
 static void mkdir_p(const char *path, mode_t mode) {
 	// Most parents exist already: try the folder itself first and walk up
 	// only on ENOENT, which keeps the common case at one syscall.
-	if (make_dir(path, mode) == 0 || errno == EEXIST)
+	if (make_at('d', path, 0, mode, NULL) == 0 || errno == EEXIST)
 		return;
 	if (errno != ENOENT)
 		fail("mounts", errno, "mkdir %s", path);
@@ -531,7 +508,7 @@ static void mkdir_p(const char *path, mode_t mode) {
 		fail("mounts", ENOENT, "mkdir %s", path);
 	*slash = 0;
 	mkdir_p(tmp, mode);
-	if (make_dir(path, mode) < 0 && errno != EEXIST)
+	if (make_at('d', path, 0, mode, NULL) < 0 && errno != EEXIST)
 		fail("mounts", errno, "mkdir %s", path);
 }
 
@@ -643,7 +620,7 @@ static void copy_file(const char *source, const char *target) {
 	if (fstat(in, &st) < 0 || !S_ISREG(st.st_mode))
 		fail("mounts", 0, "%s is not a regular file", source);
 	parent_dirs(target);
-	int out = make_file(target, O_WRONLY | O_EXCL | O_CLOEXEC, 0644);
+	int out = make_at('f', target, O_WRONLY | O_EXCL | O_CLOEXEC, 0644, NULL);
 	if (out < 0)
 		fail("mounts", errno, "creating %s", target);
 	char buf[65536];
@@ -669,7 +646,7 @@ static void copy_file(const char *source, const char *target) {
 // write_file makes target, in the new root, with content.
 static void write_file(const char *target, const char *content) {
 	parent_dirs(target);
-	int out = make_file(target, O_WRONLY | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	int out = make_at('f', target, O_WRONLY | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644, NULL);
 	if (out < 0)
 		fail("mounts", errno, "creating %s", target);
 	for (size_t off = 0, n = strlen(content); off < n;) {
@@ -878,7 +855,7 @@ static void place_bind(struct plan *pl, size_t i, const char *target, int cloned
 				mkdir_p(target, 0755);
 			} else {
 				parent_dirs(target);
-				int fd = make_file(target, O_WRONLY | O_CLOEXEC, 0644);
+				int fd = make_at('f', target, O_WRONLY | O_CLOEXEC, 0644, NULL);
 				if (fd < 0)
 					fail("mounts", errno, "mount point %s", m->target);
 				close(fd);
@@ -978,7 +955,7 @@ static void setup_staging(struct plan *pl) {
 			if (lstat(target, &st) == 0)
 				break; // a bound folder already holds it
 			parent_dirs(target);
-			if (make_link(m->source, target) < 0)
+			if (make_at('l', target, 0, 0, m->source) < 0)
 				fail("mounts", errno, "symlink %s", m->target);
 			break;
 		case 'b':
@@ -1016,9 +993,7 @@ static void drop_ahead(void) {
 	if (in_ahead_ns && syscall(SYS_setns, home_ns, CLONE_NEWNS) < 0)
 		fail("mounts", errno, "leaving the mounts built ahead of the plan");
 	in_ahead_ns = 0;
-	if (syscall(SYS_close_range, 6U, ~0U, 0U) < 0)
-		for (int fd = 6; fd < 4096; fd++)
-			close(fd);
+	corral_close_from(6);
 	home_ns = host_tmp = -1;
 }
 
@@ -1108,17 +1083,7 @@ static void mounts_ahead(struct ahead *a) {
 	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022) || st.st_size <= (off_t)MOUNT_CACHE_HEADER || st.st_size > MAX_MOUNT_CACHE)
 		fail("cache", 0, "not this user's, or the wrong size");
 	size_t len = (size_t)st.st_size;
-	char *buf = malloc(len);
-	if (!buf)
-		fail("cache", ENOMEM, "allocating");
-	for (size_t got = 0; got < len;) {
-		ssize_t n = read(fd, buf + got, len - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			fail("cache", n < 0 ? errno : 0, "reading");
-		got += (size_t)n;
-	}
+	char *buf = alloc_read(fd, len, "the mount cache");
 	close(fd);
 	uint64_t key = (uint64_t)le32(buf + MOUNT_CACHE_HEADER - 8) | (uint64_t)le32(buf + MOUNT_CACHE_HEADER - 4) << 32;
 	if (memcmp(buf, MOUNT_CACHE_MAGIC, MOUNT_CACHE_HEADER - 8) != 0 || key != corral_mount_cache_key)
@@ -1423,8 +1388,6 @@ static void forward(int sig) {
 		kill(command_pid, sig);
 }
 
-static const int forwarded[] = CORRAL_FORWARDED_SIGNALS;
-#define NFORWARDED (sizeof forwarded / sizeof forwarded[0])
 
 void corral_init_main(void) {
 	struct plan pl;
@@ -1497,18 +1460,16 @@ void corral_init_main(void) {
 	// so none sent during the set-up was lost: a PID namespace's init
 	// drops a signal it has no handler for, unless it is blocked).
 	sigset_t block, none;
-	sigemptyset(&block);
+	corral_forwarded_set(&block);
 	sigemptyset(&none);
-	for (size_t i = 0; i < NFORWARDED; i++)
-		sigaddset(&block, forwarded[i]);
 	sigprocmask(SIG_BLOCK, &block, NULL);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = forward;
 	sigemptyset(&sa.sa_mask);
 	sa.sa_flags = SA_RESTART;
-	for (size_t i = 0; i < NFORWARDED; i++)
-		sigaction(forwarded[i], &sa, NULL);
+	for (size_t i = 0; i < CORRAL_NFORWARDED; i++)
+		sigaction(corral_forwarded[i], &sa, NULL);
 
 	// Seccomp goes last: after it, nothing may set up anything.
 	load_seccomp(&pl);
@@ -1524,8 +1485,8 @@ void corral_init_main(void) {
 		struct sigaction dfl;
 		memset(&dfl, 0, sizeof dfl);
 		dfl.sa_handler = SIG_DFL;
-		for (size_t i = 0; i < NFORWARDED; i++)
-			sigaction(forwarded[i], &dfl, NULL);
+		for (size_t i = 0; i < CORRAL_NFORWARDED; i++)
+			sigaction(corral_forwarded[i], &dfl, NULL);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		// Belt and braces: nothing but stdio crosses into the command.
 		if (syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */) < 0)

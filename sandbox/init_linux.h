@@ -1,3 +1,5 @@
+#include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 
 // corral_mount_cache is the mount cache file of this run (the init reads
@@ -13,3 +15,15 @@ void corral_init_main(void) __attribute__((noreturn));
 // CORRAL_FORWARDED_SIGNALS are the signals corral forwards to the command
 // (forwarded in run_linux.go): the shim and PID 1 pass them on.
 #define CORRAL_FORWARDED_SIGNALS {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH}
+static const int corral_forwarded[] = CORRAL_FORWARDED_SIGNALS;
+#define CORRAL_NFORWARDED (sizeof corral_forwarded / sizeof corral_forwarded[0])
+
+// corral_forwarded_set sets set to the forwarded signals.
+static inline void corral_forwarded_set(sigset_t *set) {
+	sigemptyset(set);
+	for (size_t i = 0; i < CORRAL_NFORWARDED; i++)
+		sigaddset(set, corral_forwarded[i]);
+}
+
+// corral_close_from closes every fd from first up (nsinit_linux.c).
+void corral_close_from(int first);

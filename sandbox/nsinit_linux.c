@@ -62,7 +62,7 @@ static void corral_forward(int sig) {
 }
 
 // corral_close_from closes every fd from first up.
-static void corral_close_from(int first) {
+void corral_close_from(int first) {
 	if (syscall(SYS_close_range, (unsigned)first, ~0U, 0) == 0)
 		return;
 	for (int fd = first; fd < 65536; fd++)
@@ -91,12 +91,9 @@ static void corral_init_stage(void) {
 	// blocked, until the shim can forward them (corral may forward one
 	// as soon as this process runs; at its default it would kill the
 	// shim, and the run would end with no word of why).
-	static const int forwarded[] = CORRAL_FORWARDED_SIGNALS;
 	sigset_t block, none;
-	sigemptyset(&block);
+	corral_forwarded_set(&block);
 	sigemptyset(&none);
-	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
-		sigaddset(&block, forwarded[i]);
 	sigprocmask(SIG_SETMASK, &block, NULL);
 	uid_t uid = geteuid();
 	gid_t gid = getegid();
@@ -141,8 +138,8 @@ static void corral_init_stage(void) {
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = corral_forward;
 	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
-		sigaction(forwarded[i], &sa, NULL);
+	for (size_t i = 0; i < CORRAL_NFORWARDED; i++)
+		sigaction(corral_forwarded[i], &sa, NULL);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	int status;
 	for (;;) {
@@ -322,11 +319,8 @@ static void corral_early_start(int argc, char **argv, char **envp) {
 	// The child starts with the forwarded signals blocked: corral may
 	// forward one (corral_signals_start) before the child has set its
 	// own mask, and at its default it would end the child.
-	static const int forwarded[] = CORRAL_FORWARDED_SIGNALS;
 	sigset_t block, old;
-	sigemptyset(&block);
-	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
-		sigaddset(&block, forwarded[i]);
+	corral_forwarded_set(&block);
 	sigprocmask(SIG_BLOCK, &block, &old);
 	struct corral_away away;
 	corral_away_prepare(&away);
@@ -406,7 +400,6 @@ static void corral_sig_forward(int sig) {
 }
 
 int corral_signals_start(void) {
-	static const int forwarded[] = CORRAL_FORWARDED_SIGNALS;
 	if (__atomic_load_n(&corral_sig_on, __ATOMIC_SEQ_CST) || corral_early.taken || corral_early.pidfd < 0)
 		return -1;
 	// A copy of the pidfd of their own, never closed: a handler that
@@ -421,10 +414,11 @@ int corral_signals_start(void) {
 	sa.sa_handler = corral_sig_forward;
 	sa.sa_flags = SA_ONSTACK | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++) {
-		if (sigaction(forwarded[i], &sa, &corral_sig_saved[forwarded[i]]) < 0) {
+	for (size_t i = 0; i < CORRAL_NFORWARDED; i++) {
+		int sig = corral_forwarded[i];
+		if (sigaction(sig, &sa, &corral_sig_saved[sig]) < 0) {
 			for (size_t j = 0; j < i; j++)
-				sigaction(forwarded[j], &corral_sig_saved[forwarded[j]], NULL);
+				sigaction(corral_forwarded[j], &corral_sig_saved[corral_forwarded[j]], NULL);
 			__atomic_store_n(&corral_sig_target, -1, __ATOMIC_SEQ_CST);
 			return -1;
 		}
@@ -434,12 +428,11 @@ int corral_signals_start(void) {
 }
 
 int corral_signals_stop(void) {
-	static const int forwarded[] = CORRAL_FORWARDED_SIGNALS;
 	__atomic_store_n(&corral_sig_target, -1, __ATOMIC_SEQ_CST);
 	if (!__atomic_exchange_n(&corral_sig_on, 0, __ATOMIC_SEQ_CST))
 		return 0;
-	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
-		sigaction(forwarded[i], &corral_sig_saved[forwarded[i]], NULL);
+	for (size_t i = 0; i < CORRAL_NFORWARDED; i++)
+		sigaction(corral_forwarded[i], &corral_sig_saved[corral_forwarded[i]], NULL);
 	return 0;
 }
 
