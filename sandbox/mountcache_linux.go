@@ -47,19 +47,7 @@ func saveMountCache(file string, key uint64, block []byte) error {
 	if !trustedFile(dir, true) {
 		return &os.PathError{Op: "save mount cache", Path: dir, Err: os.ErrPermission}
 	}
-	tmp, err := os.CreateTemp(dir, ".mounts-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(want); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), file)
+	return replaceFile(file, ".mounts-*", want, 0o600)
 }
 
 // readOwnFile reads file (up to max bytes) if it is a regular file of

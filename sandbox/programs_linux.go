@@ -1,7 +1,7 @@
 package sandbox
 
 import (
-	"bufio"
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -293,35 +293,19 @@ func trustedFile(p string, dir bool) bool {
 // writeProgramIndex saves the index atomically, readable by everybody
 // (it lists folders every user can list).
 func writeProgramIndex(file string, roots []string, now time.Time, stamps []stamp, idx ProgramIndex) error {
-	tmp, err := os.CreateTemp(filepath.Dir(file), ".programs-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	w := bufio.NewWriter(tmp)
-	fmt.Fprintf(w, "%s\nroots %s\nbuilt %d\n", programIndexVersion, quoteAll(roots), now.Unix())
+	var w bytes.Buffer
+	fmt.Fprintf(&w, "%s\nroots %s\nbuilt %d\n", programIndexVersion, quoteAll(roots), now.Unix())
 	for _, s := range stamps {
-		fmt.Fprintf(w, "stamp %s %s\n", s.mtime, strconv.Quote(s.path))
+		fmt.Fprintf(&w, "stamp %s %s\n", s.mtime, strconv.Quote(s.path))
 	}
 	for _, f := range idx.Folders {
-		fmt.Fprintf(w, "folder %s\n", strconv.Quote(f))
+		fmt.Fprintf(&w, "folder %s\n", strconv.Quote(f))
 	}
 	for _, f := range idx.Libraries {
-		fmt.Fprintf(w, "library %s\n", strconv.Quote(f))
+		fmt.Fprintf(&w, "library %s\n", strconv.Quote(f))
 	}
-	fmt.Fprintln(w, "end")
-	if err := w.Flush(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), file)
+	fmt.Fprintln(&w, "end")
+	return replaceFile(file, ".programs-*", w.Bytes(), 0o644)
 }
 
 // walkPrograms finds, sorted, the folders under roots that directly hold
@@ -442,4 +426,27 @@ func isELFProgram(dirfd int, name string) bool {
 		typ = binary.LittleEndian.Uint16(head[16:])
 	}
 	return typ == 2 || typ == 3 // ET_EXEC, ET_DYN
+}
+
+// replaceFile writes data to a new file beside file (named by pattern,
+// with mode perm) and renames it over file, so a reader sees the old file
+// or the new one, never half of one.
+func replaceFile(file, pattern string, data []byte, perm os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(file), pattern)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(perm); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), file)
 }

@@ -108,12 +108,15 @@ var precompiled struct {
 // starting the init. Run uses it if the plan's table matches.
 func Prepare(p policyengine.Permissions) {
 	rules := seccompFor(p.ExecRestricted())
-	if builtBPF(rules) != nil {
-		return
-	}
 	precompiled.Lock()
 	defer precompiled.Unlock()
 	precompiled.rules, precompiled.done = rules, make(chan struct{})
+	if prog := builtBPF(rules); prog != nil {
+		// Compiled into the binary: ready now, and bpfFor finds it here.
+		precompiled.prog, precompiled.err = prog, nil
+		close(precompiled.done)
+		return
+	}
 	go func() {
 		prog, err := compileBPF(rules)
 		precompiled.prog, precompiled.err = prog, err
@@ -121,18 +124,19 @@ func Prepare(p policyengine.Permissions) {
 	}()
 }
 
-// bpfFor returns the compiled filter for rules, from Prepare when it
-// compiled the same table.
+// bpfFor returns the compiled filter for rules: from Prepare when it had
+// the same table, else the one compiled into the binary, else compiled
+// now.
 func bpfFor(rules []SysRule) ([]byte, error) {
-	if prog := builtBPF(rules); prog != nil {
-		return prog, nil
-	}
 	precompiled.Lock()
 	same, done := reflect.DeepEqual(precompiled.rules, rules), precompiled.done
 	precompiled.Unlock()
 	if same && done != nil {
 		<-done
 		return precompiled.prog, precompiled.err
+	}
+	if prog := builtBPF(rules); prog != nil {
+		return prog, nil
 	}
 	return compileBPF(rules)
 }
