@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 
@@ -28,6 +27,7 @@ type request struct {
 	target  string // origin-form request target for plain HTTP ("/path?q")
 	proto   string // "HTTP/1.1"
 	headers [][2]string
+	body    framing // how the body is delimited, for plain HTTP
 }
 
 // headError is a malformed or oversized head: status is the answer.
@@ -62,7 +62,12 @@ func readHead(br *bufio.Reader) (*request, error) {
 				return "", err
 			}
 		}
-		text := bytes.TrimSuffix(bytes.TrimSuffix(buf, []byte("\n")), []byte("\r"))
+		// RFC 9112 §2.2 lets a recipient take a bare LF as a line end;
+		// the origin behind the proxy might not, so only CRLF is one.
+		text, ok := bytes.CutSuffix(buf, []byte("\r\n"))
+		if !ok {
+			return "", badRequest("a line of the request head ends in a bare LF, not CRLF")
+		}
 		for _, c := range text {
 			if (c < 0x20 && c != '\t') || c == 0x7f {
 				return "", badRequest("control character 0x%02x in the request head", c)
@@ -76,7 +81,7 @@ func readHead(br *bufio.Reader) (*request, error) {
 	}
 	method, rest, ok1 := strings.Cut(first, " ")
 	target, proto, ok2 := strings.Cut(rest, " ")
-	if !ok1 || !ok2 || method == "" || target == "" || !strings.HasPrefix(proto, "HTTP/1.") || len(proto) != 8 {
+	if !ok1 || !ok2 || method == "" || target == "" || (proto != "HTTP/1.1" && proto != "HTTP/1.0") || strings.ContainsRune(first, '\t') {
 		return nil, badRequest("malformed request line %q", clip(first))
 	}
 	for _, c := range method {
@@ -96,13 +101,38 @@ func readHead(br *bufio.Reader) (*request, error) {
 		if len(r.headers) == maxHeaders {
 			return nil, &headError{status: 431, msg: fmt.Sprintf("more than %d request headers", maxHeaders)}
 		}
+		if l[0] == ' ' || l[0] == '\t' {
+			// obs-fold (RFC 9112 §5.2): one origin joins the lines, another
+			// takes the folded line for a header of its own.
+			return nil, badRequest("folded header line %q (obs-fold)", clip(l))
+		}
 		k, v, ok := strings.Cut(l, ":")
-		if !ok || k == "" || strings.ContainsAny(k, " \t") {
+		if !ok || !isToken(k) {
 			return nil, badRequest("malformed header line %q", clip(l))
 		}
-		r.headers = append(r.headers, [2]string{k, strings.TrimSpace(v)})
+		r.headers = append(r.headers, [2]string{k, strings.Trim(v, " \t")})
 	}
-	return r, r.parseTarget(target)
+	if err := r.parseTarget(target); err != nil {
+		return nil, err
+	}
+	if r.connect {
+		return r, nil // what follows is the tunnel's, not a body
+	}
+	return r, r.parseFraming()
+}
+
+// isToken reports whether s is an RFC 9110 token, as header names are.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // parseTarget fills host, port and the origin-form target from the request
@@ -235,67 +265,6 @@ func (r *request) canonicalTarget() error {
 	return nil
 }
 
-// copyBody sends the request's declared body, and nothing after it:
-// Content-Length bytes, or a chunked body up to its last chunk and
-// trailers. Both at once is refused.
-func (r *request) copyBody(up io.Writer, br *bufio.Reader) error {
-	te, cl := r.header("Transfer-Encoding"), r.header("Content-Length")
-	switch {
-	case te != "" && cl != "":
-		return errors.New("both Transfer-Encoding and Content-Length")
-	case strings.EqualFold(strings.TrimSpace(te), "chunked"):
-		return copyChunked(up, br)
-	case te != "":
-		return fmt.Errorf("transfer encoding %q is not relayed", te)
-	case cl != "":
-		n, err := strconv.ParseInt(strings.TrimSpace(cl), 10, 64)
-		if err != nil || n < 0 {
-			return fmt.Errorf("bad Content-Length %q", cl)
-		}
-		_, err = io.CopyN(up, br, n)
-		return err
-	}
-	return nil
-}
-
-// copyChunked relays a chunked body as is, through its last chunk and
-// trailer section.
-func copyChunked(up io.Writer, br *bufio.Reader) error {
-	line := func() ([]byte, error) {
-		l, err := br.ReadSlice('\n')
-		if err != nil {
-			return nil, err
-		}
-		_, err = up.Write(l)
-		return l, err
-	}
-	for {
-		l, err := line()
-		if err != nil {
-			return err
-		}
-		size, _, _ := strings.Cut(strings.TrimSpace(string(l)), ";")
-		n, err := strconv.ParseInt(size, 16, 64)
-		if err != nil || n < 0 {
-			return fmt.Errorf("bad chunk size %q", size)
-		}
-		if n == 0 {
-			for { // trailers, then the empty line
-				t, err := line()
-				if err != nil {
-					return err
-				}
-				if len(bytes.TrimSpace(t)) == 0 {
-					return nil
-				}
-			}
-		}
-		if _, err := io.CopyN(up, br, n+2); err != nil { // data and CRLF
-			return err
-		}
-	}
-}
-
 // hopByHop are headers meant for the proxy, not the origin.
 var hopByHop = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authorization",
 	"Proxy-Authenticate", "TE", "Trailer", "Upgrade"}
@@ -310,16 +279,28 @@ func (r *request) originHead() []byte {
 	for _, h := range hopByHop {
 		drop[strings.ToLower(h)] = true
 	}
-	for _, tok := range strings.Split(r.header("Connection"), ",") {
-		drop[strings.ToLower(strings.TrimSpace(tok))] = true
+	for _, h := range r.headers {
+		if strings.EqualFold(h[0], "Connection") {
+			for _, tok := range strings.Split(h[1], ",") {
+				drop[strings.ToLower(strings.Trim(tok, " \t"))] = true
+			}
+		}
 	}
+	// The body's framing is the proxy's own (body.go), never the
+	// client's headers.
+	drop["content-length"], drop["transfer-encoding"], drop["host"] = true, true, true
 	b.WriteString("Host: " + authority(canonicalHost(r.host), r.port, 80) + "\r\n")
 	for _, h := range r.headers {
-		k := strings.ToLower(h[0])
-		if drop[k] || k == "host" {
+		if drop[strings.ToLower(h[0])] {
 			continue
 		}
 		b.WriteString(h[0] + ": " + h[1] + "\r\n")
+	}
+	switch {
+	case r.body.chunked:
+		b.WriteString("Transfer-Encoding: chunked\r\n")
+	case r.body.declared:
+		b.WriteString("Content-Length: " + strconv.FormatInt(r.body.length, 10) + "\r\n")
 	}
 	b.WriteString("Connection: close\r\n\r\n")
 	return b.Bytes()

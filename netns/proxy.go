@@ -299,6 +299,17 @@ func (p *Proxy) handle(c net.Conn) {
 		}
 		c.SetReadDeadline(time.Now().Add(p.cfg.IdleTimeout))
 		if err := req.copyBody(up, br); err != nil {
+			// The origin holds an incomplete message: reset rather than
+			// end it, so nothing reads it as a whole one.
+			if tc, ok := up.(*net.TCPConn); ok {
+				tc.SetLinger(0)
+			}
+			var be *bodyError
+			if errors.As(err, &be) {
+				ev.Time, ev.Decision, ev.Status, ev.Reason = time.Now(), "error", 400, "request body: "+be.msg
+				p.cfg.Audit(ev)
+				respond(c, 400, ev.Reason)
+			}
 			return
 		}
 		if cw, ok := up.(interface{ CloseWrite() error }); ok {
@@ -442,7 +453,7 @@ func errText(err error) string {
 }
 
 var statusText = map[int]string{400: "Bad Request", 403: "Forbidden", 431: "Request Header Fields Too Large",
-	502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout"}
+	501: "Not Implemented", 502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout"}
 
 // respond answers with status and a one-line reason, in a header and as the
 // body, and ends the exchange.
