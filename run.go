@@ -351,9 +351,9 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 			w = audit
 		}
 		r.Proxy = netns.NewAudit(w)
-		cfg := netns.Config{Engine: sk.Engine, Audit: r.Proxy.Record, Agent: spec.Agent}
+		cfg := netns.Config{Engine: sk.Engine, Audit: r.Proxy.Record, Agent: spec.Agent, HostAddrs: netns.SystemHostAddrs()}
 		if spec.Policy != nil && !spec.Policy.Empty() {
-			cfg.Policy = spec.Policy
+			cfg.Policy = spec.Policy.WithHostAddrs(cfg.HostAddrs)
 		}
 		if len(spec.Resolve) > 0 {
 			cfg.Resolver = &netns.Pinned{Names: spec.Resolve, Next: netns.SystemResolver()}

@@ -78,6 +78,10 @@ type Config struct {
 	HeadTimeout, DialTimeout, IdleTimeout time.Duration
 	// Self are the proxy's own listening addresses: it never relays to them.
 	Self []netip.AddrPort
+	// HostAddrs tells which addresses are this machine's own, a category
+	// only "preset:host" or the literal address grants (default:
+	// SystemHostAddrs, the kernel's routing table).
+	HostAddrs policyengine.HostAddrs
 }
 
 // Proxy is the egress proxy. Serve it on one or more listeners; Close ends
@@ -99,6 +103,12 @@ type Proxy struct {
 func New(cfg Config) *Proxy {
 	if cfg.Resolver == nil {
 		cfg.Resolver = SystemResolver()
+	}
+	if cfg.HostAddrs == nil {
+		cfg.HostAddrs = SystemHostAddrs()
+	}
+	if cfg.Engine != nil {
+		cfg.Engine = cfg.Engine.WithHostAddrs(cfg.HostAddrs)
 	}
 	if cfg.MaxConns <= 0 {
 		cfg.MaxConns = defaultMaxConns()

@@ -69,6 +69,22 @@ type Evaluator struct {
 	allow, deny []compiledRule
 	caps        []capLayer
 	skills      []string
+	host        policyengine.HostAddrs // nil: no address is known to be the host's
+}
+
+// WithHostAddrs returns a copy of e whose network caps and URL presets
+// know which addresses are this machine's own (policyengine.CatHost), as
+// the proxy and check need.
+func (e *Evaluator) WithHostAddrs(h policyengine.HostAddrs) *Evaluator {
+	c := *e
+	c.host = h
+	c.caps = append([]capLayer(nil), e.caps...)
+	for i := range c.caps {
+		if c.caps[i].engine != nil {
+			c.caps[i].engine = c.caps[i].engine.WithHostAddrs(h)
+		}
+	}
+	return &c
 }
 
 // New compiles the stack.
@@ -232,6 +248,9 @@ func (e *Evaluator) CheckURL(raw string) policyengine.Decision {
 // checkParsed decides a URL by the URL rules (a tunnel's by scheme and
 // host only), then its host and port by the network rules.
 func (e *Evaluator) checkParsed(u policyengine.URL, tunnel bool) policyengine.Decision {
+	if u.IsIP {
+		u.Category = policyengine.HostCategory(e.host, u.Addr, u.Category)
+	}
 	d := allow
 	if e.url != nil {
 		if tunnel {

@@ -34,12 +34,31 @@ const (
 	// nor a valid DNS name. Such hosts are never granted by name patterns,
 	// because what a resolver makes of them is anyone's guess.
 	CatUnparseable Category = "unparseable"
+	// CatHost is an address of the machine corral runs on, other than
+	// loopback: any address assigned to any of its interfaces (the primary
+	// address, bridges such as docker0, veths, IPv6 global and link-local
+	// addresses) or routed to it locally. A connection there reaches the
+	// host's own services just as 127.0.0.1 does. Whether an address is
+	// one is a host fact, not a property of the address: an Engine knows
+	// it only through its HostAddrs, and it takes precedence over every
+	// category but loopback.
+	CatHost Category = "host"
 )
 
 // Categories lists every category except CatNone, for validating
 // "preset:<category>".
 func Categories() []Category {
-	return []Category{CatLoopback, CatPrivate, CatLinkLocal, CatMetadata, CatUnparseable}
+	return []Category{CatLoopback, CatPrivate, CatLinkLocal, CatMetadata, CatUnparseable, CatHost}
+}
+
+// HostAddrs tells which addresses reach the machine corral runs on. The
+// answer changes while corral runs (interfaces and addresses come and
+// go), so an Engine asks at every check instead of keeping a list, and
+// only about addresses that are not loopback already.
+type HostAddrs interface {
+	// IsHost reports whether a connection to a would reach this machine
+	// itself. When it cannot tell it answers true: failing closed.
+	IsHost(a netip.Addr) bool
 }
 
 // ParseIP parses host as an IP address in any notation a resolver or browser
@@ -245,16 +264,11 @@ func CategoryOf(a netip.Addr) Category {
 		return CatLoopback
 	case hi == 0 && lo == 1: // ::1
 		return CatLoopback
-	case hi == 0 && lo>>32 == 0: // ::a.b.c.d, IPv4-compatible (deprecated).
-		return categoryOf4([4]byte(b[12:16]))
-	case hi == 0 && lo>>32 == 0xffff0000: // ::ffff:0:a.b.c.d, SIIT.
-		return categoryOf4([4]byte(b[12:16]))
-	case hi == 0x0064ff9b00000000 && lo>>32 == 0: // 64:ff9b::/96 NAT64.
-		return categoryOf4([4]byte(b[12:16]))
 	case hi>>16 == 0x0064ff9b0001: // 64:ff9b:1::/48 local-use NAT64 (RFC 8215).
 		return CatPrivate
-	case hi>>48 == 0x2002: // 2002::/16 6to4.
-		return categoryOf4([4]byte(b[2:6]))
+	}
+	if v4, ok := EmbeddedIPv4(a); ok {
+		return categoryOf4(v4.As4())
 	}
 	if hi == 0xfd000ec200000000 && (lo == 0x254 || lo == 0x23) {
 		// AWS IMDS over IPv6 (fd00:ec2::254) and the EKS pod identity
@@ -272,6 +286,34 @@ func CategoryOf(a netip.Addr) Category {
 		return CatPrivate
 	}
 	return CatNone
+}
+
+// EmbeddedIPv4 returns the IPv4 address an IPv6 address carries to where
+// its packets end up: IPv4-mapped, IPv4-compatible (deprecated, but not
+// for ::1 and ::), SIIT-translated, NAT64 64:ff9b::/96 and 6to4 2002::/16.
+func EmbeddedIPv4(a netip.Addr) (netip.Addr, bool) {
+	if a.Is4In6() {
+		return a.Unmap(), true
+	}
+	if !a.Is6() {
+		return netip.Addr{}, false
+	}
+	b := a.As16()
+	hi := be64(b[0:8])
+	lo := be64(b[8:16])
+	switch {
+	case hi == 0 && lo <= 1:
+		return netip.Addr{}, false // :: and ::1 are IPv6's own
+	case hi == 0 && lo>>32 == 0: // ::a.b.c.d, IPv4-compatible (deprecated).
+		return netip.AddrFrom4([4]byte(b[12:16])), true
+	case hi == 0 && lo>>32 == 0xffff0000: // ::ffff:0:a.b.c.d, SIIT.
+		return netip.AddrFrom4([4]byte(b[12:16])), true
+	case hi == 0x0064ff9b00000000 && lo>>32 == 0: // 64:ff9b::/96 NAT64.
+		return netip.AddrFrom4([4]byte(b[12:16])), true
+	case hi>>48 == 0x2002: // 2002::/16 6to4.
+		return netip.AddrFrom4([4]byte(b[2:6])), true
+	}
+	return netip.Addr{}, false
 }
 
 func be64(b []byte) uint64 {

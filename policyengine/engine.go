@@ -20,6 +20,7 @@ type Engine struct {
 	exact   map[string][]hostRule // exact-name rules by host
 	exec    map[string]Entry      // program name or absolute path → its entry
 	env     []Entry
+	host    HostAddrs // nil: no address is known to be the host's
 
 	// Sentence parts computed once, so a decision costs one concatenation.
 	readFrom, writeFrom, netFrom, execFrom string
@@ -132,6 +133,16 @@ func New(p Permissions, opts Options) (*Engine, error) {
 	e.env = append(e.env, p.Env...)
 	e.env = append(e.env, NewEntries("default", DefaultEnv)...)
 	return e, nil
+}
+
+// WithHostAddrs returns a copy of e that asks h whether an address is this
+// machine's own (CatHost). Without it CatHost never applies: decisions stay
+// pure functions of the permissions, as explain and the Seatbelt profile
+// need. The proxy and check use it, since what they allow is dialled here.
+func (e *Engine) WithHostAddrs(h HostAddrs) *Engine {
+	c := *e
+	c.host = h
+	return &c
 }
 
 // Permissions returns the permission set the engine answers for.

@@ -592,6 +592,15 @@ func (p HostPattern) Match(host string, port int) bool {
 	} else {
 		cat = nameCategory(name)
 	}
+	return p.matchClassified(name, addr, isIP, cat, port)
+}
+
+// matchClassified is Match for a host already canonicalised and given its
+// category, which may be CatHost, a fact Match alone cannot know.
+func (p HostPattern) matchClassified(name string, addr netip.Addr, isIP bool, cat Category, port int) bool {
+	if p.kind == patInvalid || (p.port != 0 && port != p.port) {
+		return false
+	}
 	switch p.kind {
 	case patPreset:
 		return cat == p.preset

@@ -13,23 +13,55 @@ import (
 // (loopback, private, link-local, cloud metadata) are granted only by a
 // preset:<category> rule or a rule naming that IP.
 func (e *Engine) CheckNetwork(host string, port int) Decision {
-	canonical, cat, _, _ := Classify(host)
+	canonical, cat, addr, isIP := Classify(host)
 	if cat == CatUnparseable {
 		return Decision{Action: Deny, Reason: fmt.Sprintf("host %q is neither an IP address nor a valid DNS name", host)}
 	}
+	if isIP {
+		cat = e.addrCategory(addr, cat)
+	}
+	return e.checkClassified(canonical, addr, isIP, cat, port)
+}
+
+// addrCategory is cat, the address's own category, or CatHost when the
+// engine's HostAddrs says addr (or the IPv4 address it carries) is this
+// machine's. Loopback stays loopback.
+func (e *Engine) addrCategory(addr netip.Addr, cat Category) Category {
+	return HostCategory(e.host, addr, cat)
+}
+
+// HostCategory is cat, the category of addr, or CatHost when h says addr
+// (or the IPv4 address it carries to) is this machine's. Loopback stays
+// loopback; a nil h knows no host addresses.
+func HostCategory(h HostAddrs, addr netip.Addr, cat Category) Category {
+	if h == nil || cat == CatLoopback || cat == CatUnparseable {
+		return cat
+	}
+	if h.IsHost(addr) {
+		return CatHost
+	}
+	if v4, ok := EmbeddedIPv4(addr); ok && h.IsHost(v4) {
+		return CatHost
+	}
+	return cat
+}
+
+// checkClassified decides for a host already canonicalised and
+// classified: canonical is the name or the address's string form.
+func (e *Engine) checkClassified(canonical string, addr netip.Addr, isIP bool, cat Category, port int) Decision {
 	if port < 1 || port > 65535 {
 		return Decision{Action: Deny, Reason: fmt.Sprintf("port %d is out of range 1-65535", port)}
 	}
 	for _, rules := range [2][]hostRule{e.exact[canonical], e.hosts} {
 		for _, r := range rules {
-			if r.pattern.Match(canonical, port) {
+			if r.pattern.matchClassified(canonical, addr, isIP, cat, port) {
 				return Decision{Action: Allow, Reason: joinHostPort(canonical, port) + " may be reached" + r.why, Rule: r.entry.Value}
 			}
 		}
 	}
 	target := joinHostPort(canonical, port)
 	if cat != CatNone {
-		return Decision{Action: Deny, Reason: target + " is a " + categoryWords[cat] + " address, which host patterns never grant; to allow it, add " +
+		return Decision{Action: Deny, Reason: target + " is " + categoryWords[cat] + ", which host patterns never grant; to allow it, add " +
 			`"preset:` + string(cat) + `" or "` + target + `" to permissions.network.allow`}
 	}
 	if len(e.perms.Network) == 0 {
@@ -39,8 +71,8 @@ func (e *Engine) CheckNetwork(host string, port int) Decision {
 }
 
 var categoryWords = map[Category]string{
-	CatLoopback: "loopback", CatPrivate: "private network", CatLinkLocal: "link-local",
-	CatMetadata: "cloud metadata", CatUnparseable: "unparseable",
+	CatLoopback: "a loopback address", CatHost: "an address of this host", CatPrivate: "a private network address",
+	CatLinkLocal: "a link-local address", CatMetadata: "a cloud metadata address", CatUnparseable: "an unparseable address",
 }
 
 // exactHost returns the host of an exact-name pattern ("api.a.com:443").
@@ -125,14 +157,14 @@ func joinHostPort(host string, port int) string {
 // 169.254.169.254 through.
 func (e *Engine) CheckAddr(host string, addr netip.Addr, port int) Decision {
 	addr = normalizeAddr(addr)
-	cat := CategoryOf(addr)
+	cat := e.addrCategory(addr, CategoryOf(addr))
 	if cat == CatNone {
 		return Decision{Action: Allow, Reason: joinHostPort(addr.String(), port) + " is a public address"}
 	}
-	d := e.CheckNetwork(addr.String(), port)
+	d := e.checkClassified(addr.String(), addr, true, cat, port)
 	if d.Action != Allow {
 		target := joinHostPort(addr.String(), port)
-		d.Reason = host + " resolves to " + target + ", a " + categoryWords[cat] + " address; to allow it, add " +
+		d.Reason = host + " resolves to " + target + ", " + categoryWords[cat] + "; to allow it, add " +
 			`"preset:` + string(cat) + ":" + strconv.Itoa(port) + `" or "` + target + `" to permissions.network.allow`
 	}
 	return d

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"corral/netns"
 	"corral/policy"
 	"corral/policyengine"
 )
@@ -38,9 +39,15 @@ status"} for a tool and its command) and answer one decision per line.`,
 			if err != nil {
 				return failed(err)
 			}
-			a := &asker{engine: l.Engine, noConfirm: *noConfirm, agent: pf.agent}
+			// Addresses of this machine are answered as the proxy
+			// answers them: only preset:host or the literal grants one.
+			host := netns.SystemHostAddrs()
+			a := &asker{engine: l.Engine.WithHostAddrs(host), noConfirm: *noConfirm, agent: pf.agent}
 			if a.policy, err = pf.load(l); err != nil {
 				return failed(err)
+			}
+			if a.policy != nil {
+				a.policy = a.policy.WithHostAddrs(host)
 			}
 			if *auditLog != "" {
 				f := &auditFile{name: *auditLog}

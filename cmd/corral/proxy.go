@@ -45,7 +45,7 @@ func (n *netFlags) audit() (*netns.Audit, func() error, error) {
 }
 
 func (n *netFlags) config(l *corral.Skills, a *netns.Audit) netns.Config {
-	cfg := netns.Config{Engine: l.Engine, Audit: a.Record}
+	cfg := netns.Config{Engine: l.Engine, Audit: a.Record, HostAddrs: netns.SystemHostAddrs()}
 	if len(n.pins) > 0 {
 		cfg.Resolver = &netns.Pinned{Names: n.pins, Next: netns.SystemResolver()}
 	}
@@ -125,7 +125,7 @@ func runProxy(sf *skillFlags, nf *netFlags, pf *policyFlags, listen string) erro
 		return failed(err)
 	}
 	if ev != nil {
-		cfg.Policy = ev
+		cfg.Policy = ev.WithHostAddrs(cfg.HostAddrs)
 	}
 	if ap, err := netip.ParseAddrPort(ln.Addr().String()); err == nil {
 		cfg.Self = []netip.AddrPort{ap}
