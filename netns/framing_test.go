@@ -232,3 +232,46 @@ func FuzzChunked(f *testing.F) {
 		}
 	})
 }
+
+// TestResponseClosesConnection: the client is told the connection closes
+// after the one response, whatever the origin says, so a client never
+// reads an origin's extra bytes as the answer to its next request (to
+// another host); interim 1xx responses pass, a 101 or an unreadable head
+// is a 502.
+func TestResponseClosesConnection(t *testing.T) {
+	answer := make(chan string, 1)
+	origin := startServer(t, "127.0.0.1:0", func(c net.Conn) {
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		io.ReadAll(c)
+		io.WriteString(c, <-answer)
+	})
+	authority := "api.test:" + strconv.Itoa(origin.port)
+	p := startProxy(t, Config{
+		Engine:   testEngine(t, authority, "preset:loopback:"+strconv.Itoa(origin.port)),
+		Resolver: pin("api.test", "127.0.0.1"),
+	})
+	forged := "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged"
+	for _, tc := range []struct{ name, answer, want string }{
+		{"keep-alive", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive, X-Hop\r\nX-Hop: 1\r\nKeep-Alive: timeout=5\r\nX-Kept: 1\r\n\r\nok" + forged,
+			"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Kept: 1\r\nConnection: close\r\n\r\nok" + forged},
+		{"no connection header", "HTTP/1.1 204 No Content\r\n\r\n" + forged,
+			"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n" + forged},
+		{"framing kept", "HTTP/1.1 200 OK\r\nConnection: content-length\r\nContent-Length: 2\r\n\r\nok",
+			"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"},
+		{"interim", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok",
+			"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"},
+	} {
+		answer <- tc.answer
+		c := dial(t, p.addr)
+		io.WriteString(c, "GET http://"+authority+"/ HTTP/1.1\r\n\r\n")
+		got, _ := io.ReadAll(c)
+		if string(got) != tc.want {
+			t.Errorf("%s: client got\n%q\nwant\n%q", tc.name, got, tc.want)
+		}
+	}
+	for _, bad := range []string{"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n", "SSH-2.0-OpenSSH\r\n\r\n", "HTTP/1.1 2000 OK\r\n\r\n", ""} {
+		answer <- bad
+		r, _, _ := exchange(t, p.addr, "GET http://"+authority+"/ HTTP/1.1\r\n\r\n")
+		checkRefusal(t, r, 502)
+	}
+}

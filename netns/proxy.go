@@ -325,7 +325,14 @@ func (p *Proxy) handle(c net.Conn) {
 		if cw, ok := up.(interface{ CloseWrite() error }); ok {
 			cw.CloseWrite()
 		}
-		copyIdle(c, up, p.cfg.IdleTimeout)
+		if err := relayResponse(c, up, p.cfg.IdleTimeout); err != nil {
+			var he *headError
+			if errors.As(err, &he) {
+				ev.Time, ev.Decision, ev.Status, ev.Reason = time.Now(), "error", he.status, he.msg
+				p.cfg.Audit(ev)
+				respond(c, he.status, he.msg)
+			}
+		}
 		return
 	}
 	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection Established\r\n\r\n"); err != nil {
