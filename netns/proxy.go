@@ -3,7 +3,10 @@
 // and CONNECT tunnels, decides every request with the policy engine,
 // resolves names itself, checks every address a name resolves to, and dials
 // exactly the address it checked, so DNS rebinding and names that point at
-// loopback or the cloud metadata service get nowhere.
+// loopback, the host's own interface addresses or the cloud metadata
+// service get nowhere. A plain-HTTP request is relayed only when its
+// framing is unambiguous, with a body the proxy re-frames itself, so no
+// request the policy never saw can hide inside an allowed one.
 //
 // It speaks just enough HTTP/1.1 to route a request and does not import
 // net/http or crypto/tls: their package init would cost every corral start,
