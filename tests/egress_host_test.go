@@ -215,13 +215,29 @@ func TestEgressHostAddrs(t *testing.T) {
 			}
 		}
 
-		// check answers what the proxy enforced, for addresses and URLs.
-		for _, h := range hosts {
+		// check answers what the proxy enforced, for addresses and URLs,
+		// one question a run and as a --stdin stream.
+		var questions []string
+		for i, h := range hosts {
 			for _, q := range [][2]string{{"net", fmt.Sprintf("%s:%d", h, p)}, {"url", fmt.Sprintf("http://%s:%d/x", h, p)}} {
+				questions = append(questions, fmt.Sprintf(`{"kind":%q,"arg":%q}`, q[0], q[1]))
+				if i > 2 && h != hosts[len(hosts)-1] {
+					continue // the stream below asks the rest
+				}
 				cr := u.run(t, runOpts{args: []string{"check", "--skill", f.skill, q[0], q[1]}})
 				if cr.code != 1 || !strings.Contains(cr.stdout, "an address of this host") {
 					t.Errorf("check %s %s: exit %d, want 1 (deny) naming the host:\n%s", q[0], q[1], cr.code, cr)
 				}
+			}
+		}
+		cr := u.run(t, runOpts{args: []string{"check", "--skill", f.skill, "--stdin"}, stdin: strings.Join(questions, "\n") + "\n"})
+		answers := strings.Split(strings.TrimSpace(cr.stdout), "\n")
+		if cr.code != 0 || len(answers) != len(questions) {
+			t.Fatalf("check --stdin: exit %d, %d answers for %d questions:\n%s", cr.code, len(answers), len(questions), cr)
+		}
+		for i, a := range answers {
+			if !strings.Contains(a, `"action":"deny"`) || !strings.Contains(a, "an address of this host") {
+				t.Errorf("check --stdin %s: %s", questions[i], a)
 			}
 		}
 	})
