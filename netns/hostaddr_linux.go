@@ -15,14 +15,14 @@ import (
 
 // SystemHostAddrs answers policyengine.HostAddrs by asking the kernel how
 // it would route a packet to the address (RTM_GETROUTE, as `ip route get`
-// does): a route of type local means the packet stays on this machine, for
-// an address on any interface (bridges, veths, docker0, IPv6 global and
-// link-local) and for whole ranges routed locally ("ip route add local
-// 10.9.0.0/16 dev lo"). It asks at each check, so addresses added during a
-// long run count at once; one question costs a netlink round trip of some
-// 10-20µs, paid only for addresses that are not loopback already, and only
-// by the proxy and check. Asked in the network namespace the proxy dials
-// from, which is the host's.
+// does): a route of type local (or IPv6 anycast) means the packet stays on
+// this machine, for an address on any interface (bridges, veths, docker0,
+// IPv6 global and link-local) and for whole ranges routed locally ("ip
+// route add local 10.9.0.0/16 dev lo"). It asks at each check, so
+// addresses added during a long run count at once; one question costs a
+// netlink round trip (some 10-35µs), paid only for addresses that are not
+// loopback already, and only by the proxy and check. It asks in the
+// network namespace the proxy dials from, which is the host's.
 func SystemHostAddrs() policyengine.HostAddrs { return routeLookup{} }
 
 type routeLookup struct{}
@@ -101,7 +101,11 @@ func routeIsLocal(a netip.Addr) (bool, error) {
 				if len(m.Data) < unix.SizeofRtMsg {
 					return false, errShortReply
 				}
-				return m.Data[7] == unix.RTN_LOCAL, nil // rtm_type
+				// rtm_type: local, or an IPv6 anycast address of this
+				// host (a router's subnet-router anycast), which it
+				// also answers itself.
+				t := m.Data[7]
+				return t == unix.RTN_LOCAL || t == unix.RTN_ANYCAST, nil
 			}
 		}
 	}
