@@ -56,8 +56,14 @@ func plainSlow(s string) bool {
 // the last line of defence at the place corral writes to stderr; names
 // inside a message still go through String, since Text cannot tell a
 // newline of corral's from one inside a name.
-func Text(s string) string {
-	if textPlain(s) {
+func Text(s string) string { return escape(s, true) }
+
+// Line is Text for a part of one line (a reason that may hold a name):
+// newlines and tabs are escaped too.
+func Line(s string) string { return escape(s, false) }
+
+func escape(s string, layout bool) string {
+	if escaped(s, layout) {
 		return s
 	}
 	var b strings.Builder
@@ -66,7 +72,7 @@ func Text(s string) string {
 		switch {
 		case r == utf8.RuneError && n == 1:
 			b.WriteString(`\x` + strconv.FormatUint(uint64(s[i])|0x100, 16)[1:])
-		case r == '\n' || r == '\t' || unicode.IsGraphic(r):
+		case layout && (r == '\n' || r == '\t') || unicode.IsGraphic(r):
 			b.WriteString(s[i : i+n])
 		default:
 			q := strconv.QuoteRuneToGraphic(r)
@@ -77,11 +83,12 @@ func Text(s string) string {
 	return b.String()
 }
 
-func textPlain(s string) bool {
+// escaped reports whether s needs no escaping.
+func escaped(s string, layout bool) bool {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < 0x20 && c != '\n' && c != '\t') || c >= 0x7f {
+		if c := s[i]; c < 0x20 || c >= 0x7f {
 			for _, r := range s {
-				if r != '\n' && r != '\t' && (r == utf8.RuneError || !unicode.IsGraphic(r)) {
+				if !(layout && (r == '\n' || r == '\t')) && (r == utf8.RuneError || !unicode.IsGraphic(r)) {
 					return false
 				}
 			}
@@ -131,4 +138,18 @@ func JSON(b []byte) []byte {
 func appendU(out []byte, r rune) []byte {
 	const hex = "0123456789abcdef"
 	return append(out, '\\', 'u', hex[r>>12&0xf], hex[r>>8&0xf], hex[r>>4&0xf], hex[r&0xf])
+}
+
+// Clip shortens s to at most max bytes, cut at a rune boundary, and says
+// how many bytes it left out: log entries carry URLs and command lines
+// the sandbox chose, which must not fill a log or a report.
+func Clip(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…[" + strconv.Itoa(len(s)-cut) + " more bytes]"
 }

@@ -112,3 +112,25 @@ func BenchmarkStringPlain(b *testing.B) {
 		String("/home/user/work/repo/.git/commondir")
 	}
 }
+
+func TestLine(t *testing.T) {
+	if got := Line("no rule for a.test\n\tforged\x1b"); got != `no rule for a.test\n\tforged\x1b` {
+		t.Errorf("Line kept a newline, tab or ESC: %q", got)
+	}
+	if got := Line(`plain "reason" \ ok`); got != `plain "reason" \ ok` {
+		t.Errorf("Line changed a plain line: %q", got)
+	}
+}
+
+func TestClip(t *testing.T) {
+	if got := Clip("short", 10); got != "short" {
+		t.Errorf("Clip changed a short string: %q", got)
+	}
+	if got := Clip("abcdefghij", 4); got != "abcd…[6 more bytes]" {
+		t.Errorf("Clip = %q", got)
+	}
+	got := Clip("aé中", 3) // é is 2 bytes: the cut lands inside 中
+	if !utf8.ValidString(got) || !strings.HasPrefix(got, "aé…") {
+		t.Errorf("Clip cut inside a rune: %q", got)
+	}
+}

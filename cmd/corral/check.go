@@ -15,6 +15,7 @@ import (
 
 	"corral/policy"
 	"corral/policyengine"
+	"corral/printable"
 )
 
 var checkCommand = command{
@@ -43,7 +44,10 @@ status"} for a tool and its command) and answer one decision per line.`,
 				return failed(err)
 			}
 			if *auditLog != "" {
-				f := &auditFile{name: *auditLog}
+				f, err := openOutput("--audit-log", *auditLog, nil, true)
+				if err != nil {
+					return failed(err)
+				}
 				defer f.Close()
 				a.audit = f
 			}
@@ -118,7 +122,7 @@ func (a *asker) ask(kind, arg string) (policyengine.Decision, error) {
 		d.Reason += " (--no-confirm: nobody can answer)"
 	}
 	if d.Action == policyengine.Deny && a.audit != nil {
-		line, _ := json.Marshal(corral.Denial{Time: time.Now(), Agent: a.agent, Permission: kind, Context: arg, Decision: d})
+		line, _ := json.Marshal(corral.Denial{Time: time.Now(), Agent: a.agent, Permission: kind, Context: printable.Clip(arg, corral.MaxLogged), Decision: d})
 		a.audit.Write(append(line, '\n'))
 	}
 	return d, nil
