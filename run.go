@@ -223,6 +223,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		return r, failed(err)
 	}
 	defer closeStdio()
+	defer restoreTerminals(saveTerminals(stdio.Stdin, stdio.Stdout, stdio.Stderr))
 	trace("loaded")
 	stdio.Signals = sigs
 	// The init is exec'd on a thread of its own (about 0.8 ms until it

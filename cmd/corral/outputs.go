@@ -61,7 +61,7 @@ func openOutput(flag, name string, roots []string, appendOnly bool) (*outFile, e
 	if base == "" || base == "." || base == ".." {
 		return nil, o.errorf("names a folder, not a file")
 	}
-	if o.dir, err = os.OpenFile(dirName, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+	if o.dir, err = os.OpenFile(dirName, dirFlags, 0); err != nil {
 		return nil, o.errorf("%v", err)
 	}
 	real, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(o.dir.Fd())))
