@@ -38,10 +38,7 @@ not permitted; 127 the command was not found.`,
 		report := fs.String("report", "", "write a JSON report of the run to `file` (outside the work dir and the write grants; not a symlink)")
 		auditMax := int64(defaultAuditMax)
 		fs.Func("audit-log-max", "stop writing --audit-log entries past `SIZE` for this run, and end with one saying how many were dropped (default 4Mi)", func(s string) error {
-			n, err := skill.ParseSize(s)
-			if err == nil && n <= 0 {
-				err = errors.New("must be positive")
-			}
+			n, err := skill.ParseBytes(s)
 			auditMax = n
 			return err
 		})
