@@ -50,7 +50,10 @@ not permitted; 127 the command was not found.`,
 			}
 			corral.PrepareRun() // overlaps loading the skills
 			l, loadErr := sf.load()
-			roots := writableRoots(&sf, l)
+			var roots []string // resolving them costs a few lstat calls
+			if *report != "" || nf.auditLog != "" {
+				roots = writableRoots(&sf, l)
+			}
 			// corral's files are opened before anything runs, so a
 			// refused run (125, 126, 127) still gets its report, and
 			// nothing the command does to the paths matters.
