@@ -213,9 +213,11 @@ func runExec(l *corral.Skills, nf *netFlags, lf *limitFlags, pf *policyFlags, ar
 	}
 	switch {
 	case res.TimedOut:
-		fmt.Fprintf(os.Stderr, "corral: timed out after %s (%s); the command got SIGTERM, and the sandbox SIGKILL %s later if still running\n", res.Limits.Timeout, res.Limits.TimeoutFrom, res.Limits.KillGrace)
+		// (Where a limit came from names skills, which a project's own
+		// folder holds: escaped like every line.)
+		fmt.Fprint(os.Stderr, printable.Text(fmt.Sprintf("corral: timed out after %s (%s); the command got SIGTERM, and the sandbox SIGKILL %s later if still running\n", res.Limits.Timeout, res.Limits.TimeoutFrom, res.Limits.KillGrace)))
 	case res.OOMKilled:
-		fmt.Fprintf(os.Stderr, "corral: out of memory: limit %s (%s); the kernel killed the command or one of its processes\n", corral.FormatSize(res.Limits.Memory), res.Limits.MemoryFrom)
+		fmt.Fprint(os.Stderr, printable.Text(fmt.Sprintf("corral: out of memory: limit %s (%s); the kernel killed the command or one of its processes\n", corral.FormatSize(res.Limits.Memory), res.Limits.MemoryFrom)))
 	}
 	if res.ExitCode != 0 {
 		return &exitError{Code: res.ExitCode}
