@@ -20,6 +20,7 @@ import (
 	"corral/netns"
 	"corral/policy"
 	"corral/policyengine"
+	"corral/printable"
 	"corral/sandbox"
 )
 
@@ -98,6 +99,10 @@ type Result struct {
 	Proxy *netns.Audit `json:"-"`
 }
 
+// MaxLogged bounds the command line (and the reason) of an audited
+// denial: both are the caller's or the model's choice.
+const MaxLogged = 4096
+
 // auditLog serialises JSON lines from the preflight and the proxy.
 type auditLog struct {
 	mu  sync.Mutex
@@ -174,7 +179,8 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	}
 	audit := &auditLog{w: spec.Audit}
 	deny := func(permission, context string, d policyengine.Decision) error {
-		den := Denial{Time: time.Now(), Agent: spec.Agent, Permission: permission, Context: context, Decision: d}
+		d.Reason = printable.Clip(d.Reason, MaxLogged)
+		den := Denial{Time: time.Now(), Agent: spec.Agent, Permission: permission, Context: printable.Clip(context, MaxLogged), Decision: d}
 		r.Denials = append(r.Denials, den)
 		audit.write(den)
 		return &Error{Code: ExitNotAllowed, Err: fmt.Errorf("%w: %s", ErrNotPermitted, d.Reason)}
@@ -217,6 +223,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		return r, failed(err)
 	}
 	defer closeStdio()
+	defer restoreTerminals(saveTerminals(stdio.Stdin, stdio.Stdout, stdio.Stderr))
 	trace("loaded")
 	stdio.Signals = sigs
 	// The init is exec'd on a thread of its own (about 0.8 ms until it
@@ -383,17 +390,17 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	for _, f := range plan.MustNotAppear {
 		if _, err := os.Lstat(f); err == nil {
 			if err := os.Remove(f); err != nil {
-				warn(fmt.Sprintf("the command created %s, which sends git on the host to a config and hooks it chose; removing it failed: %v", f, err))
+				warn(fmt.Sprintf("the command created %s, which sends git on the host to a config and hooks it chose; removing it failed: %v", printable.String(f), err))
 				continue
 			}
 			r.Removed = append(r.Removed, f)
-			warn(fmt.Sprintf("the command created %s, which would send git on the host to a config and hooks it chose; removed it", f))
+			warn(fmt.Sprintf("the command created %s, which would send git on the host to a config and hooks it chose; removed it", printable.String(f)))
 		}
 	}
 	if res != nil && res.Started {
 		for _, p := range held.Replaced() {
 			r.Replaced = append(r.Replaced, p)
-			warn(fmt.Sprintf("%s was replaced on the host while the sandbox ran, which ends its read-only bind: the command may have written the new one; check it", p))
+			warn(fmt.Sprintf("%s was replaced on the host while the sandbox ran, which ends its read-only bind: the command may have written the new one; check it", printable.String(p)))
 		}
 	}
 	if proxy != nil {
@@ -510,11 +517,11 @@ func files(spec Spec) (sandbox.Stdio, func(), error) {
 func execFailure(prog string, e *sandbox.StageError) error {
 	switch unix.Errno(e.Errno) {
 	case unix.ENOENT:
-		return &Error{Code: ExitNotFound, Err: fmt.Errorf("%s: command not found in the sandbox", prog)}
+		return &Error{Code: ExitNotFound, Err: fmt.Errorf("%s: command not found in the sandbox", printable.String(prog))}
 	case unix.EACCES, unix.EPERM:
-		return &Error{Code: ExitNotAllowed, Err: fmt.Errorf("%s: the sandbox refused to execute it (%s)", prog, e.Message)}
+		return &Error{Code: ExitNotAllowed, Err: fmt.Errorf("%s: the sandbox refused to execute it (%s)", printable.String(prog), printable.Line(e.Message))}
 	}
-	return failed(fmt.Errorf("starting %s: %w", prog, e))
+	return failed(fmt.Errorf("starting %s: %w", printable.String(prog), e))
 }
 
 type cgroupResult struct {

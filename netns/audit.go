@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"corral/policyengine"
+	"corral/printable"
 )
 
 // Audit collects a run's proxy events: every event goes to the optional
@@ -29,8 +30,16 @@ const maxKept = 1000
 // NewAudit returns an Audit writing JSON lines to w (nil: none).
 func NewAudit(w io.Writer) *Audit { return &Audit{w: w} }
 
+// maxLogged bounds each string of a recorded event: the URL, host and
+// method are the sandbox's choice, and must not fill the log, the report
+// or the summary.
+const maxLogged = 2048
+
 // Record is a Config.Audit function.
 func (a *Audit) Record(ev Event) {
+	for _, s := range []*string{&ev.Method, &ev.Host, &ev.URL, &ev.Addr, &ev.Rule, &ev.Reason} {
+		*s = printable.Clip(*s, maxLogged)
+	}
 	line, _ := json.Marshal(ev)
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"corral/policyengine"
+	"corral/printable"
 )
 
 // Spec is what the caller asks for.
@@ -70,9 +71,9 @@ type NotFoundError struct{ Program string }
 
 func (e *NotFoundError) Error() string {
 	if strings.Contains(e.Program, "/") {
-		return fmt.Sprintf("%s: no such program (a relative path starts in the work dir)", e.Program)
+		return fmt.Sprintf("%s: no such program (a relative path starts in the work dir)", printable.String(e.Program))
 	}
-	return fmt.Sprintf("%s: command not found on the sandbox's PATH (%s)", e.Program, policyengine.SandboxPATH)
+	return fmt.Sprintf("%s: command not found on the sandbox's PATH (%s)", printable.String(e.Program), policyengine.SandboxPATH)
 }
 
 // BuildPlan turns permissions and host facts into a Plan. It is pure: the
@@ -407,7 +408,7 @@ func (b *builder) safeGrant(glob, p string) bool {
 	for _, link := range info.Links {
 		for _, writable := range b.writableRoots() {
 			if strings.HasPrefix(link, writable+"/") {
-				b.errs = append(b.errs, fmt.Sprintf("%s resolves through the symlink %s inside the writable %s, which a sandboxed command could have planted (it points to %s); remove the link or grant the real path", glob, link, writable, info.Real))
+				b.errs = append(b.errs, fmt.Sprintf("%s resolves through the symlink %s inside the writable %s, which a sandboxed command could have planted (it points to %s); remove the link or grant the real path", glob, printable.String(link), writable, printable.String(info.Real)))
 				return false
 			}
 		}
@@ -476,7 +477,7 @@ func (b *builder) execTargets() {
 		}
 		for _, w := range b.perms.Write {
 			if g, err := policyengine.CompileGlob(w.Value); err == nil && g.Match(prog.Real) {
-				b.warn("exec entry %s is %s, inside the writable %s: the command can replace it", e.Value, prog.Real, w.Value)
+				b.warn("exec entry %s is %s, inside the writable %s: the command can replace it", e.Value, printable.String(prog.Real), w.Value)
 			}
 		}
 	}
@@ -702,7 +703,7 @@ func (b *builder) protected() {
 		}
 		for _, p := range paths {
 			if info := b.facts.file(p); info.Exists && info.Real != p && slices.ContainsFunc(info.Links, func(l string) bool { return isUnder(l, root.Real) }) {
-				b.warn("%s is a symlink inside the writable %s (to %s): corral cannot keep a link the command can replace read-only", p, w.Value, info.Real)
+				b.warn("%s is a symlink inside the writable %s (to %s): corral cannot keep a link the command can replace read-only", printable.String(p), w.Value, printable.String(info.Real))
 			}
 		}
 		for _, p := range paths {

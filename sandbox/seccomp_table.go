@@ -70,6 +70,13 @@ func SeccompRules() []SysRule {
 		always("clone3", "ENOSYS", "clone3's flags are in memory seccomp cannot read; ENOSYS makes libc fall back to clone"),
 		argEq("ioctl", 1, 0x5412, "TIOCSTI pushes input into the terminal"),
 		argEq("ioctl", 1, 0x541C, "TIOCLINUX can push input into the console"),
+		// The terminal the command inherits is the caller's: corral puts
+		// its termios back after the run, and what it cannot put back
+		// without undoing the user's own changes is refused.
+		argEq("ioctl", 1, 0x5414, "TIOCSWINSZ would change the caller's terminal size"),
+		argEq("ioctl", 1, 0x540C, "TIOCEXCL would keep everyone else from opening the caller's terminal"),
+		argEq("ioctl", 1, 0x540A, "TCXONC could stop the caller's terminal's output"),
+		argEq("ioctl", 1, 0x5423, "TIOCSETD would change the caller's terminal's line discipline"),
 		argEq("socket", 0, 17, "AF_PACKET sees and forges raw frames"),
 		argEq("socket", 0, 40, "AF_VSOCK reaches the hypervisor and host"),
 		argEq("socket", 0, 15, "AF_KEY manages IPsec keys"),

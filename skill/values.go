@@ -12,8 +12,17 @@ import (
 
 // ParseSize reads a memory size: a number of bytes, or a number with a
 // decimal (K, M, G, T) or binary (Ki, Mi, Gi, Ti) unit and an optional
-// trailing B: 256Mi, 512MiB, 1G, 1048576.
+// trailing B: 256Mi, 512MiB, 1G, 1048576. It is at least 1Mi.
 func ParseSize(s string) (int64, error) {
+	n, err := ParseBytes(s)
+	if err == nil && n < 1<<20 {
+		return 0, fmt.Errorf("size %q is below the minimum of 1Mi", s)
+	}
+	return n, err
+}
+
+// ParseBytes reads a positive size as ParseSize does, with no minimum.
+func ParseBytes(s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	t = strings.TrimSuffix(t, "B")
 	i := strings.IndexFunc(t, func(r rune) bool { return r < '0' || r > '9' })
@@ -34,9 +43,6 @@ func ParseSize(s string) (int64, error) {
 	}
 	if n > math.MaxInt64/mult {
 		return 0, fmt.Errorf("size %q is too large", s)
-	}
-	if n*mult < 1<<20 {
-		return 0, fmt.Errorf("size %q is below the minimum of 1Mi", s)
 	}
 	return n * mult, nil
 }

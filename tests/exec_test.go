@@ -436,7 +436,7 @@ func TestExecPreflight(t *testing.T) {
 			t.Run(c.name, func(t *testing.T) {
 				attack(t, "exec", "preflight: "+c.name)
 				f := newExec(t, u)
-				report := filepath.Join(f.work, "report.json")
+				report := filepath.Join(newDir(t, u, "report"), "report.json") // outside the work dir, as corral requires
 				args := append([]string{"exec", "--work-dir", f.work, "--skill", f.skill, "--report", report, "--"}, c.argv...)
 				r := u.run(t, runOpts{args: args, dir: f.work})
 				if r.code != 126 {

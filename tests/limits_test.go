@@ -221,7 +221,7 @@ func TestLimitCgroupRemoved(t *testing.T) {
 	f := newFS(t, asSelf)
 	marker := token("CORRALCGROUP")
 	writeFile(t, filepath.Join(f.work, "attack.sh"), leftoverScript(marker)+"sleep 0.2\necho "+attackDone+"\n", 0o644)
-	report := filepath.Join(f.work, "report.json")
+	report := filepath.Join(newDir(t, asSelf, "report"), "report.json") // outside the work dir, as corral requires
 	r := asSelf.run(t, runOpts{args: []string{"exec", "--work-dir", f.work, "--report", report, "--", "sh", "attack.sh"}, dir: f.work})
 	if r.code != 0 || !strings.Contains(r.stdout, attackDone) {
 		t.Fatalf("exit %d, want 0:\n%s", r.code, r)

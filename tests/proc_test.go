@@ -356,7 +356,7 @@ func TestProcExitCodes(t *testing.T) {
 			t.Run(c.script, func(t *testing.T) {
 				attack(t, "process", "exit status: "+c.script)
 				work := newDir(t, u, "work")
-				report := filepath.Join(work, "report.json")
+				report := filepath.Join(newDir(t, u, "report"), "report.json") // outside the work dir, as corral requires
 				r := u.run(t, runOpts{args: []string{"exec", "--work-dir", work, "--report", report, "--", "sh", "-c", c.script}, dir: work})
 				if r.code != c.code {
 					t.Errorf("exit %d, want %d:\n%s", r.code, c.code, r)

@@ -16,6 +16,7 @@ import (
 	"corral/netns"
 	"corral/policy"
 	"corral/policyengine"
+	"corral/printable"
 )
 
 var checkCommand = command{
@@ -50,7 +51,10 @@ status"} for a tool and its command) and answer one decision per line.`,
 				a.policy = a.policy.WithHostAddrs(host)
 			}
 			if *auditLog != "" {
-				f := &auditFile{name: *auditLog}
+				f, err := openOutput("--audit-log", *auditLog, nil, true)
+				if err != nil {
+					return failed(err)
+				}
 				defer f.Close()
 				a.audit = f
 			}
@@ -125,7 +129,7 @@ func (a *asker) ask(kind, arg string) (policyengine.Decision, error) {
 		d.Reason += " (--no-confirm: nobody can answer)"
 	}
 	if d.Action == policyengine.Deny && a.audit != nil {
-		line, _ := json.Marshal(corral.Denial{Time: time.Now(), Agent: a.agent, Permission: kind, Context: arg, Decision: d})
+		line, _ := json.Marshal(corral.Denial{Time: time.Now(), Agent: a.agent, Permission: kind, Context: printable.Clip(arg, corral.MaxLogged), Decision: d})
 		a.audit.Write(append(line, '\n'))
 	}
 	return d, nil

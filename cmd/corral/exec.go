@@ -7,17 +7,20 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
 	"corral"
+	"corral/policyengine"
+	"corral/printable"
 	"corral/sandbox"
 	"corral/skill"
 )
 
 var execCommand = command{
 	name:  "exec",
-	usage: "[--skill DIR]... [--work-dir D] [--data-dir D] [--memory SIZE] [--pids N] [--timeout DUR] [--kill-grace DUR] [--cgroup-parent PATH] [--policy FILE] [--policy-json JSON] [--confirmed] [--agent ID] [--report FILE] [--audit-log FILE] [--resolve NAME=ADDR]... [--best-effort] -- CMD [ARG]...",
+	usage: "[--skill DIR]... [--work-dir D] [--data-dir D] [--memory SIZE] [--pids N] [--timeout DUR] [--kill-grace DUR] [--cgroup-parent PATH] [--policy FILE] [--policy-json JSON] [--confirmed] [--agent ID] [--report FILE] [--audit-log FILE] [--audit-log-max SIZE] [--resolve NAME=ADDR]... [--best-effort] -- CMD [ARG]...",
 	summary: `Run CMD in a sandbox built from the skills' merged permissions, capped
 by the agent policy.
 Exit status: the command's own; 128+N if a signal N killed it (137 when it
@@ -32,17 +35,45 @@ not permitted; 127 the command was not found.`,
 		lf.register(fs)
 		var pf policyFlags
 		pf.register(fs)
-		report := fs.String("report", "", "write a JSON report of the run to `file`")
+		report := fs.String("report", "", "write a JSON report of the run to `file` (outside the work dir and the write grants; not a symlink)")
+		auditMax := int64(defaultAuditMax)
+		fs.Func("audit-log-max", "stop writing --audit-log entries past `SIZE` for this run, and end with one saying how many were dropped (default 4Mi)", func(s string) error {
+			n, err := skill.ParseBytes(s)
+			auditMax = n
+			return err
+		})
 		bestEffort := fs.Bool("best-effort", false, "run even if a protection cannot be enforced, naming each one that is missing")
 		confirmed := fs.Bool("confirmed", false, "the user agreed to what the agent policy says needs confirmation")
 		return func(args []string) error {
 			if len(args) == 0 {
 				return failed(errors.New("no command: write corral exec [flags] -- CMD [ARG]"))
 			}
-			r := &runReport{Argv: args}
-			err := runExec(&sf, &nf, &lf, &pf, args, *bestEffort, *confirmed, r)
+			corral.PrepareRun() // overlaps loading the skills
+			l, loadErr := sf.load()
+			var roots []string // resolving them costs a few lstat calls
+			if *report != "" || nf.auditLog != "" {
+				roots = writableRoots(&sf, l)
+			}
+			// corral's files are opened before anything runs, so a
+			// refused run (125, 126, 127) still gets its report, and
+			// nothing the command does to the paths matters.
+			var rep *outFile
 			if *report != "" {
-				if werr := r.write(*report, err); werr != nil && err == nil {
+				var err error
+				if rep, err = openOutput("--report", *report, roots, false); err != nil {
+					return failed(err)
+				}
+				defer rep.Close()
+			}
+			r := &runReport{Argv: args}
+			var err error
+			if loadErr != nil {
+				err = failed(loadErr)
+			} else {
+				err = runExec(l, &nf, &lf, &pf, args, *bestEffort, *confirmed, roots, auditMax, r)
+			}
+			if rep != nil {
+				if werr := r.write(rep, err); werr != nil && err == nil {
 					err = failed(werr)
 				}
 			}
@@ -101,7 +132,7 @@ type runReport struct {
 	Error  string  `json:"error,omitempty"`
 }
 
-func (r *runReport) write(file string, runErr error) error {
+func (r *runReport) write(file *outFile, runErr error) error {
 	if r.Result == nil {
 		r.Result = &corral.Result{Denials: []corral.Denial{}}
 	}
@@ -117,30 +148,52 @@ func (r *runReport) write(file string, runErr error) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(file, append(data, '\n'), 0o644)
+	return file.replace(append(data, '\n'))
 }
 
-func runExec(sf *skillFlags, nf *netFlags, lf *limitFlags, pf *policyFlags, argv []string, bestEffort, confirmed bool, r *runReport) error {
+// defaultAuditMax is --audit-log-max's default: a run's audit entries are
+// a few hundred bytes each, so a run that writes more is a command
+// sending request after request to be refused.
+const defaultAuditMax = 4 << 20
+
+// writableRoots are the folders the sandbox of this run can write (and
+// the work dir, which earlier runs could): corral's own files must be
+// outside them. With skills that did not load, the work dir.
+func writableRoots(sf *skillFlags, l *corral.Skills) []string {
+	if l != nil {
+		return sandbox.WritableRoots(l.Perms, l.Vars.WorkDir)
+	}
+	work := sf.workDir
+	if work == "" {
+		work, _ = os.Getwd()
+	}
+	if abs, err := filepath.Abs(work); err == nil {
+		work = abs
+	}
+	return sandbox.WritableRoots(policyengine.Permissions{}, work)
+}
+
+func runExec(l *corral.Skills, nf *netFlags, lf *limitFlags, pf *policyFlags, argv []string, bestEffort, confirmed bool, roots []string, auditMax int64, r *runReport) error {
 	spec := corral.Spec{Argv: argv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Limits: lf.values, CgroupParent: lf.parent,
 		BestEffort: bestEffort, Confirmed: confirmed, Agent: pf.agent, Resolve: nf.pins,
-		Warn: func(s string) { fmt.Fprintf(os.Stderr, "corral exec: warning: %s\n", s) }}
+		Warn: func(s string) { fmt.Fprintf(os.Stderr, "corral exec: warning: %s\n", printable.Text(s)) }}
 	if os.Getenv("CORRAL_TRACE") == "1" {
 		spec.Trace = func(step string) {
 			fmt.Fprintf(os.Stderr, "corral exec: %-12s (at %d)\n", step, time.Now().UnixMicro()%1e7)
 		}
 		spec.Trace("main")
 	}
-	corral.PrepareRun() // overlaps loading the skills
-	l, err := sf.load()
-	if err != nil {
-		return failed(err)
-	}
 	spec.Skills = l
+	var err error
 	if spec.Policy, err = pf.load(l); err != nil {
 		return failed(err)
 	}
 	if nf.auditLog != "" {
-		f := &auditFile{name: nf.auditLog}
+		f, err := openOutput("--audit-log", nf.auditLog, roots, true)
+		if err != nil {
+			return failed(err)
+		}
+		f.limit, f.agent = auditMax, pf.agent
 		defer f.Close()
 		spec.Audit = f
 	}
@@ -148,7 +201,7 @@ func runExec(sf *skillFlags, nf *netFlags, lf *limitFlags, pf *policyFlags, argv
 	r.Result = res
 	if res != nil && res.Proxy != nil {
 		if s := denialSummary(res.Proxy); s != "" {
-			fmt.Fprint(os.Stderr, s)
+			fmt.Fprint(os.Stderr, printable.Text(s))
 		}
 	}
 	var ce *corral.Error
@@ -160,9 +213,11 @@ func runExec(sf *skillFlags, nf *netFlags, lf *limitFlags, pf *policyFlags, argv
 	}
 	switch {
 	case res.TimedOut:
-		fmt.Fprintf(os.Stderr, "corral: timed out after %s (%s); the command got SIGTERM, and the sandbox SIGKILL %s later if still running\n", res.Limits.Timeout, res.Limits.TimeoutFrom, res.Limits.KillGrace)
+		// (Where a limit came from names skills, which a project's own
+		// folder holds: escaped like every line.)
+		fmt.Fprint(os.Stderr, printable.Text(fmt.Sprintf("corral: timed out after %s (%s); the command got SIGTERM, and the sandbox SIGKILL %s later if still running\n", res.Limits.Timeout, res.Limits.TimeoutFrom, res.Limits.KillGrace)))
 	case res.OOMKilled:
-		fmt.Fprintf(os.Stderr, "corral: out of memory: limit %s (%s); the kernel killed the command or one of its processes\n", corral.FormatSize(res.Limits.Memory), res.Limits.MemoryFrom)
+		fmt.Fprint(os.Stderr, printable.Text(fmt.Sprintf("corral: out of memory: limit %s (%s); the kernel killed the command or one of its processes\n", corral.FormatSize(res.Limits.Memory), res.Limits.MemoryFrom)))
 	}
 	if res.ExitCode != 0 {
 		return &exitError{Code: res.ExitCode}

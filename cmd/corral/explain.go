@@ -42,12 +42,12 @@ from) and what the sandbox will allow.`,
 				return failed(err)
 			}
 			if *asJSON {
-				enc := json.NewEncoder(os.Stdout)
+				enc := json.NewEncoder(escapedJSON{os.Stdout})
 				enc.SetIndent("", "  ")
 				enc.SetEscapeHTML(false)
 				return enc.Encode(x)
 			}
-			x.writeText(os.Stdout)
+			x.writeText(escapedText{os.Stdout})
 			return nil
 		}
 	},

@@ -14,6 +14,7 @@ import (
 	"os"
 	"runtime"
 
+	"corral/printable"
 	"corral/sandbox"
 )
 
@@ -110,11 +111,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case errors.As(err, &ee):
 		if ee.Err != nil {
-			fmt.Fprintf(stderr, "corral %s: %v\n", name, ee.Err)
+			fmt.Fprintf(stderr, "corral %s: %s\n", name, printable.Text(ee.Err.Error()))
 		}
 		return ee.Code
 	default:
-		fmt.Fprintf(stderr, "corral %s: %v\n", name, err)
+		fmt.Fprintf(stderr, "corral %s: %s\n", name, printable.Text(err.Error()))
 		return exitFailed
 	}
 }

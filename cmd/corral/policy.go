@@ -2,7 +2,6 @@ package main
 
 import (
 	"flag"
-	"os"
 
 	"corral"
 	"corral/policy"
@@ -29,29 +28,4 @@ func (f *policyFlags) load(s *corral.Skills) (*policy.Evaluator, error) {
 		return nil, err
 	}
 	return ev, nil
-}
-
-// auditFile is the JSON-lines audit log, opened for appending (created
-// 0600) at its first event, so a run that decides nothing leaves no file.
-type auditFile struct {
-	name string
-	f    *os.File
-}
-
-func (a *auditFile) Write(p []byte) (int, error) {
-	if a.f == nil {
-		f, err := os.OpenFile(a.name, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-		if err != nil {
-			return 0, err
-		}
-		a.f = f
-	}
-	return a.f.Write(p)
-}
-
-func (a *auditFile) Close() error {
-	if a.f == nil {
-		return nil
-	}
-	return a.f.Close()
 }

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"corral/netns"
+	"corral/printable"
 )
 
 // netFlags are the egress proxy's flags, shared by exec and proxy.
@@ -35,12 +36,15 @@ func (n *netFlags) register(fs *flag.FlagSet) {
 }
 
 // audit is the proxy's audit, writing to the log file if one was asked
-// for (opened at its first event, as check and exec do).
+// for (see openOutput; a proxy that decides nothing leaves no file).
 func (n *netFlags) audit() (*netns.Audit, func() error, error) {
 	if n.auditLog == "" {
 		return netns.NewAudit(nil), func() error { return nil }, nil
 	}
-	f := &auditFile{name: n.auditLog}
+	f, err := openOutput("--audit-log", n.auditLog, nil, true)
+	if err != nil {
+		return nil, nil, err
+	}
 	return netns.NewAudit(f), f.Close, nil
 }
 
@@ -66,9 +70,9 @@ func denialSummary(a *netns.Audit) string {
 		if strings.Contains(host, ":") {
 			host = "[" + host + "]"
 		}
-		line := fmt.Sprintf("  %s %s:%d: %d %s", d.Method, host, d.Port, d.Status, d.Reason)
+		line := fmt.Sprintf("  %s %s:%d: %d %s", printable.String(d.Method), printable.String(host), d.Port, d.Status, printable.Line(d.Reason))
 		if d.Host == "" {
-			line = fmt.Sprintf("  %d %s", d.Status, d.Reason)
+			line = fmt.Sprintf("  %d %s", d.Status, printable.Line(d.Reason))
 		}
 		if !seen[line] {
 			seen[line] = true
@@ -141,7 +145,7 @@ func runProxy(sf *skillFlags, nf *netFlags, pf *policyFlags, listen string) erro
 	p.Serve(ln)
 	p.Close()
 	if s := denialSummary(a); s != "" {
-		fmt.Fprint(os.Stderr, s)
+		fmt.Fprint(os.Stderr, printable.Text(s))
 	}
 	return nil
 }

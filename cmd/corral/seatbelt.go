@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 
+	"corral/printable"
 	"corral/sandbox"
 	"corral/seatbelt"
 )
@@ -77,7 +78,7 @@ func printSeatbelt(stdout, stderr io.Writer, sf *skillFlags, pf *policyFlags, op
 		}{prof, prof.Args(), warnings})
 	}
 	for _, w := range warnings {
-		fmt.Fprintf(stderr, "corral seatbelt: warning: %s\n", w)
+		fmt.Fprintf(stderr, "corral seatbelt: warning: %s\n", printable.Text(w))
 	}
 	_, err = io.WriteString(stdout, prof.Text)
 	return err
