@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -137,4 +138,39 @@ func readString(t *testing.T, file string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// The caller's own streams are written through a copy of the descriptor,
+// never truncated, even when the stream is a regular file.
+func TestOutputCallerStream(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "stdout")
+	os.WriteFile(out, []byte("before\n"), 0o644)
+	f, err := os.OpenFile(out, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	name := "/dev/fd/" + strconv.Itoa(int(f.Fd()))
+	o, err := openOutput("--report", name, []string{"/dev"}, false)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	o.replace([]byte("{}\n"))
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s := readString(t, out); s != "before\n{}\n" {
+		t.Errorf("the caller's stream holds %q, want the report after what was there", s)
+	}
+	for _, p := range []string{"/dev/stdout", "/dev/stderr", "/proc/self/fd/1", "/dev/fd/7"} {
+		if _, ok := callerStream(p); !ok {
+			t.Errorf("%s is not taken as a caller's stream", p)
+		}
+	}
+	for _, p := range []string{"/dev/fd/", "/dev/fd/x", "/dev/fd/-1", "/dev/stdoutx", "/tmp/dev/stdout"} {
+		if _, ok := callerStream(p); ok {
+			t.Errorf("%s is taken as a caller's stream", p)
+		}
+	}
 }

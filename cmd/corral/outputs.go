@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,6 +36,8 @@ type outFile struct {
 	limit   int64
 	dropped int
 	agent   string
+	stream  bool // the caller's own stdout, stderr or /dev/fd/N
+	closed  bool
 }
 
 // openOutput opens name for corral to write (appending with appendOnly).
@@ -52,6 +55,22 @@ func openOutput(flag, name string, roots []string, appendOnly bool) (*outFile, e
 	abs, err := filepath.Abs(name)
 	if err != nil {
 		return nil, o.errorf("%v", err)
+	}
+	if fd, ok := callerStream(abs); ok {
+		// /dev/stdout, /dev/stderr and /dev/fd/N are links the system
+		// made to corral's own descriptors, not links a sandbox planted:
+		// write through a copy of the descriptor itself.
+		nfd, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 3)
+		if err != nil {
+			return nil, o.errorf("%v", err)
+		}
+		f := os.NewFile(uintptr(nfd), name)
+		if err := o.check(f, unix.O_WRONLY|unix.O_APPEND); err != nil {
+			f.Close()
+			return nil, err
+		}
+		o.f, o.stream, o.appendOnly = f, true, appendOnly
+		return o, nil
 	}
 	if root := within(abs, roots); root != "" {
 		return nil, o.errorf("is inside %s, which the sandboxed command can write (it could read the file or plant a link there): write it outside the work dir and the write grants", printable.String(root))
@@ -147,6 +166,23 @@ func (o *outFile) errorf(format string, args ...any) error {
 	return fmt.Errorf("%s %s: %s", o.flag, printable.String(o.name), fmt.Sprintf(format, args...))
 }
 
+// callerStream returns the descriptor that /dev/stdout, /dev/stderr,
+// /dev/fd/N or /proc/self/fd/N names.
+func callerStream(p string) (int, bool) {
+	switch p {
+	case "/dev/stdout", "/proc/self/fd/1":
+		return 1, true
+	case "/dev/stderr", "/proc/self/fd/2":
+		return 2, true
+	}
+	for _, prefix := range []string{"/dev/fd/", "/proc/self/fd/"} {
+		if n, err := strconv.Atoi(strings.TrimPrefix(p, prefix)); strings.HasPrefix(p, prefix) && err == nil && n >= 0 {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
 // within returns the root p is in, or "".
 func within(p string, roots []string) string {
 	for _, r := range roots {
@@ -159,7 +195,7 @@ func within(p string, roots []string) string {
 
 // replace makes data the file's whole content (the report).
 func (o *outFile) replace(data []byte) error {
-	if st, err := o.f.Stat(); err == nil && st.Mode().IsRegular() {
+	if st, err := o.f.Stat(); err == nil && st.Mode().IsRegular() && !o.stream {
 		if err := o.f.Truncate(0); err != nil {
 			return err
 		}
@@ -211,10 +247,13 @@ type auditDropped struct {
 func (o *outFile) Close() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.dir == nil {
+	if o.closed {
 		return nil
 	}
-	defer func() { o.dir.Close(); o.dir = nil }()
+	o.closed = true
+	if o.dir != nil {
+		defer func() { o.dir.Close(); o.dir = nil }()
+	}
 	if o.f == nil && o.dropped > 0 {
 		if err := o.open(true); err != nil {
 			return err
