@@ -235,6 +235,10 @@ func (s *sweep) visit(stack []*sweepFrame) {
 	// folder without one is not a repository, but costs nothing to check).
 	if head || path.Base(dir) == ".git" {
 		s.gitFolder(top.fd, dir, false)
+		// The object store is git's own: up to 256 folders of object
+		// files, which would double the walk of a typical repository.
+		// A repository hidden in it runs only for git started in there.
+		top.subdirs = slices.DeleteFunc(top.subdirs, func(n string) bool { return n == "objects" })
 	}
 	if gitfile {
 		s.gitFile(top.fd, dir)
