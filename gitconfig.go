@@ -34,7 +34,7 @@ var inertGitKeys = map[string]bool{
 	"core.logallrefupdates": true, "core.ignorecase": true, "core.symlinks": true,
 	"core.precomposeunicode": true, "core.autocrlf": true, "core.eol": true,
 	"core.safecrlf": true, "core.quotepath": true, "core.sparsecheckout": true,
-	"core.sparsecheckoutcone": true,
+	"core.sparsecheckoutcone": true, "core.worktree": true, // git submodule writes it in modules/NAME/config
 	"extensions.objectformat": true, "extensions.refstorage": true, "extensions.worktreeconfig": true,
 	"remote.*.url": true, "remote.*.pushurl": true, "remote.*.fetch": true, "remote.*.push": true,
 	"remote.*.tagopt": true, "remote.*.prune": true, "remote.*.mirror": true,
@@ -146,7 +146,13 @@ func gitSection(s string) (section, sub string, err error) {
 			return "", "", errGitConfig
 		}
 		sub, s = b.String(), s[j+1:]
+		if sub == "" {
+			return "", "", errGitConfig // [a ""] is a subsection to git
+		}
 	} else if name, rest, ok := strings.Cut(section, "."); ok {
+		if name == "" || rest == "" {
+			return "", "", errGitConfig
+		}
 		section, sub = name, rest
 	}
 	if !strings.HasPrefix(s, "]") {

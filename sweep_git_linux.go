@@ -35,7 +35,10 @@ func (s *sweep) gitFolder(fd int, dir string, inherited bool) {
 	}
 	s.done[id] = pass
 	s.Gits++
-	changed := inherited || s.fresh(&st) && !s.known[dir]
+	// A git folder protected at launch had its config and hooks bound
+	// read-only and could not be moved: what changed in it is git's
+	// work, even when a new worktree's commondir names it.
+	changed := (inherited || s.fresh(&st)) && !s.known[dir]
 	for _, name := range []string{"config", "config.worktree"} {
 		s.config(fd, dir, name, changed, 0)
 	}

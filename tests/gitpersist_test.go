@@ -197,3 +197,36 @@ func hostGit(t *testing.T, u user, home, dir string, args ...string) {
 	out, err := cmd.CombinedOutput()
 	t.Logf("host: git %s: %v\n%s", strings.Join(args, " "), err, out)
 }
+
+// TestGitSweepKeepsWork runs what an agent does with git in a sandbox:
+// nothing of it may be quarantined, and the user's own config of the
+// repository it works in stays as it was.
+func TestGitSweepKeepsWork(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		work := newDir(t, u, "work")
+		hostGitSetup(t, work, "init", "-q", "-b", "main")
+		hostGitSetup(t, work, "config", "alias.lg", "!git log --oneline")
+		hostGitSetup(t, work, "-c", "user.name=h", "-c", "user.email=h@example.invalid", "commit", "-q", "--allow-empty", "-m", "first")
+		own(t, u, work)
+		before := readFile(t, filepath.Join(work, ".git/config"))
+		time.Sleep(20 * time.Millisecond)
+		r := runScript(t, u, work, nil, `
+set -e
+echo x > f && git add f && `+sandboxGit+` commit -q -m second
+git clone -q . clone && git -C clone config user.name agent && git -C clone remote add up https://example.invalid/up.git
+git init -q -b main n && git -C n config user.email a@example.invalid
+git -c protocol.file.allow=always -C n submodule --quiet add "$PWD/clone" sm
+`+sandboxGit+` worktree add -q ../wt-$$ 2>/dev/null || true
+git status --short >/dev/null`)
+		if strings.Contains(r.stderr, "quarantined") {
+			t.Errorf("the sweep quarantined an ordinary git workflow:\n%s", r)
+		}
+		if got := readFile(t, filepath.Join(work, ".git/config")); got != before {
+			t.Errorf("the repository's config changed: %q, was %q", got, before)
+		}
+		if !exists(filepath.Join(work, "n/.git/modules/sm/config")) {
+			t.Errorf("the submodule was not made:\n%s", r)
+		}
+	})
+}
