@@ -230,6 +230,9 @@ func (s *sweep) visit(stack []*sweepFrame) {
 		s.Errs = append(s.Errs, fmt.Sprintf("%s: reading: %v", framePath(stack), err))
 		return
 	}
+	if !head && top.name != ".git" && !gitfile && !gitmodules {
+		return // most folders: no path to build
+	}
 	dir := framePath(stack)
 	// Git takes a folder for a git folder only if it holds HEAD (a .git
 	// folder without one is not a repository, but costs nothing to check).

@@ -92,6 +92,9 @@ printf '[core]\n\tfsmonitor = "touch %s"\n' "$M" >> p/q/s/r/.git/config`,
 	}, script: `
 printf '#!/bin/sh\ntouch %s\n' "$M" > p/q/s/r/.git/hooks/pre-commit && chmod +x p/q/s/r/.git/hooks/pre-commit`,
 		dir: "p/q/s/r", host: [][]string{{"-c", "user.name=h", "-c", "user.email=h@example.invalid", "commit", "-q", "--allow-empty", "-m", "x"}}},
+	{name: "repository 300 folders deep", script: `
+d=.; for i in $(seq 300); do d=$d/d; done; mkdir -p $d && git init -q $d/r && git -C $d/r config core.fsmonitor "touch $M"`,
+		dir: strings.Repeat("d/", 300) + "r", host: [][]string{{"status"}}},
 	{name: "repository hidden in a folder made unreadable", script: `
 mkdir hide && git init -q hide/r && git -C hide/r config core.fsmonitor "touch $M" && chmod 000 hide`,
 		dir: "hide/r", host: [][]string{{"status"}}},
@@ -227,6 +230,28 @@ git status --short >/dev/null`)
 		}
 		if !exists(filepath.Join(work, "n/.git/modules/sm/config")) {
 			t.Errorf("the submodule was not made:\n%s", r)
+		}
+	})
+}
+
+// TestGitSweepBeyondPathMax hides a repository deeper than PATH_MAX (25
+// folders of 200-byte names): no path reaches it, but a shell that cds
+// there step by step runs git in it.
+func TestGitSweepBeyondPathMax(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "persistence", "git: repository deeper than PATH_MAX")
+		work := newDir(t, u, "work")
+		r := runScript(t, u, work, nil, `
+n=$(printf '%0200d' 0)
+(for i in $(seq 25); do mkdir $n && cd -P $n 2>/dev/null || exit 1; done
+mkdir -p r/.git/objects r/.git/refs && echo 'ref: refs/heads/main' > r/.git/HEAD &&
+printf '[core]\n\tfsmonitor = touch /nonexistent/x\n' > r/.git/config) || echo MAKING-FAILED`)
+		if strings.Contains(r.stdout, "MAKING-FAILED") {
+			t.Fatalf("the script could not make the deep repository:\n%s", r)
+		}
+		if !strings.Contains(r.stderr, "r/.git/config.corral-quarantined") {
+			t.Errorf("the repository 5000 bytes deep was not quarantined:\n%s", r)
 		}
 	})
 }
