@@ -135,12 +135,34 @@ func (s *sweep) config(dirfd int, dir, name string, changed bool, depth int) {
 	}
 }
 
+// openIn opens the folder p inside a writable root, refusing any path
+// that leaves the root on the way (a symlink the command planted, or ".."):
+// the sweep reads and renames only inside the roots.
+func (s *sweep) openIn(p string) (int, error) {
+	for _, r := range s.roots {
+		if p != r && !strings.HasPrefix(p, r+"/") {
+			continue
+		}
+		rfd, err := unix.Open(r, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return -1, err
+		}
+		defer unix.Close(rfd)
+		rel := strings.TrimPrefix(strings.TrimPrefix(p, r), "/")
+		if rel == "" {
+			rel = "."
+		}
+		return unix.Openat2(rfd, rel, &unix.OpenHow{
+			Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS,
+		})
+	}
+	return -1, unix.EXDEV
+}
+
 // included checks a config file the user's config includes.
 func (s *sweep) included(file string, depth int) {
-	if !s.under(file) {
-		return
-	}
-	fd, err := unix.Open(path.Dir(file), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := s.openIn(path.Dir(file))
 	if err != nil {
 		return
 	}
@@ -151,10 +173,7 @@ func (s *sweep) included(file string, depth int) {
 // hooksAt checks a core.hooksPath folder of the user's config.
 func (s *sweep) hooksAt(dir string) {
 	dir = path.Clean(dir)
-	if !s.under(dir) {
-		return
-	}
-	fd, err := unix.Open(path.Dir(dir), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := s.openIn(path.Dir(dir))
 	if err != nil {
 		return
 	}
@@ -226,14 +245,14 @@ func (s *sweep) commondir(dirfd int, dir string, changed bool) {
 // pointsTo inspects the git folder target that dir/name names, or, if it
 // is outside the writable roots and name changed, quarantines name.
 func (s *sweep) pointsTo(dirfd int, dir, name, target string, changed bool) {
-	if !s.under(target) {
+	fd, err := s.openIn(target)
+	switch {
+	case err == unix.EXDEV || err == unix.ELOOP:
 		if changed {
 			s.quarantine(dirfd, dir, name, "it sends git to "+target+", outside the folders corral checks")
 		}
 		return
-	}
-	fd, err := unix.Open(target, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
+	case err != nil:
 		return // git finds no repository there either
 	}
 	defer unix.Close(fd)

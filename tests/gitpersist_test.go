@@ -255,3 +255,34 @@ printf '[core]\n\tfsmonitor = touch /nonexistent/x\n' > r/.git/config) || echo M
 		}
 	})
 }
+
+// TestGitSweepStaysInRoots points a .git file, through a symlink, at a
+// repository outside the writable roots: the sweep must not rename the
+// files of a folder the command could not write (a way to make corral
+// damage them), and quarantines the pointer instead.
+func TestGitSweepStaysInRoots(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "persistence", "git: make the sweep quarantine a repository outside the writable roots")
+		work := newDir(t, u, "work")
+		outside := newDir(t, u, "outside")
+		hostGitSetup(t, outside, "init", "-q")
+		hostGitSetup(t, outside, "config", "alias.lg", "!git log")
+		writeFile(t, filepath.Join(outside, ".git/hooks/pre-commit"), "#!/bin/sh\n", 0o755)
+		own(t, u, outside)
+		time.Sleep(20 * time.Millisecond)
+		r := runScript(t, u, work, nil, `
+ln -s `+outside+`/.git lnk && mkdir w && echo 'gitdir: ../lnk' > w/.git
+mkdir v && echo 'gitdir: `+outside+`/.git' > v/.git`)
+		for _, f := range []string{".git/config", ".git/hooks/pre-commit"} {
+			if !exists(filepath.Join(outside, f)) {
+				t.Errorf("the sweep moved %s of a repository outside the writable roots:\n%s", f, r)
+			}
+		}
+		for _, f := range []string{"w/.git", "v/.git"} {
+			if exists(filepath.Join(work, f)) {
+				t.Errorf("%s, which sends git outside the writable roots, was not quarantined:\n%s", f, r)
+			}
+		}
+	})
+}
