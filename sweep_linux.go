@@ -318,7 +318,9 @@ func (s *sweep) quarantine(dirfd int, dir, name, why string) {
 		return
 	}
 	var st unix.Stat_t
-	if unix.Fstatat(dirfd, target, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+	// Not a file with other names: the command may have linked one of
+	// the user's files here, whose mode is not corral's to change.
+	if unix.Fstatat(dirfd, target, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 1 {
 		unix.Fchmodat(dirfd, target, 0o400, 0)
 	}
 	s.Moved = append(s.Moved, fmt.Sprintf("%s/%s (%s)", dir, target, why))
