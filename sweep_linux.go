@@ -306,8 +306,17 @@ func (s *sweep) under(p string) bool {
 func (s *sweep) quarantine(dirfd int, dir, name, why string) {
 	target := name + quarantineSuffix
 	var err error
+	var dst unix.Stat_t
 	for i := 2; ; i++ {
 		err = unix.Renameat2(dirfd, name, dirfd, target, unix.RENAME_NOREPLACE)
+		if err == unix.EACCES && unix.Fstat(dirfd, &dst) == nil && int(dst.Uid) == s.uid && dst.Mode&0o200 == 0 {
+			// The command made the folder read-only; it is corral's
+			// user's, so corral may write it for the rename.
+			if unix.Fchmod(dirfd, dst.Mode&0o7777|0o300) == nil {
+				err = unix.Renameat2(dirfd, name, dirfd, target, unix.RENAME_NOREPLACE)
+				unix.Fchmod(dirfd, dst.Mode&0o7777)
+			}
+		}
 		if err != unix.EEXIST || i > 100 {
 			break
 		}

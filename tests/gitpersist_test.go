@@ -98,6 +98,10 @@ d=.; for i in $(seq 300); do d=$d/d; done; mkdir -p $d && git init -q $d/r && gi
 	{name: "repository hidden in a folder made unreadable", script: `
 mkdir hide && git init -q hide/r && git -C hide/r config core.fsmonitor "touch $M" && chmod 000 hide`,
 		dir: "hide/r", host: [][]string{{"status"}}},
+	{name: "git folder and hooks folder made read-only", script: `
+git init -q r && git -C r config core.fsmonitor "touch $M" && chmod 555 r/.git
+git init -q h && printf '#!/bin/sh\ntouch %s\n' "$M" > h/.git/hooks/pre-commit && chmod 755 h/.git/hooks/pre-commit && chmod 555 h/.git/hooks`,
+		dir: "r", host: [][]string{{"status"}, {"-C", "../h", "-c", "user.name=h", "-c", "user.email=h@example.invalid", "commit", "-q", "--allow-empty", "-m", "x"}}},
 	{name: "old folder renamed into place as .git", setup: func(t *testing.T, work string) {
 		// As an earlier run could have left it: not a repository then.
 		writeFile(t, filepath.Join(work, "stash/config"), "[core]\n\tfsmonitor = \"touch "+markerVar+"\"\n", 0o644)
