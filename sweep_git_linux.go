@@ -40,7 +40,7 @@ func (s *sweep) gitFolder(fd int, dir string, inherited bool) {
 	// work, even when a new worktree's commondir names it.
 	changed := (inherited || s.fresh(&st)) && !s.known[dir]
 	for _, name := range []string{"config", "config.worktree"} {
-		s.config(fd, dir, name, changed, 0)
+		s.config(fd, dir, name, "", changed, 0)
 	}
 	s.hooks(fd, dir, "hooks", changed)
 	if info, err := unix.Openat(fd, "info", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
@@ -81,13 +81,17 @@ func (s *sweep) read(dirfd int, name string) ([]byte, error) {
 // config checks the git config file dir/name: changed, it must hold only
 // inert keys (gitconfig.go); unchanged (the user's own), what it includes
 // and its core.hooksPath are checked for what the command changed.
-func (s *sweep) config(dirfd int, dir, name string, changed bool, depth int) {
+// top is the work tree's top for a relative core.hooksPath ("": the
+// folder above a .git folder, else the git folder itself).
+func (s *sweep) config(dirfd int, dir, name, top string, changed bool, depth int) {
 	st, ok := s.stat(dirfd, name)
 	if !ok {
 		return
 	}
 	data, err := s.read(dirfd, name)
-	if changed || s.fresh(&st) {
+	// A config outside the roots (a repository above the work dir) is
+	// not the command's; only what it names inside them is checked.
+	if s.under(dir) && (changed || s.fresh(&st)) {
 		why := ""
 		switch {
 		case st.Mode&unix.S_IFMT == unix.S_IFLNK:
@@ -119,9 +123,11 @@ func (s *sweep) config(dirfd int, dir, name string, changed bool, depth int) {
 		case hooksPath && !path.IsAbs(v):
 			// Relative, hooks are run from the top of the work tree
 			// (for a bare repository, the git folder).
-			top := dir
-			if path.Base(dir) == ".git" {
-				top = path.Dir(dir)
+			if top == "" {
+				top = dir
+				if path.Base(dir) == ".git" {
+					top = path.Dir(dir)
+				}
 			}
 			s.hooksAt(path.Join(top, v))
 		case hooksPath:
@@ -167,7 +173,7 @@ func (s *sweep) included(file string, depth int) {
 		return
 	}
 	defer unix.Close(fd)
-	s.config(fd, path.Dir(file), path.Base(file), false, depth)
+	s.config(fd, path.Dir(file), path.Base(file), "", false, depth)
 }
 
 // hooksAt checks a core.hooksPath folder of the user's config.
@@ -303,5 +309,53 @@ func (s *sweep) gitmodules(dirfd int, dir string) {
 			s.quarantine(dirfd, dir, ".gitmodules", "a .gitmodules the command wrote with a submodule update command")
 			return
 		}
+	}
+}
+
+// above checks the repository a root lies in, if its git folder is above
+// the root (the work dir is a sub-folder of the user's repository): its
+// core.hooksPath or an included config may name a path inside the root.
+func (s *sweep) above(root string) {
+	for d := path.Dir(root); ; d = path.Dir(d) {
+		var st unix.Stat_t
+		if unix.Lstat(d+"/.git", &st) == nil {
+			git := d + "/.git"
+			if st.Mode&unix.S_IFMT == unix.S_IFREG {
+				data, _ := s.read(unix.AT_FDCWD, git)
+				target, ok := strings.CutPrefix(strings.TrimRight(string(data), "\r\n"), "gitdir: ")
+				if !ok {
+					return
+				}
+				if !path.IsAbs(target) {
+					target = path.Join(d, target)
+				}
+				git = target
+			}
+			if fd, err := unix.Open(git, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+				s.config(fd, git, "config", d, false, 0)
+				s.commonConfig(fd, git, d)
+				unix.Close(fd)
+			}
+			return
+		}
+		if d == "/" {
+			return
+		}
+	}
+}
+
+// commonConfig checks the config of a linked worktree's common git folder.
+func (s *sweep) commonConfig(fd int, git, top string) {
+	data, err := s.read(fd, "commondir")
+	common := strings.TrimRight(string(data), "\r\n")
+	if err != nil || common == "" {
+		return
+	}
+	if !path.IsAbs(common) {
+		common = path.Join(git, common)
+	}
+	if cfd, err := unix.Open(common, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+		s.config(cfd, common, "config", top, false, 0)
+		unix.Close(cfd)
 	}
 }

@@ -74,6 +74,7 @@ func sweepGit(roots, protected []string, home string, since sweepClock) *sweep {
 		}
 	}
 	for _, r := range s.roots {
+		s.above(r)
 		s.run(r)
 	}
 	return s

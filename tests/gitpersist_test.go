@@ -291,3 +291,33 @@ mkdir v && echo 'gitdir: `+outside+`/.git' > v/.git`)
 		}
 	})
 }
+
+// TestGitPersistenceRepoAbove works in a sub-folder of the user's
+// repository: the repository's own git folder is above the work dir, out
+// of reach, but its core.hooksPath and an included config name files
+// inside the work dir.
+func TestGitPersistenceRepoAbove(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "persistence", "git: hooks and included config of the repository above the work dir")
+		repo := newDir(t, u, "repo")
+		marker := filepath.Join(newDir(t, u, "marker"), "ran")
+		home := newDir(t, u, "home")
+		hostGitSetup(t, repo, "init", "-q")
+		hostGitSetup(t, repo, "config", "core.hooksPath", "tools/hooks")
+		hostGitSetup(t, repo, "config", "include.path", "../tools/extra.cfg")
+		writeFile(t, filepath.Join(repo, "tools/hooks/.keep"), "", 0o644)
+		writeFile(t, filepath.Join(repo, "tools/extra.cfg"), "[user]\n\tname = me\n", 0o644)
+		own(t, u, repo)
+		time.Sleep(20 * time.Millisecond)
+		work := filepath.Join(repo, "tools")
+		r := runScript(t, u, work, nil, `
+printf '#!/bin/sh\ntouch `+marker+`\n' > hooks/pre-commit && chmod +x hooks/pre-commit
+printf '[core]\n\tfsmonitor = "touch `+marker+`"\n' > extra.cfg`)
+		hostGit(t, u, home, repo, "status")
+		hostGit(t, u, home, repo, "-c", "user.name=h", "-c", "user.email=h@example.invalid", "commit", "-q", "--allow-empty", "-m", "x")
+		if exists(marker) {
+			t.Errorf("the host's git ran what the sandboxed command planted (%s exists)\n%s", marker, r)
+		}
+	})
+}
