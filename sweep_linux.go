@@ -239,10 +239,15 @@ func (s *sweep) visit(stack []*sweepFrame) {
 	// folder without one is not a repository, but costs nothing to check).
 	if head || path.Base(dir) == ".git" {
 		s.gitFolder(top.fd, dir, false)
-		// The object store is git's own: up to 256 folders of object
-		// files, which would double the walk of a typical repository.
-		// A repository hidden in it runs only for git started in there.
-		top.subdirs = slices.DeleteFunc(top.subdirs, func(n string) bool { return n == "objects" })
+		// The object store of a repository protected at launch (the
+		// work dir's own) is git's: up to 256 folders of object files,
+		// which would double the walk of a typical repository. A
+		// repository hidden in it runs only for git started inside the
+		// user's .git/objects. Anywhere else a folder holding HEAD may
+		// be a decoy, and its objects are walked like any folder.
+		if s.known[dir] {
+			top.subdirs = slices.DeleteFunc(top.subdirs, func(n string) bool { return n == "objects" })
+		}
 	}
 	if gitfile {
 		s.gitFile(top.fd, dir)

@@ -102,6 +102,10 @@ mkdir hide && git init -q hide/r && git -C hide/r config core.fsmonitor "touch $
 git init -q r && git -C r config core.fsmonitor "touch $M" && chmod 555 r/.git
 git init -q h && printf '#!/bin/sh\ntouch %s\n' "$M" > h/.git/hooks/pre-commit && chmod 755 h/.git/hooks/pre-commit && chmod 555 h/.git/hooks`,
 		dir: "r", host: [][]string{{"status"}, {"-C", "../h", "-c", "user.name=h", "-c", "user.email=h@example.invalid", "commit", "-q", "--allow-empty", "-m", "x"}}},
+	{name: "repository hidden in the objects folder of a decoy holding HEAD", script: `
+mkdir -p proj/objects/src proj/refs && echo 'ref: refs/heads/main' > proj/HEAD
+git init -q proj/objects/src/r && git -C proj/objects/src/r config core.fsmonitor "touch $M"`,
+		dir: "proj/objects/src/r", host: [][]string{{"status"}}},
 	{name: "old folder renamed into place as .git", setup: func(t *testing.T, work string) {
 		// As an earlier run could have left it: not a repository then.
 		writeFile(t, filepath.Join(work, "stash/config"), "[core]\n\tfsmonitor = \"touch "+markerVar+"\"\n", 0o644)
