@@ -108,14 +108,25 @@ type sweepFrame struct {
 
 // run walks root.
 func (s *sweep) run(root string) {
-	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	// Opened from its parent, so that a root the command made
+	// unreadable is opened as any folder in it is.
+	pfd, err := unix.Open(path.Dir(root), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
+		s.Errs = append(s.Errs, fmt.Sprintf("%s: %v", root, err))
+		return
+	}
+	defer unix.Close(pfd)
+	first := &sweepFrame{name: root}
+	if first.fd, err = s.open(pfd, path.Base(root), first); err != nil {
 		if err != unix.ENOENT {
 			s.Errs = append(s.Errs, fmt.Sprintf("%s: %v", root, err))
 		}
 		return
 	}
-	stack := []*sweepFrame{{fd: fd, name: root}}
+	if first.chmodded {
+		defer unix.Fchmodat(pfd, path.Base(root), first.mode, 0)
+	}
+	stack := []*sweepFrame{first}
 	s.visit(stack)
 	for len(stack) > 0 {
 		top := stack[len(stack)-1]
@@ -168,16 +179,23 @@ func (s *sweep) open(parent int, name string, f *sweepFrame) (int, error) {
 		return -1, err
 	}
 	f.mode, f.chmodded = st.Mode&0o7777, true
-	return unix.Openat(parent, name, flags, 0)
+	fd, err = unix.Openat(parent, name, flags, 0)
+	if err != nil {
+		unix.Fchmodat(parent, name, f.mode, 0)
+	}
+	return fd, err
 }
 
 // leave closes the top folder, reopening its parent through ".." if it
 // was closed (false when that fails: the walk of this root ends).
 func (s *sweep) leave(stack []*sweepFrame) bool {
 	top := stack[len(stack)-1]
-	defer unix.Close(top.fd)
+	defer func() {
+		unix.Close(top.fd)
+		top.fd = -1
+	}()
 	if len(stack) == 1 {
-		return true
+		return true // its mode is run's to put back
 	}
 	parent := stack[len(stack)-2]
 	if parent.fd < 0 {

@@ -102,6 +102,9 @@ mkdir hide && git init -q hide/r && git -C hide/r config core.fsmonitor "touch $
 git init -q r && git -C r config core.fsmonitor "touch $M" && chmod 555 r/.git
 git init -q h && printf '#!/bin/sh\ntouch %s\n' "$M" > h/.git/hooks/pre-commit && chmod 755 h/.git/hooks/pre-commit && chmod 555 h/.git/hooks`,
 		dir: "r", host: [][]string{{"status"}, {"-C", "../h", "-c", "user.name=h", "-c", "user.email=h@example.invalid", "commit", "-q", "--allow-empty", "-m", "x"}}},
+	{name: "work dir itself made unreadable", script: `
+git init -q r && git -C r config core.fsmonitor "touch $M" && chmod 000 .`,
+		dir: "r", host: [][]string{{"status"}}},
 	{name: "repository hidden in the objects folder of a decoy holding HEAD", script: `
 mkdir -p proj/objects/src proj/refs && echo 'ref: refs/heads/main' > proj/HEAD
 git init -q proj/objects/src/r && git -C proj/objects/src/r config core.fsmonitor "touch $M"`,
@@ -149,9 +152,10 @@ func TestGitPersistence(t *testing.T) {
 				}
 				r := runScript(t, u, work, nil, "M="+marker+"\n"+a.script)
 				dir := filepath.Join(work, a.dir)
-				if a.name == "repository hidden in a folder made unreadable" {
-					os.Chmod(filepath.Join(work, "hide"), 0o755) // as its owner would, to look inside
-				}
+				// As their owner would, to look inside after a run that
+				// made them unreadable.
+				os.Chmod(work, 0o755)
+				os.Chmod(filepath.Join(work, "hide"), 0o755)
 				for _, args := range a.host {
 					hostGit(t, u, home, dir, args...)
 				}
