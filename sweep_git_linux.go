@@ -43,15 +43,34 @@ func (s *sweep) gitFolder(fd int, dir string, inherited bool) {
 		s.config(fd, dir, name, "", changed, 0)
 	}
 	s.hooks(fd, dir, "hooks", changed)
-	if info, err := unix.Openat(fd, "info", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
-		var ist unix.Stat_t
-		unix.Fstat(info, &ist)
-		if ast, ok := s.stat(info, "attributes"); ok && (changed || s.fresh(&ist) || s.fresh(&ast)) {
-			s.quarantine(info, dir+"/info", "attributes", "git attributes the command wrote, which choose filters and diff drivers")
-		}
-		unix.Close(info)
-	}
+	s.attributes(fd, dir, changed)
 	s.commondir(fd, dir, changed)
+}
+
+// attributes quarantines info/attributes the command wrote: attributes
+// choose the filters and diff drivers the user's config defines.
+func (s *sweep) attributes(fd int, dir string, changed bool) {
+	ist, ok := s.stat(fd, "info")
+	if !ok {
+		return
+	}
+	// In a git folder protected at launch git itself may have written to
+	// info/ (sparse-checkout): only the file's own time counts there.
+	changed = changed || s.fresh(&ist) && !s.known[dir]
+	if ist.Mode&unix.S_IFMT == unix.S_IFLNK {
+		if changed {
+			s.quarantine(fd, dir, "info", "an info symlink the command made, which sends git to attributes it chose")
+		}
+		return
+	}
+	info, err := unix.Openat(fd, "info", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(info)
+	if ast, ok := s.stat(info, "attributes"); ok && (changed || s.fresh(&ast)) {
+		s.quarantine(info, dir+"/info", "attributes", "git attributes the command wrote, which choose filters and diff drivers")
+	}
 }
 
 // stat is fstatat without following a symlink.
