@@ -91,6 +91,10 @@ type Result struct {
 	Warnings         []string      `json:"warnings,omitempty"`
 	Created          []string      `json:"created,omitempty"`
 	Removed          []string      `json:"removed,omitempty"` // files the command made in protected git folders, removed after the run
+	// Quarantined are git config, hooks and pointers the command left in
+	// a writable root that could make git on the host run a program,
+	// renamed to NAME.corral-quarantined (mode 0400), each with why.
+	Quarantined []string `json:"quarantined,omitempty"`
 	// Replaced are protected paths the host replaced while the sandbox ran
 	// (or started): their read-only bind went with the old file, so the
 	// command may have written the new one.
@@ -157,6 +161,7 @@ func PrepareRun() {
 // Cancelling ctx ends the run as a timeout does.
 func Run(ctx context.Context, spec Spec) (*Result, error) {
 	r := &Result{Denials: []Denial{}}
+	since := sweepStart() // before anything of the sandbox can write
 	sigs := early.Swap(nil)
 	if sigs == nil {
 		sigs = sandbox.NotifySignals()
@@ -398,6 +403,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		}
 	}
 	if res != nil && res.Started {
+		sweepAfter(r, plan, sk.Vars.Home, since, warn, trace)
 		for _, p := range held.Replaced() {
 			r.Replaced = append(r.Replaced, p)
 			warn(fmt.Sprintf("%s was replaced on the host while the sandbox ran, which ends its read-only bind: the command may have written the new one; check it", printable.String(p)))

@@ -638,6 +638,7 @@ func (b *builder) protected() {
 		if !root.Exists || !root.Dir {
 			continue
 		}
+		b.plan.WriteRoots = append(b.plan.WriteRoots, root.Real)
 		why := "protected path inside writable " + w.Value
 		var paths []string
 		for _, name := range ProtectedNames {
@@ -668,7 +669,7 @@ func (b *builder) protected() {
 			case !info.Exists || info.Real != git:
 			case info.Dir:
 				pin(git)
-				paths = append(paths, git+"/hooks", git+"/config", git+"/commondir", git+"/config.worktree")
+				paths = append(paths, git+"/hooks", git+"/config", git+"/commondir", git+"/config.worktree", git+"/info/attributes")
 			default:
 				// A .git file names the repository's git folder:
 				// rewritten, it would send git to hooks the command made.
@@ -681,7 +682,7 @@ func (b *builder) protected() {
 		for _, m := range append(slices.Clone(b.facts.Submodules), b.facts.Worktrees...) {
 			if strings.HasPrefix(m, root.Real+"/") {
 				pin(m)
-				paths = append(paths, m+"/hooks", m+"/config", m+"/commondir", m+"/gitdir", m+"/config.worktree")
+				paths = append(paths, m+"/hooks", m+"/config", m+"/commondir", m+"/gitdir", m+"/config.worktree", m+"/info/attributes")
 			}
 		}
 		for _, hp := range b.facts.HooksPaths {

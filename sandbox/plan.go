@@ -46,6 +46,10 @@ type Plan struct {
 	// mount can keep a missing file from being created in a writable
 	// folder, so corral removes them after the run.
 	MustNotAppear []string `json:"must_not_appear,omitempty"`
+	// WriteRoots are the writable folders the host sees (not the private
+	// /tmp): after the run corral walks them whole for git folders the
+	// command made or changed (sweep.go in package corral).
+	WriteRoots []string `json:"write_roots,omitempty"`
 	// Protected are the protected paths bound read-only. The kernel
 	// detaches such a bind when the host replaces the file or folder
 	// (git renames config.lock over config), so corral compares them

@@ -271,7 +271,7 @@ func (f *Facts) gitFolders(git string) {
 }
 
 func (f *Facts) statGitFolder(p string) {
-	for _, name := range []string{"", "/hooks", "/config", "/commondir", "/gitdir", "/config.worktree"} {
+	for _, name := range []string{"", "/hooks", "/config", "/commondir", "/gitdir", "/config.worktree", "/info/attributes"} {
 		f.stat(p + name)
 	}
 	for d := path.Dir(p); d != "/" && !f.Files[d].Exists; d = path.Dir(d) {

@@ -1,0 +1,28 @@
+package corral
+
+import (
+	"fmt"
+	"time"
+
+	"corral/sandbox"
+)
+
+// sweepAfter runs the git sweep (sweep_linux.go) once nothing of the
+// sandbox runs any more, and reports what it quarantined and what it
+// could not check.
+func sweepAfter(r *Result, plan *sandbox.Plan, home string, since sweepClock, warn, trace func(string)) {
+	t := time.Now()
+	s := sweepGit(plan.WriteRoots, plan.Protected, home, since)
+	if plan.Trace {
+		trace(fmt.Sprintf("git sweep: %d folders, %d git folders in %d µs", s.Folders, s.Gits, time.Since(t).Microseconds()))
+	}
+	for _, q := range s.Moved {
+		r.Quarantined = append(r.Quarantined, q)
+		warn("quarantined " + q + ": git on the host would have run what the command chose")
+	}
+	for _, e := range s.Errs {
+		w := "the git sweep could not check " + e + ": a git repository there may run what the command chose; check it before running git in it"
+		r.Warnings = append(r.Warnings, w)
+		warn(w)
+	}
+}

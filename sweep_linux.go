@@ -1,0 +1,360 @@
+//go:build linux
+
+package corral
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// The git sweep: after every run, corral walks each writable root whole
+// and quarantines what the command left in any git folder that could make
+// git on the host run a program. The read-only binds of the plan only
+// cover the git folders that exist at launch, within a small search; a
+// command can make new ones anywhere (git init, a bare-shaped folder, a
+// .git file pointing elsewhere), deeper than the search goes, and git on
+// the host finds them from any folder below (a shell prompt runs git
+// status in every folder the user enters).
+//
+// What the walk costs: one getdents per folder, with no stat per file
+// (the entries' types come with the names); an fstat per git folder and
+// one per candidate file in it. Folders are opened relative to their
+// parent without following symlinks, so neither a link nor a path longer
+// than PATH_MAX leads it elsewhere, and at most maxSweepFds folders are
+// held open: deeper, a parent is reopened through "..".
+//
+// What counts as changed: a file's ctime (inode change time) is at or
+// after the run's start, which the command cannot set back. A git folder
+// that changed (created, renamed into place, an entry added) makes all
+// that is in it count as changed, since a folder renamed into place keeps
+// the files' old times; so does a .git file or commondir that changed
+// and points at it. The git folders the plan protected at launch are the
+// exception: the command could neither change their config and hooks nor
+// move them.
+
+// quarantineSuffix is added to the name of a quarantined file: git never
+// reads it, and nothing is deleted.
+const quarantineSuffix = ".corral-quarantined"
+
+// maxSweepFds is how many folders the walk holds open at once.
+const maxSweepFds = 128
+
+// sweepClock is the run's start as ctime counts it: the kernel stamps
+// files from the coarse clock (or a finer one, never earlier).
+type sweepClock = unix.Timespec
+
+func sweepStart() sweepClock {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_REALTIME_COARSE, &ts)
+	return ts
+}
+
+// sweepGit walks the writable roots after a run. protected are the paths
+// the plan bound read-only: a git folder whose config was among them is
+// not taken as changed because git ran in it.
+func sweepGit(roots, protected []string, home string, since sweepClock) *sweep {
+	s := &sweep{since: since, home: home, uid: os.Geteuid(), known: map[string]bool{}, done: map[[2]uint64]int{}, buf: make([]byte, 32<<10)}
+	for _, p := range protected {
+		if path.Base(p) == "config" {
+			s.known[path.Dir(p)] = true
+		}
+	}
+	roots = slices.Clone(roots)
+	slices.Sort(roots)
+	for _, r := range roots {
+		if !s.under(r) { // one inside another is walked with it
+			s.roots = append(s.roots, r)
+		}
+	}
+	for _, r := range s.roots {
+		s.above(r)
+		s.run(r)
+	}
+	return s
+}
+
+// sweep is one walk over the writable roots.
+type sweep struct {
+	since   unix.Timespec // the run's start on the coarse clock ctime uses
+	roots   []string
+	known   map[string]bool // git folders whose config and hooks were bound read-only
+	uid     int
+	home    string
+	done    map[[2]uint64]int // git folders inspected (by device and inode): 1 as found, 2 as changed
+	buf     []byte
+	Folders int      // folders read
+	Gits    int      // git folders inspected
+	Moved   []string // quarantined files, as NEW PATH (why)
+	Errs    []string // what could not be checked
+}
+
+// sweepFrame is one folder on the walk's stack.
+type sweepFrame struct {
+	fd       int // -1 while closed to save descriptors
+	name     string
+	dev, ino uint64
+	subdirs  []string
+	next     int
+	mode     uint32 // restored on leaving when chmodded
+	chmodded bool
+}
+
+// run walks root.
+func (s *sweep) run(root string) {
+	// Opened from its parent, so that a root the command made
+	// unreadable is opened as any folder in it is.
+	pfd, err := unix.Open(path.Dir(root), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		s.Errs = append(s.Errs, fmt.Sprintf("%s: %v", root, err))
+		return
+	}
+	defer unix.Close(pfd)
+	first := &sweepFrame{name: root}
+	if first.fd, err = s.open(pfd, path.Base(root), first); err != nil {
+		if err != unix.ENOENT {
+			s.Errs = append(s.Errs, fmt.Sprintf("%s: %v", root, err))
+		}
+		return
+	}
+	if first.chmodded {
+		defer unix.Fchmodat(pfd, path.Base(root), first.mode, 0)
+	}
+	stack := []*sweepFrame{first}
+	s.visit(stack)
+	for len(stack) > 0 {
+		top := stack[len(stack)-1]
+		if top.next == len(top.subdirs) {
+			if !s.leave(stack) {
+				for _, f := range stack {
+					if f.fd >= 0 {
+						unix.Close(f.fd)
+					}
+				}
+				return
+			}
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		name := top.subdirs[top.next]
+		top.next++
+		child := &sweepFrame{name: name, fd: -1}
+		child.fd, err = s.open(top.fd, name, child)
+		if err != nil {
+			s.Errs = append(s.Errs, fmt.Sprintf("%s: %v", framePath(stack)+"/"+name, err))
+			continue
+		}
+		stack = append(stack, child)
+		if n := len(stack) - 1 - maxSweepFds; n >= 0 && stack[n].fd >= 0 {
+			var st unix.Stat_t
+			unix.Fstat(stack[n].fd, &st)
+			stack[n].dev, stack[n].ino = st.Dev, st.Ino
+			unix.Close(stack[n].fd)
+			stack[n].fd = -1
+		}
+		s.visit(stack)
+	}
+}
+
+// open opens the folder name in parent without following a symlink. A
+// folder the command made unreadable (chmod 000) is opened after adding
+// the owner's rights, if corral's user owns it; leave restores its mode.
+func (s *sweep) open(parent int, name string, f *sweepFrame) (int, error) {
+	const flags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	fd, err := unix.Openat(parent, name, flags, 0)
+	if err != unix.EACCES {
+		return fd, err
+	}
+	var st unix.Stat_t
+	if unix.Fstatat(parent, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || int(st.Uid) != s.uid {
+		return -1, err
+	}
+	if cerr := unix.Fchmodat(parent, name, st.Mode&0o7777|0o700, 0); cerr != nil {
+		return -1, err
+	}
+	f.mode, f.chmodded = st.Mode&0o7777, true
+	fd, err = unix.Openat(parent, name, flags, 0)
+	if err != nil {
+		unix.Fchmodat(parent, name, f.mode, 0)
+	}
+	return fd, err
+}
+
+// leave closes the top folder, reopening its parent through ".." if it
+// was closed (false when that fails: the walk of this root ends).
+func (s *sweep) leave(stack []*sweepFrame) bool {
+	top := stack[len(stack)-1]
+	defer func() {
+		unix.Close(top.fd)
+		top.fd = -1
+	}()
+	if len(stack) == 1 {
+		return true // its mode is run's to put back
+	}
+	parent := stack[len(stack)-2]
+	if parent.fd < 0 {
+		fd, err := unix.Openat(top.fd, "..", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		var st unix.Stat_t
+		if err == nil && (unix.Fstat(fd, &st) != nil || st.Dev != parent.dev || st.Ino != parent.ino) {
+			unix.Close(fd)
+			err = fmt.Errorf("moved while corral walked it")
+		}
+		if err != nil {
+			s.Errs = append(s.Errs, fmt.Sprintf("%s: reopening: %v", framePath(stack[:len(stack)-1]), err))
+			return false
+		}
+		parent.fd = fd
+	}
+	if top.chmodded {
+		unix.Fchmodat(parent.fd, top.name, top.mode, 0)
+	}
+	return true
+}
+
+// framePath is the path of the top of the stack.
+func framePath(stack []*sweepFrame) string {
+	names := make([]string, len(stack))
+	for i, f := range stack {
+		names[i] = f.name
+	}
+	return strings.Join(names, "/")
+}
+
+// visit reads the top folder: its sub-folders go on the walk, and what
+// makes it (or a file in it) a git folder is inspected.
+func (s *sweep) visit(stack []*sweepFrame) {
+	top := stack[len(stack)-1]
+	s.Folders++
+	var head, gitfile, gitmodules bool
+	err := s.entries(top.fd, func(name string, typ byte) {
+		switch {
+		case typ == unix.DT_DIR:
+			top.subdirs = append(top.subdirs, name)
+		case name == ".git":
+			gitfile = true
+		case name == ".gitmodules":
+			gitmodules = true
+		}
+		if name == "HEAD" {
+			head = true
+		}
+	})
+	if err != nil {
+		s.Errs = append(s.Errs, fmt.Sprintf("%s: reading: %v", framePath(stack), err))
+		return
+	}
+	if !head && top.name != ".git" && !gitfile && !gitmodules {
+		return // most folders: no path to build
+	}
+	dir := framePath(stack)
+	// Git takes a folder for a git folder only if it holds HEAD (a .git
+	// folder without one is not a repository, but costs nothing to check).
+	if head || path.Base(dir) == ".git" {
+		s.gitFolder(top.fd, dir, false)
+		// The object store of a repository protected at launch (the
+		// work dir's own) is git's: up to 256 folders of object files,
+		// which would double the walk of a typical repository. A
+		// repository hidden in it runs only for git started inside the
+		// user's .git/objects. Anywhere else a folder holding HEAD may
+		// be a decoy, and its objects are walked like any folder.
+		if s.known[dir] {
+			top.subdirs = slices.DeleteFunc(top.subdirs, func(n string) bool { return n == "objects" })
+		}
+	}
+	if gitfile {
+		s.gitFile(top.fd, dir)
+	}
+	if gitmodules {
+		s.gitmodules(top.fd, dir)
+	}
+}
+
+// entries calls fn with the name and type of each entry of the folder fd
+// (but . and ..), reading with getdents64.
+func (s *sweep) entries(fd int, fn func(name string, typ byte)) error {
+	for {
+		n, err := unix.Getdents(fd, s.buf)
+		if err != nil {
+			return err
+		}
+		if n <= 0 {
+			return nil
+		}
+		for off := 0; off+19 <= n; {
+			reclen := int(binary.LittleEndian.Uint16(s.buf[off+16:]))
+			if reclen == 0 || off+reclen > n {
+				return fmt.Errorf("bad directory entry")
+			}
+			name := s.buf[off+19 : off+reclen]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			if nm := string(name); nm != "." && nm != ".." {
+				typ := s.buf[off+18]
+				if typ == unix.DT_UNKNOWN { // some file systems leave it to stat
+					var st unix.Stat_t
+					if unix.Fstatat(fd, nm, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+						typ = unix.DT_DIR
+					}
+				}
+				fn(nm, typ)
+			}
+			off += reclen
+		}
+	}
+}
+
+// fresh reports whether st changed during the run.
+func (s *sweep) fresh(st *unix.Stat_t) bool {
+	return st.Ctim.Sec > s.since.Sec || st.Ctim.Sec == s.since.Sec && st.Ctim.Nsec >= s.since.Nsec
+}
+
+// under returns whether p is inside one of the writable roots.
+func (s *sweep) under(p string) bool {
+	for _, r := range s.roots {
+		if p == r || strings.HasPrefix(p, r+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// quarantine renames dir/name (dirfd) to a name git never reads, mode
+// 0400 if it is a file, and records why.
+func (s *sweep) quarantine(dirfd int, dir, name, why string) {
+	target := name + quarantineSuffix
+	var err error
+	var dst unix.Stat_t
+	for i := 2; ; i++ {
+		err = unix.Renameat2(dirfd, name, dirfd, target, unix.RENAME_NOREPLACE)
+		if err == unix.EACCES && unix.Fstat(dirfd, &dst) == nil && int(dst.Uid) == s.uid && dst.Mode&0o200 == 0 {
+			// The command made the folder read-only; it is corral's
+			// user's, so corral may write it for the rename.
+			if unix.Fchmod(dirfd, dst.Mode&0o7777|0o300) == nil {
+				err = unix.Renameat2(dirfd, name, dirfd, target, unix.RENAME_NOREPLACE)
+				unix.Fchmod(dirfd, dst.Mode&0o7777)
+			}
+		}
+		if err != unix.EEXIST || i > 100 {
+			break
+		}
+		target = fmt.Sprintf("%s%s.%d", name, quarantineSuffix, i)
+	}
+	if err != nil {
+		s.Errs = append(s.Errs, fmt.Sprintf("%s/%s %s, and quarantining it failed: %v", dir, name, why, err))
+		return
+	}
+	var st unix.Stat_t
+	// Not a file with other names: the command may have linked one of
+	// the user's files here, whose mode is not corral's to change.
+	if unix.Fstatat(dirfd, target, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 1 {
+		unix.Fchmodat(dirfd, target, 0o400, 0)
+	}
+	s.Moved = append(s.Moved, fmt.Sprintf("%s/%s (%s)", dir, target, why))
+}

@@ -1,0 +1,17 @@
+//go:build !linux
+
+package corral
+
+// The git sweep walks what a Linux sandbox could write; elsewhere the
+// command runs under Seatbelt, which this package does not sweep after.
+
+type sweepClock struct{}
+
+func sweepStart() sweepClock { return sweepClock{} }
+
+type sweep struct {
+	Folders, Gits int
+	Moved, Errs   []string
+}
+
+func sweepGit(roots, protected []string, home string, since sweepClock) *sweep { return &sweep{} }
