@@ -44,7 +44,8 @@ type HostPath struct {
 type FileAnswer struct {
 	Allowed bool
 	// Kind names what decided: granted, ungranted, hidden, private,
-	// replaced, protected, read-only, noexec, removed or landlock.
+	// replaced, protected, read-only, noexec, removed, missing or
+	// landlock.
 	Kind string
 	// Reason is a sentence about the path; Advice says what permission,
 	// if any, would change the answer.
@@ -68,9 +69,12 @@ func (p *Plan) FileAccess(h HostPath, op FileOp, view View) FileAnswer {
 			Reason: real + " would send git to a config and hooks the command chose: corral removes it after the run, so a write there does not last",
 			Advice: "no grant keeps it; make it outside the sandbox"}
 	}
+	if op == OpExec && !h.Exists {
+		return FileAnswer{Kind: "missing", Reason: "there is no file " + real + " to run", Advice: "a program must exist when the sandbox starts"}
+	}
 	m := p.topMount(real)
 	if m == nil {
-		if root := hiddenRootOf(real); root != "" {
+		if root := hiddenRootOf(real); root != "" && !p.mountsUnder(root) {
 			return FileAnswer{Kind: "hidden", Rule: root,
 				Reason: root + " is not in the sandbox (it holds the host's UNIX sockets and shared files): the host's " + real + " is not reachable",
 				Advice: "no grant of " + root + " itself is bound; grant the one folder or file inside it that is needed"}
@@ -155,6 +159,9 @@ func (p *Plan) landlockAccess(h HostPath, op FileOp) FileAnswer {
 	}
 	if missing := need & handled &^ have; missing != 0 {
 		reason := "Landlock grants nothing on " + real
+		if p.Exec.Restricted && isUnder(real, "/usr") {
+			reason = "with an exec allowlist Landlock grants read in /usr only on the library folders and the allowed programs, nothing on " + real
+		}
 		if len(from) > 0 {
 			reason = "Landlock grants " + real + " only " + rightsString(have) + " (" + strings.Join(from, "; ") + ")"
 		}
@@ -199,6 +206,12 @@ func (p *Plan) grantAdvice(real string, op FileOp) string {
 		return "add " + strconv.Quote(real) + " to permissions.exec"
 	}
 	return "add fs.read: [" + strconv.Quote(real) + "]"
+}
+
+// mountsUnder reports whether any mount of the plan lands in root (a work
+// dir in /var/tmp): root is then in the new root, with only that inside.
+func (p *Plan) mountsUnder(root string) bool {
+	return slices.ContainsFunc(p.Mounts, func(m Mount) bool { return isUnder(m.Target, root) })
 }
 
 // hiddenRootOf returns the hidden root that is or holds p, or "".

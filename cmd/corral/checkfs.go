@@ -59,7 +59,7 @@ func (a *asker) fileAnswer(kind, arg string, d policyengine.Decision) answer {
 	}
 	fa := plan.FileAccess(h, op, sandbox.ViewHost)
 	switch {
-	case !fa.Allowed && d.Action == policyengine.Allow, !fa.Allowed && (fa.Kind != "ungranted" && fa.Kind != "landlock"):
+	case !fa.Allowed && (d.Action == policyengine.Allow || !ungranted[fa.Kind]):
 		// The plan decides: the globs allow it, or the plan's reason
 		// (private, protected, replaced) is the one to act on.
 		out.Decision = policyengine.Decision{Action: policyengine.Deny, Rule: d.Rule,
@@ -85,6 +85,10 @@ func (a *asker) withVars(s string) string {
 	return strings.ReplaceAll(s, `"`+a.workDir+`"`, `"$WORK_DIR"`)
 }
 
+// ungranted are the kinds of plan answers that a grant would change: where
+// the globs deny too, their reason (which names the grant to add) leads.
+var ungranted = map[string]bool{"ungranted": true, "landlock": true, "private": true, "hidden": true}
+
 // execAnswer narrows an allowed command line to what the plan lets run:
 // a program named by its path must be executable in the sandbox, and a
 // redirection must be possible there. Only the commands before any cd are
@@ -101,9 +105,9 @@ func (a *asker) execAnswer(line string, d policyengine.Decision) answer {
 	if err != nil {
 		return answer{Decision: d}
 	}
-	deny := func(what string, fa sandbox.FileAnswer) answer {
+	deny := func(what string, fa sandbox.FileAnswer, view sandbox.View) answer {
 		return answer{Decision: policyengine.Decision{Action: policyengine.Deny, Rule: fa.Rule,
-			Reason: a.withVars(what + ": " + fa.Reason + joinAdvice(fa.Advice))}, View: string(sandbox.ViewSandbox)}
+			Reason: a.withVars(what + ": " + fa.Reason + joinAdvice(fa.Advice))}, View: string(view)}
 	}
 	for _, c := range cmds {
 		if p := path.Base(c.Program); p == "cd" || p == "pushd" || p == "popd" {
@@ -118,12 +122,14 @@ func (a *asker) execAnswer(line string, d policyengine.Decision) answer {
 				op = sandbox.OpRead
 			}
 			if fa := plan.FileAccess(sandbox.ResolveHost(r.Target, a.workDir), op, sandbox.ViewSandbox); !fa.Allowed {
-				return deny("the redirection "+r.Op+" "+r.Target, fa)
+				return deny("the redirection "+r.Op+" "+r.Target, fa, sandbox.ViewSandbox)
 			}
 		}
 		if strings.Contains(c.Program, "/") && !strings.ContainsAny(c.Program, "$`*?[~") {
-			if fa := plan.FileAccess(sandbox.ResolveHost(c.Program, a.workDir), sandbox.OpExec, sandbox.ViewSandbox); !fa.Allowed {
-				return deny(c.Program, fa)
+			// A program is run from what the sandbox starts with: one
+			// in its private /tmp is not the host's.
+			if fa := plan.FileAccess(sandbox.ResolveHost(c.Program, a.workDir), sandbox.OpExec, sandbox.ViewHost); !fa.Allowed {
+				return deny(c.Program, fa, sandbox.ViewHost)
 			}
 		}
 	}
