@@ -72,6 +72,16 @@ func (p *Plan) FileAccess(h HostPath, op FileOp, view View) FileAnswer {
 	if op == OpExec && !h.Exists {
 		return FileAnswer{Kind: "missing", Reason: "there is no file " + real + " to run", Advice: "a program must exist when the sandbox starts"}
 	}
+	if op == OpExec || view == ViewSandbox {
+		// The command uses the path as written: every symlink on the
+		// way must be there to follow. (For the host's file, it can
+		// open the real path itself.)
+		for _, l := range h.Links {
+			if !p.shows(l) {
+				return FileAnswer{Kind: "ungranted", Reason: "the symlink " + l + " is not in the sandbox, so " + h.Path + " leads nowhere there", Advice: p.grantAdvice(l, OpRead)}
+			}
+		}
+	}
 	m := p.topMount(real)
 	if m == nil {
 		if root := hiddenRootOf(real); root != "" && !p.mountsUnder(root) {
@@ -195,6 +205,13 @@ func (p *Plan) topMount(real string) *Mount {
 		}
 	}
 	return top
+}
+
+// shows reports whether the host's file at real is what the sandbox sees
+// there.
+func (p *Plan) shows(real string) bool {
+	m := p.topMount(real)
+	return m != nil && (m.Kind == MountBind || m.Kind == MountDev || m.Kind == MountCopy) && m.Source == m.Target
 }
 
 // grantAdvice names the permission that would allow op on real.
