@@ -52,7 +52,7 @@ func TestCheckProperty(t *testing.T) {
 // propWorld is the fixture every case runs in.
 type propWorld struct {
 	work, outside, pbin, probe, skills string
-	tmpFile, varTmpFile, tmpTool    string
+	tmpFile, varTmpFile, tmpTool       string
 	// content is each existing file's original content, by real path.
 	content map[string]string
 }
