@@ -51,8 +51,8 @@ func TestCheckProperty(t *testing.T) {
 
 // propWorld is the fixture every case runs in.
 type propWorld struct {
-	work, outside, pbin, probe, skills string
-	tmpFile, varTmpFile, tmpTool       string
+	work, outside, pbin, probe   string
+	tmpFile, varTmpFile, tmpTool string
 	// content is each existing file's original content, by real path.
 	content map[string]string
 }
@@ -63,7 +63,6 @@ func newPropWorld(t *testing.T) *propWorld {
 	w.work = newDir(t, u, "work")
 	w.outside = newDir(t, u, "outside")
 	w.pbin = newDir(t, u, "pbin")
-	w.skills = newDir(t, u, "skills")
 	w.probe = installProbe(t, w.pbin)
 	file := func(p string) {
 		tok := token("content")

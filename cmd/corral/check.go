@@ -107,7 +107,8 @@ func (a *asker) ask(kind, arg string) (answer, error) {
 		}
 		d = policyengine.Decision{Action: policyengine.Allow, Reason: "skills do not restrict tools"}
 		if strings.TrimSpace(command) != "" && (name == "bash" || name == "sh" || name == "shell") {
-			d = a.engine.CheckExec(command)
+			ans = a.execAnswer(command, a.engine.CheckExec(command))
+			d = ans.Decision
 		}
 		if a.policy != nil {
 			d = policy.Combine(d, a.policy.CheckTool(name, command))
