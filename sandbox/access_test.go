@@ -61,4 +61,20 @@ func TestFileAccess(t *testing.T) {
 			t.Errorf("%s %s: a deny without a reason", tt.op, tt.h.Path)
 		}
 	}
+	// With an exec allowlist a write grant is noexec, and the programs in
+	// /usr that it does not list cannot even be read.
+	perms.Exec, perms.ExecDeclared = entries("sh"), []string{"t"}
+	plan, err = BuildPlan(perms, Spec{WorkDir: "/ws", BestEffort: true}, fakeFacts([]string{"/ws"}, []string{"/ws/tool"}, "sh", "true"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := plan.FileAccess(file("/ws/tool"), OpExec, ViewHost); a.Allowed || a.Kind != "noexec" {
+		t.Errorf("exec of a file in a write grant with an exec allowlist = %v, want noexec", a)
+	}
+	if a := plan.FileAccess(file("/usr/bin/true"), OpRead, ViewHost); a.Allowed || a.Kind != "landlock" {
+		t.Errorf("read of a program the allowlist leaves out = %v, want landlock", a)
+	}
+	if a := plan.FileAccess(file("/usr/bin/sh"), OpExec, ViewHost); !a.Allowed {
+		t.Errorf("exec of the allowed sh = %v", a)
+	}
 }

@@ -284,3 +284,30 @@ func TestCheckFSExecPaths(t *testing.T) {
 		wantCheck(t, a, "exec", probe, "allow", "", "")
 	})
 }
+
+// TestCheckFSRefusedPlan: where exec refuses to build the sandbox (a
+// grant resolves through a symlink an earlier run could have planted in
+// the work dir), nothing is reached, and check says deny rather than
+// answering from the glob.
+func TestCheckFSRefusedPlan(t *testing.T) {
+	attack(t, "check", "check of a grant exec refuses")
+	users(t, func(t *testing.T, u user) {
+		work := newDir(t, u, "work")
+		outside := newDir(t, u, "outside")
+		secret := token("secret")
+		writeFile(t, filepath.Join(outside, "s.txt"), secret, 0o644)
+		if err := os.Symlink(outside, filepath.Join(work, "planted")); err != nil {
+			t.Fatal(err)
+		}
+		skill := writeSkill(t, newDir(t, u, "skills"), "planted", "  fs:\n    read: [\"$WORK_DIR/planted/**\"]\n")
+		own(t, u, work, outside)
+		p := filepath.Join(work, "planted", "s.txt")
+		a := askCheck(t, u, work, []string{skill}, "read", p)
+		wantCheck(t, a, "read", p, "deny", "exec would refuse", "")
+		r := u.exec(t, work, []string{skill}, "cat", p)
+		noSecret(t, r, secret, p)
+		if r.code != 125 {
+			t.Errorf("exec with a grant through a planted link: want 125, got\n%s", r)
+		}
+	})
+}

@@ -17,22 +17,29 @@ import (
 // globs allow the real path and the plan lets the command reach it.
 
 // filePlan builds the plan once, on the first file question; nil off
-// Linux, where the Seatbelt profile follows the globs.
-func (a *asker) filePlan() *sandbox.Plan {
+// Linux, where the Seatbelt profile follows the globs. An error means
+// exec would refuse to run at all (a grant through a planted symlink).
+func (a *asker) filePlan() (*sandbox.Plan, error) {
 	if runtime.GOOS != "linux" || a.plan == nil {
-		return nil
+		return nil, nil
 	}
-	p, err := a.plan()
-	if err != nil {
-		return nil
-	}
-	return p
+	return a.plan()
+}
+
+// refused is the answer to every file question when exec would refuse to
+// build the sandbox: nothing runs, so nothing is reached.
+func refused(err error) answer {
+	return answer{Decision: policyengine.Decision{Action: policyengine.Deny,
+		Reason: "exec would refuse to run with these permissions, so nothing is reached: " + err.Error()}}
 }
 
 // fileAnswer narrows the skills' glob decision d on a read or write of
 // arg (a host path) to what the kernel plan enforces.
 func (a *asker) fileAnswer(kind, arg string, d policyengine.Decision) answer {
-	plan := a.filePlan()
+	plan, err := a.filePlan()
+	if err != nil {
+		return refused(err)
+	}
 	if plan == nil {
 		return answer{Decision: d}
 	}
@@ -97,7 +104,10 @@ func (a *asker) execAnswer(line string, d policyengine.Decision) answer {
 	if d.Action != policyengine.Allow {
 		return answer{Decision: d}
 	}
-	plan := a.filePlan()
+	plan, err := a.filePlan()
+	if err != nil {
+		return refused(err)
+	}
 	if plan == nil {
 		return answer{Decision: d}
 	}
