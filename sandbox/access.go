@@ -30,14 +30,18 @@ const (
 	ViewSandbox View = "sandbox"
 )
 
-// HostPath is a path as the host resolves it: Real is the path with every
-// symlink followed (Links, in order); a missing tail is kept as written.
+// HostPath is a path as the host resolves it: Path as written (absolute),
+// Real with every symlink followed (Links, in order); a missing tail is
+// kept as written, cleaned.
 type HostPath struct {
 	Path   string   `json:"path"`
 	Real   string   `json:"real"`
 	Links  []string `json:"links,omitempty"`
 	Exists bool     `json:"exists"`
 	Dir    bool     `json:"dir"`
+	// Err says why the path names no file at all (a symlink loop, a
+	// file used as a folder): the kernel refuses it whatever the grants.
+	Err string `json:"error,omitempty"`
 }
 
 // FileAnswer is the plan's answer for one operation on one path.
@@ -64,6 +68,9 @@ type FileAnswer struct {
 // own mode bits are not looked at.
 func (p *Plan) FileAccess(h HostPath, op FileOp, view View) FileAnswer {
 	real := h.Real
+	if h.Err != "" {
+		return FileAnswer{Kind: "missing", Reason: h.Path + " names no file: " + h.Err}
+	}
 	if op == OpWrite && slices.Contains(p.MustNotAppear, real) {
 		return FileAnswer{Kind: "removed", Rule: real,
 			Reason: real + " would send git to a config and hooks the command chose: corral removes it after the run, so a write there does not last",

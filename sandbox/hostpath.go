@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -17,7 +18,7 @@ func ResolveHost(p, workDir string) HostPath {
 	if !path.IsAbs(p) {
 		p = workDir + "/" + p
 	}
-	h := HostPath{Path: path.Clean(p)}
+	h := HostPath{Path: p} // as written: cleaning would resolve ".." before the links
 	real := "/"
 	todo := strings.Split(p, "/")
 	for hops := 0; len(todo) > 0; {
@@ -32,9 +33,16 @@ func ResolveHost(p, workDir string) HostPath {
 		}
 		next := path.Join(real, name)
 		st, err := os.Lstat(next)
+		if err == nil && len(todo) > 0 && !st.IsDir() && st.Mode()&fs.ModeSymlink == 0 {
+			h.Real, h.Err = path.Clean(next+"/"+strings.Join(todo, "/")), next+" is not a folder"
+			return h
+		}
 		if err != nil {
 			// Missing (or unreadable): the rest cannot be resolved.
 			h.Real = path.Clean(next + "/" + strings.Join(todo, "/"))
+			if slices.Contains(todo, "..") {
+				h.Err = next + " does not exist, so \"..\" after it leads nowhere"
+			}
 			return h
 		}
 		if st.Mode()&fs.ModeSymlink == 0 || real == "/proc" {
@@ -45,7 +53,7 @@ func ResolveHost(p, workDir string) HostPath {
 		}
 		target, err := os.Readlink(next)
 		if hops++; err != nil || hops > 40 {
-			h.Real = path.Clean(next + "/" + strings.Join(todo, "/"))
+			h.Real, h.Err = path.Clean(next+"/"+strings.Join(todo, "/")), "too many levels of symbolic links at "+next
 			return h
 		}
 		h.Links = append(h.Links, next)

@@ -3,6 +3,7 @@ package main
 import (
 	"path"
 	"runtime"
+	"slices"
 	"strings"
 
 	"corral/policyengine"
@@ -50,12 +51,12 @@ func (a *asker) fileAnswer(kind, arg string, d policyengine.Decision) answer {
 	h := sandbox.ResolveHost(arg, a.workDir)
 	out := answer{Decision: d, View: string(sandbox.ViewHost)}
 	through := ""
-	if len(h.Links) > 0 || h.Real != h.Path {
+	if len(h.Links) > 0 || h.Real != path.Clean(h.Path) {
 		// The kernel follows the links: the file reached is the real one,
 		// and the globs are asked about that.
 		out.Path = h.Real
 		if len(h.Links) > 0 {
-			through = h.Path + " resolves through the symlink " + strings.Join(h.Links, ", ") + " to " + h.Real + ": "
+			through = h.Path + " resolves through the symlink " + strings.Join(distinct(h.Links), ", ") + " to " + h.Real + ": "
 		}
 		if op == sandbox.OpRead {
 			d = a.engine.CheckRead(h.Real)
@@ -144,6 +145,18 @@ func (a *asker) execAnswer(line string, d policyengine.Decision) answer {
 		}
 	}
 	return answer{Decision: d}
+}
+
+// distinct returns list without repeats (a symlink loop names its links
+// many times), in order.
+func distinct(list []string) []string {
+	var out []string
+	for _, s := range list {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func joinAdvice(advice string) string {
