@@ -27,7 +27,6 @@ import (
 // run, CORRAL_CHECKPROP_CASES=N sets the count (default 150).
 func TestCheckProperty(t *testing.T) {
 	attack(t, "check", "random file operations: check and exec agree")
-	requireSandbox(t)
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("CORRAL_CHECKPROP_SEED"); s != "" {
 		var err error
@@ -40,31 +39,41 @@ func TestCheckProperty(t *testing.T) {
 		cases, _ = strconv.Atoi(s)
 	}
 	t.Logf("seed %d (replay with CORRAL_CHECKPROP_SEED=%d)", seed, seed)
-	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	w := newPropWorld(t)
-	deadline := time.Now().Add(90 * time.Second)
-	for i := 0; i < cases && time.Now().Before(deadline); i++ {
-		c := w.randomCase(rng)
-		if msg := w.run(t, c); msg != "" {
-			t.Errorf("case %d (seed %d): %s\n  permissions:\n%s", i, seed, msg, c.perms)
+	// Half the cases as root, half as nobody, each from its own stream.
+	users(t, func(t *testing.T, u user) {
+		stream := seed
+		if u.unpriv {
+			stream = ^seed
 		}
-	}
+		rng := rand.New(rand.NewPCG(stream, stream^0x9e3779b97f4a7c15))
+		w := newPropWorld(t, u)
+		deadline := time.Now().Add(90 * time.Second)
+		for i := 0; i < (cases+1)/2 && time.Now().Before(deadline); i++ {
+			c := w.randomCase(rng)
+			if msg := w.run(t, c); msg != "" {
+				t.Errorf("case %d (seed %d, %s): %s\n  permissions:\n%s", i, seed, u.name, msg, c.perms)
+			}
+		}
+	})
 }
 
 // propWorld is the fixture every case runs in.
 type propWorld struct {
+	u                            user
+	skills                       string // one skill per case in it
+	n                            int
 	work, outside, pbin, probe   string
 	tmpFile, varTmpFile, tmpTool string
 	// content is each existing file's original content, by real path.
 	content map[string]string
 }
 
-func newPropWorld(t *testing.T) *propWorld {
-	u := asSelf
-	w := &propWorld{content: map[string]string{}}
+func newPropWorld(t *testing.T, u user) *propWorld {
+	w := &propWorld{u: u, content: map[string]string{}}
 	w.work = newDir(t, u, "work")
 	w.outside = newDir(t, u, "outside")
 	w.pbin = newDir(t, u, "pbin")
+	w.skills = newDir(t, u, "skills")
 	w.probe = installProbe(t, w.pbin)
 	file := func(p string) {
 		tok := token("content")
@@ -95,6 +104,7 @@ func newPropWorld(t *testing.T) *propWorld {
 	w.varTmpFile = filepath.Join("/var/tmp", token("corral-prop"))
 	file(w.varTmpFile)
 	t.Cleanup(func() { os.Remove(w.tmpFile); os.Remove(w.tmpTool); os.Remove(w.varTmpFile) })
+	own(t, u, w.work, w.outside, w.pbin, w.tmpFile, w.tmpTool, w.varTmpFile)
 	for _, p := range []string{"/etc/passwd", "/etc/hosts", "/usr/lib/os-release", "/usr/bin/true"} {
 		if b, err := os.ReadFile(p); err == nil {
 			w.content[realPath(p)] = string(b)
@@ -171,8 +181,9 @@ func (w *propWorld) randomCase(rng *rand.Rand) propCase {
 // run does one case through check and exec and returns what disagreed.
 func (w *propWorld) run(t *testing.T, c propCase) string {
 	t.Helper()
-	u := asSelf
-	skill := writeSkill(t, t.TempDir(), "prop", c.perms)
+	u := w.u
+	w.n++
+	skill := writeSkill(t, w.skills, fmt.Sprintf("prop%d", w.n), c.perms)
 	full := c.path
 	if !filepath.IsAbs(full) {
 		full = w.work + "/" + c.path // not Join: '..' must stay after the link
@@ -213,6 +224,7 @@ func (w *propWorld) run(t *testing.T, c propCase) string {
 		restore := func() {
 			if orig, ok := w.content[real]; ok {
 				writeFile(t, real, orig, 0o644)
+				own(t, u, real)
 			} else if st, err := os.Lstat(real); err == nil && st.Mode().IsRegular() {
 				os.Remove(real) // made by the case (never a link of the fixture)
 			}
