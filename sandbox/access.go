@@ -128,7 +128,7 @@ func (p *Plan) FileAccess(h HostPath, op FileOp, view View) FileAnswer {
 				Reason: "the sandbox sees " + src + " at " + real + " (" + m.Why + "), not the host's " + real}
 		}
 		if op == OpWrite && m.ReadOnly {
-			if strings.HasPrefix(m.Why, "protected path") {
+			if slices.Contains(p.Protected, m.Target) {
 				return FileAnswer{Kind: "protected", Rule: m.Target,
 					Reason: "protected: " + m.Target + " stays read-only even with a write grant (" + m.Why + "): the host runs or trusts it later",
 					Advice: "no grant can open it for writing; change it outside the sandbox"}
