@@ -311,3 +311,30 @@ func TestCheckFSRefusedPlan(t *testing.T) {
 		}
 	})
 }
+
+// TestCheckFSStdin: check --stdin answers file questions from the same
+// plan, built once for the stream.
+func TestCheckFSStdin(t *testing.T) {
+	attack(t, "check", "check --stdin answers file questions from the plan")
+	users(t, func(t *testing.T, u user) {
+		work := newDir(t, u, "work")
+		gitRepo(t, work, false)
+		skill := writeSkill(t, newDir(t, u, "skills"), "plain", "")
+		own(t, u, work)
+		inTmp := filepath.Join(os.TempDir(), token("corral-checkfs"))
+		in := `{"kind":"write","arg":".git/config"}` + "\n" + `{"kind":"net","arg":"a.com:443"}` + "\n" +
+			`{"kind":"write","arg":"` + inTmp + `"}` + "\n" + `{"kind":"write","arg":"notes.txt"}` + "\n"
+		r := u.run(t, runOpts{args: []string{"check", "--work-dir", work, "--skill", skill, "--stdin"}, stdin: in, dir: work})
+		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+		want := []struct{ action, view, says string }{{"deny", "host", "protected"}, {"deny", "", ""}, {"deny", "host", "private"}, {"allow", "host", ""}}
+		if r.code != 0 || len(lines) != len(want) {
+			t.Fatalf("check --stdin: %d answers for %d questions:\n%s", len(lines), len(want), r)
+		}
+		for i, l := range lines {
+			var a checkAnswer
+			if err := json.Unmarshal([]byte(l), &a); err != nil || a.Action != want[i].action || a.View != want[i].view || !strings.Contains(a.Reason, want[i].says) {
+				t.Errorf("answer %d = %s, want %s (view %q) mentioning %q", i, l, want[i].action, want[i].view, want[i].says)
+			}
+		}
+	})
+}
