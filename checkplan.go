@@ -11,9 +11,9 @@ import (
 
 // CheckPlan is the kernel plan `corral exec` would build for these skills
 // in their work dir (capped by the agent policy ev, as exec caps them),
-// built without running or creating anything: the folders exec would
-// create first are taken as made. `corral check` answers file questions
-// from it, so that it answers what exec enforces.
+// built without running anything: the folders exec would create first
+// are taken as made, not made. `corral check` answers file questions from
+// it, so that it answers what exec enforces.
 func (s *Skills) CheckPlan(ev *policy.Evaluator) (*sandbox.Plan, error) {
 	sk := s
 	if ev != nil && !ev.Empty() {
