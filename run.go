@@ -587,6 +587,22 @@ func FormatSize(n int64) string {
 // writable repositories are sandbox.CreateHooksFolders's.)
 func createWriteRoots(s *Skills) ([]string, error) {
 	var created []string
+	for _, r := range s.writeRoots() {
+		made, err := mkdirNoFollow(r.root, r.dir)
+		created = append(created, made...)
+		if err != nil {
+			return created, fmt.Errorf("creating %s for %s: %w", r.dir, r.glob, err)
+		}
+	}
+	return created, nil
+}
+
+// writeRoot is a folder an fs.write glob grants whole, inside root (the
+// work dir or the data dir), which exec creates when it is missing.
+type writeRoot struct{ glob, root, dir string }
+
+func (s *Skills) writeRoots() []writeRoot {
+	var out []writeRoot
 	for _, e := range s.Perms.Write {
 		g, err := policyengine.CompileGlob(e.Value)
 		if err != nil || !g.Subtree() {
@@ -600,13 +616,9 @@ func createWriteRoots(s *Skills) ([]string, error) {
 				continue
 			}
 		}
-		made, err := mkdirNoFollow(root, dir)
-		created = append(created, made...)
-		if err != nil {
-			return created, fmt.Errorf("creating %s for %s: %w", dir, e.Value, err)
-		}
+		out = append(out, writeRoot{e.Value, root, dir})
 	}
-	return created, nil
+	return out
 }
 
 // mkdirNoFollow creates dir and its missing parents below root without

@@ -343,19 +343,7 @@ func gitHooksPath(config string) string {
 // returns what it created.
 func CreateHooksFolders(f *Facts) ([]string, error) {
 	var created []string
-	var folders []string
-	for _, git := range append(slices.Clone(f.Gits), f.Submodules...) {
-		if info := f.Files[git]; info.Dir && info.Real == git {
-			folders = append(folders, git+"/hooks")
-		}
-	}
-	for _, hooks := range append(folders, f.HooksPaths...) {
-		if parent := f.Files[path.Dir(hooks)]; !parent.Dir || parent.Real != path.Dir(hooks) {
-			continue // only in a real folder: never through a planted link
-		}
-		if f.Files[hooks].Exists {
-			continue
-		}
+	for _, hooks := range f.MissingHooks() {
 		switch err := mkdirNoLinks(hooks); err {
 		case nil:
 		case unix.EEXIST, unix.EACCES, unix.EPERM, unix.EROFS:

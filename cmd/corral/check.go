@@ -11,12 +11,14 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"corral/netns"
 	"corral/policy"
 	"corral/policyengine"
 	"corral/printable"
+	"corral/sandbox"
 )
 
 var checkCommand = command{
@@ -43,13 +45,14 @@ status"} for a tool and its command) and answer one decision per line.`,
 			// Addresses of this machine are answered as the proxy
 			// answers them: only preset:host or the literal grants one.
 			host := netns.SystemHostAddrs()
-			a := &asker{engine: l.Engine.WithHostAddrs(host), noConfirm: *noConfirm, agent: pf.agent}
+			a := &asker{engine: l.Engine.WithHostAddrs(host), noConfirm: *noConfirm, agent: pf.agent, workDir: l.Vars.WorkDir}
 			if a.policy, err = pf.load(l); err != nil {
 				return failed(err)
 			}
 			if a.policy != nil {
 				a.policy = a.policy.WithHostAddrs(host)
 			}
+			a.plan = sync.OnceValues(func() (*sandbox.Plan, error) { return l.CheckPlan(a.policy) })
 			if *auditLog != "" {
 				f, err := openOutput("--audit-log", *auditLog, nil, true)
 				if err != nil {
@@ -74,8 +77,7 @@ status"} for a tool and its command) and answer one decision per line.`,
 			if err != nil {
 				return failed(err)
 			}
-			out, _ := json.Marshal(d)
-			fmt.Printf("%s\n", out)
+			fmt.Printf("%s", appendAnswer(nil, &d))
 			switch d.Action {
 			case policyengine.Allow:
 				return nil
@@ -97,28 +99,42 @@ type asker struct {
 	noConfirm bool
 	agent     string
 	audit     io.Writer
+	workDir   string
+	// plan is the kernel plan exec would build, made on first use: file
+	// questions are answered from it (checkfs.go).
+	plan func() (*sandbox.Plan, error)
 }
 
 // ask answers one question: allowed only where the skills and the policy
 // both allow. An error means the question itself is malformed.
-func (a *asker) ask(kind, arg string) (policyengine.Decision, error) {
+func (a *asker) ask(kind, arg string) (answer, error) {
 	var d policyengine.Decision
 	var err error
+	var ans answer
 	if kind == "tool" {
 		name, command, _ := strings.Cut(strings.TrimSpace(arg), " ")
 		if name == "" {
-			return d, errors.New("want a tool name, as in tool bash 'git status'")
+			return ans, errors.New("want a tool name, as in tool bash 'git status'")
 		}
 		d = policyengine.Decision{Action: policyengine.Allow, Reason: "skills do not restrict tools"}
 		if strings.TrimSpace(command) != "" && (name == "bash" || name == "sh" || name == "shell") {
-			d = a.engine.CheckExec(command)
+			ans = a.execAnswer(command, a.engine.CheckExec(command))
+			d = ans.Decision
 		}
 		if a.policy != nil {
 			d = policy.Combine(d, a.policy.CheckTool(name, command))
 		}
 	} else {
 		if d, err = ask(a.engine, kind, arg); err != nil {
-			return d, err
+			return answer{Decision: d}, err
+		}
+		switch kind {
+		case "read", "write":
+			ans = a.fileAnswer(kind, arg, d)
+			d = ans.Decision
+		case "exec":
+			ans = a.execAnswer(arg, d)
+			d = ans.Decision
 		}
 		if a.policy != nil {
 			d = policy.Combine(d, a.policyAsk(kind, arg))
@@ -132,7 +148,8 @@ func (a *asker) ask(kind, arg string) (policyengine.Decision, error) {
 		line, _ := json.Marshal(corral.Denial{Time: time.Now(), Agent: a.agent, Permission: kind, Context: printable.Clip(arg, corral.MaxLogged), Decision: d})
 		a.audit.Write(append(line, '\n'))
 	}
-	return d, nil
+	ans.Decision = d
+	return ans, nil
 }
 
 // policyAsk is the agent policy's answer for a kind the skills answered.
@@ -199,8 +216,13 @@ type question struct {
 }
 
 // answer is a decision, or the reason a question could not be answered.
+// File answers say whose file they are about (View: "host" for read and
+// write, "sandbox" for what a command line does inside it) and, when
+// symlinks were followed, the real path answered for.
 type answer struct {
 	policyengine.Decision
+	View  string `json:"view,omitempty"`
+	Path  string `json:"path,omitempty"`
 	Error string `json:"error,omitempty"`
 }
 
@@ -225,7 +247,7 @@ func checkStream(e *asker, in io.Reader, out io.Writer) error {
 			} else if d, qerr := e.ask(q.Kind, q.Arg); qerr != nil {
 				a = answer{Decision: policyengine.Decision{Action: policyengine.Deny, Reason: "bad input: " + qerr.Error()}, Error: qerr.Error()}
 			} else {
-				a = answer{Decision: d}
+				a = d
 			}
 			buf = appendAnswer(buf[:0], &a)
 			if _, werr := w.Write(buf); werr != nil {

@@ -49,6 +49,18 @@ func appendAnswer(b []byte, a *answer) []byte {
 		b = append(b, `,"rule":`...)
 		b = appendJSONString(b, a.Rule)
 	}
+	if a.Layer != "" {
+		b = append(b, `,"layer":`...)
+		b = appendJSONString(b, a.Layer)
+	}
+	if a.View != "" {
+		b = append(b, `,"view":`...)
+		b = appendJSONString(b, a.View)
+	}
+	if a.Path != "" {
+		b = append(b, `,"path":`...)
+		b = appendJSONString(b, a.Path)
+	}
 	if a.Error != "" {
 		b = append(b, `,"error":`...)
 		b = appendJSONString(b, a.Error)

@@ -13,7 +13,7 @@ func FuzzAnswerJSON(f *testing.F) {
 		f.Add(s, s)
 	}
 	f.Fuzz(func(t *testing.T, reason, rule string) {
-		a := answer{Decision: policyengine.Decision{Action: policyengine.Deny, Reason: reason, Rule: rule}, Error: rule}
+		a := answer{Decision: policyengine.Decision{Action: policyengine.Deny, Reason: reason, Rule: rule, Layer: rule}, View: reason, Path: rule, Error: rule}
 		var want bytes.Buffer
 		enc := json.NewEncoder(&want)
 		enc.SetEscapeHTML(false)

@@ -1,0 +1,33 @@
+package corral
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+
+	"corral/policy"
+	"corral/sandbox"
+)
+
+// CheckPlan is the kernel plan `corral exec` would build for these skills
+// in their work dir (capped by the agent policy ev, as exec caps them),
+// built without running anything: the folders exec would create first
+// are taken as made, not made. `corral check` answers file questions from
+// it, so that it answers what exec enforces.
+func (s *Skills) CheckPlan(ev *policy.Evaluator) (*sandbox.Plan, error) {
+	sk := s
+	if ev != nil && !ev.Empty() {
+		capped, _, err := s.Capped(ev)
+		if err != nil {
+			return nil, err
+		}
+		sk = capped
+	}
+	var made []string
+	for _, r := range sk.writeRoots() {
+		if _, err := os.Lstat(r.dir); errors.Is(err, fs.ErrNotExist) {
+			made = append(made, r.dir)
+		}
+	}
+	return sandbox.CheckPlan(sk.Perms, sandbox.Spec{WorkDir: sk.Vars.WorkDir, Env: os.Environ()}, made)
+}

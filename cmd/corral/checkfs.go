@@ -1,0 +1,167 @@
+package main
+
+import (
+	"path"
+	"runtime"
+	"slices"
+	"strings"
+
+	"corral/policyengine"
+	"corral/sandbox"
+)
+
+// Files in `check` are answered from the kernel plan exec would build
+// (sandbox.CheckPlan), not from the fs globs alone: the plan knows the
+// protected paths bound read-only inside write grants, the private /tmp,
+// /proc and /dev, the files the sandbox gets its own version of, the
+// noexec mounts and the Landlock rules. A file is allowed only where the
+// globs allow the real path and the plan lets the command reach it.
+
+// filePlan builds the plan once, on the first file question; nil off
+// Linux, where the Seatbelt profile follows the globs. An error means
+// exec would refuse to run at all (a grant through a planted symlink).
+func (a *asker) filePlan() (*sandbox.Plan, error) {
+	if runtime.GOOS != "linux" || a.plan == nil {
+		return nil, nil
+	}
+	return a.plan()
+}
+
+// refused is the answer to every file question when exec would refuse to
+// build the sandbox: nothing runs, so nothing is reached.
+func refused(err error) answer {
+	return answer{Decision: policyengine.Decision{Action: policyengine.Deny,
+		Reason: "exec would refuse to run with these permissions, so nothing is reached: " + err.Error()}}
+}
+
+// fileAnswer narrows the skills' glob decision d on a read or write of
+// arg (a host path) to what the kernel plan enforces.
+func (a *asker) fileAnswer(kind, arg string, d policyengine.Decision) answer {
+	plan, err := a.filePlan()
+	if err != nil {
+		return refused(err)
+	}
+	if plan == nil {
+		return answer{Decision: d}
+	}
+	op := sandbox.OpRead
+	if kind == "write" {
+		op = sandbox.OpWrite
+	}
+	h := sandbox.ResolveHost(arg, a.workDir)
+	out := answer{Decision: d, View: string(sandbox.ViewHost)}
+	through := ""
+	if len(h.Links) > 0 || h.Real != path.Clean(h.Path) {
+		// The kernel follows the links: the file reached is the real one,
+		// and the globs are asked about that.
+		out.Path = h.Real
+		if len(h.Links) > 0 {
+			through = h.Path + " resolves through the symlink " + strings.Join(distinct(h.Links), ", ") + " to " + h.Real + ": "
+		}
+		if op == sandbox.OpRead {
+			d = a.engine.CheckRead(h.Real)
+		} else {
+			d = a.engine.CheckWrite(h.Real)
+		}
+		out.Decision = d
+	}
+	fa := plan.FileAccess(h, op, sandbox.ViewHost)
+	switch {
+	case !fa.Allowed && (d.Action == policyengine.Allow || !ungranted[fa.Kind]):
+		// The plan decides: the globs allow it, or the plan's reason
+		// (private, protected, replaced) is the one to act on.
+		out.Decision = policyengine.Decision{Action: policyengine.Deny, Rule: d.Rule,
+			Reason: through + fa.Reason + joinAdvice(fa.Advice)}
+	case !fa.Allowed:
+		out.Reason = through + d.Reason + " (in the sandbox: " + fa.Reason + ")"
+	case d.Action != policyengine.Allow:
+		out.Reason = through + d.Reason + " (the kernel rule is wider than the glob: a sandboxed command could still do it; " + fa.Reason + ")"
+	default:
+		out.Reason = through + d.Reason + "; the sandbox reaches the host's file (" + fa.Reason + ")"
+	}
+	out.Reason = a.withVars(out.Reason)
+	return out
+}
+
+// withVars writes the work dir as $WORK_DIR in the quoted paths of
+// advice, so it can be pasted into a skill.
+func (a *asker) withVars(s string) string {
+	if a.workDir == "" || a.workDir == "/" {
+		return s
+	}
+	s = strings.ReplaceAll(s, `"`+a.workDir+`/`, `"$WORK_DIR/`)
+	return strings.ReplaceAll(s, `"`+a.workDir+`"`, `"$WORK_DIR"`)
+}
+
+// ungranted are the kinds of plan answers that a grant would change: where
+// the globs deny too, their reason (which names the grant to add) leads.
+var ungranted = map[string]bool{"ungranted": true, "landlock": true, "private": true, "hidden": true}
+
+// execAnswer narrows an allowed command line to what the plan lets run:
+// a program named by its path must be executable in the sandbox, and a
+// redirection must be possible there. Only the commands before any cd are
+// looked at (after it, relative paths start elsewhere).
+func (a *asker) execAnswer(line string, d policyengine.Decision) answer {
+	if d.Action != policyengine.Allow {
+		return answer{Decision: d}
+	}
+	plan, err := a.filePlan()
+	if err != nil {
+		return refused(err)
+	}
+	if plan == nil {
+		return answer{Decision: d}
+	}
+	cmds, err := policyengine.SplitCommandLine(line)
+	if err != nil {
+		return answer{Decision: d}
+	}
+	deny := func(what string, fa sandbox.FileAnswer, view sandbox.View) answer {
+		return answer{Decision: policyengine.Decision{Action: policyengine.Deny, Rule: fa.Rule,
+			Reason: a.withVars(what + ": " + fa.Reason + joinAdvice(fa.Advice))}, View: string(view)}
+	}
+	for _, c := range cmds {
+		if p := path.Base(c.Program); p == "cd" || p == "pushd" || p == "popd" {
+			break
+		}
+		for _, r := range c.Redirects {
+			op := sandbox.OpWrite
+			switch r.Op {
+			case "<<", "<<<", ">&", "<&":
+				continue
+			case "<":
+				op = sandbox.OpRead
+			}
+			if fa := plan.FileAccess(sandbox.ResolveHost(r.Target, a.workDir), op, sandbox.ViewSandbox); !fa.Allowed {
+				return deny("the redirection "+r.Op+" "+r.Target, fa, sandbox.ViewSandbox)
+			}
+		}
+		if strings.Contains(c.Program, "/") && !strings.ContainsAny(c.Program, "$`*?[~") {
+			// A program is run from what the sandbox starts with: one
+			// in its private /tmp is not the host's.
+			if fa := plan.FileAccess(sandbox.ResolveHost(c.Program, a.workDir), sandbox.OpExec, sandbox.ViewHost); !fa.Allowed {
+				return deny(c.Program, fa, sandbox.ViewHost)
+			}
+		}
+	}
+	return answer{Decision: d}
+}
+
+// distinct returns list without repeats (a symlink loop names its links
+// many times), in order.
+func distinct(list []string) []string {
+	var out []string
+	for _, s := range list {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func joinAdvice(advice string) string {
+	if advice == "" {
+		return ""
+	}
+	return "; " + advice
+}
