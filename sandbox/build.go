@@ -19,14 +19,12 @@ type Spec struct {
 	WorkDir    string
 	Env        []string // the caller's environment; filtered by the env rules
 	BestEffort bool     // run even when a protection cannot be enforced
-}
-
-// ProtectedNames are paths inside writable roots that stay read-only: they
-// run code later, outside the sandbox (git hooks and config, shell start-up
-// files).
-var ProtectedNames = []string{
-	".git/hooks", ".git/config", ".bashrc", ".bash_profile", ".bash_login",
-	".bash_logout", ".profile", ".zshrc", ".zshenv", ".zprofile", ".gitconfig",
+	// Home is $HOME: the home-relative policyengine.ProtectedPaths are
+	// kept read-only there where a writable root holds them.
+	Home string
+	// Keep are the active skills' folders and the agent policy files in
+	// use: read-only to the run they govern, whatever the grants say.
+	Keep []string
 }
 
 // hiddenRoots are never bound into the sandbox even when a grant covers
@@ -78,7 +76,7 @@ func (e *NotFoundError) Error() string {
 // BuildPlan turns permissions and host facts into a Plan. It is pure: the
 // same inputs give the same Plan.
 func BuildPlan(p policyengine.Permissions, spec Spec, facts *Facts) (*Plan, error) {
-	b := &builder{perms: p, spec: spec, facts: facts, plan: &Plan{Hostname: "corral", perms: p}}
+	b := &builder{perms: p, spec: spec, facts: facts, plan: &Plan{Hostname: "corral", perms: p, home: spec.Home, keep: spec.Keep}}
 	restricted := p.ExecRestricted()
 	b.plan.Exec.Restricted = restricted
 	if err := b.command(); err != nil {
@@ -626,8 +624,12 @@ const (
 )
 
 // protected keeps paths that run code later read-only inside writable
-// roots.
+// roots: policyengine.ProtectedPaths, the skills and policies of the run,
+// and the git folders found there.
 func (b *builder) protected() {
+	b.homeAlert()
+	named := b.writeBases()
+	planned := map[string]bool{} // quarantine entries, once across roots
 	for _, w := range b.perms.Write {
 		g, err := policyengine.CompileGlob(w.Value)
 		if err != nil || hiddenUnder(g.Base()) != "" {
@@ -639,9 +641,7 @@ func (b *builder) protected() {
 		}
 		why := "protected path inside writable " + w.Value
 		var paths []string
-		for _, name := range ProtectedNames {
-			paths = append(paths, path.Join(root.Real, name))
-		}
+		whys := map[string]string{}
 		// Every folder from the root down to a git folder becomes a mount
 		// point, writable as the root is: renaming a mount point fails
 		// with EBUSY, so neither the git folder nor a folder above it
@@ -653,6 +653,42 @@ func (b *builder) protected() {
 				if info := b.facts.file(d); info.Exists && info.Dir && info.Real == d {
 					pins[d] = true
 				}
+			}
+		}
+		quarantine := func(q Quarantine) {
+			if !planned[q.Path] {
+				planned[q.Path] = true
+				b.plan.Quarantine = append(b.plan.Quarantine, q)
+			}
+		}
+		for _, t := range append(protectedIn(root.Real, b.facts.Home), keptIn(root.Real, b.spec.Keep, b.facts)...) {
+			if named[t.Path] && !t.Kept {
+				continue // a grant names it: the user means it
+			}
+			info := b.facts.file(t.Path)
+			for _, l := range info.Links {
+				// A link the command can replace: after the run the path
+				// must still lead where it did.
+				if b.writable(l) {
+					quarantine(Quarantine{Path: l, Real: b.facts.file(l).Real, Why: t.Why})
+				}
+			}
+			if info.Exists {
+				pin(path.Dir(t.Path))
+				paths = append(paths, t.Path)
+				whys[t.Path] = why + ": " + t.Why
+				if info.Real != t.Path && b.writable(info.Real) {
+					paths = append(paths, info.Real)
+					whys[info.Real] = why + ": " + t.Why + " (where " + t.Path + " leads)"
+				}
+				continue
+			}
+			if gitTarget(t.Path) {
+				continue // planned with the repositories below
+			}
+			if q, ok := b.missing(t); ok {
+				pin(q.From)
+				quarantine(q)
 			}
 		}
 		gits := []string{path.Join(root.Real, ".git")}
@@ -702,14 +738,18 @@ func (b *builder) protected() {
 		}
 		for _, p := range paths {
 			if info := b.facts.file(p); info.Exists && info.Real != p && slices.ContainsFunc(info.Links, func(l string) bool { return isUnder(l, root.Real) }) {
-				b.warn("%s is a symlink inside the writable %s (to %s): corral cannot keep a link the command can replace read-only", p, w.Value, info.Real)
+				b.warn("%s is a symlink inside the writable %s (to %s): its target is kept read-only, and after the run corral checks the link still leads there", p, w.Value, info.Real)
 			}
 		}
 		for _, p := range paths {
 			if info := b.facts.file(p); info.Exists && info.Real == p {
 				// noexec with an exec allowlist: a bind without it would
 				// make what an earlier run wrote there executable.
-				b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountBind, Source: p, Target: p, ReadOnly: true, NoExec: b.plan.Exec.Restricted, Dir: info.Dir, Why: why})
+				w := why
+				if whys[p] != "" {
+					w = whys[p]
+				}
+				b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountBind, Source: p, Target: p, ReadOnly: true, NoExec: b.plan.Exec.Restricted, Dir: info.Dir, Why: w})
 				b.plan.Protected = append(b.plan.Protected, p)
 			}
 		}
@@ -717,6 +757,7 @@ func (b *builder) protected() {
 			b.warn("%s: nested repositories were looked for in the first %d folders only (%d levels deep, not in hidden folders, node_modules, __pycache__ or target); the .git folders of others stay writable", w.Value, nestedBudget, nestedDepth)
 		}
 	}
+	b.sshSecrets()
 }
 
 // devices gives the sandbox a minimal /dev.

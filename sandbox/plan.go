@@ -46,6 +46,14 @@ type Plan struct {
 	// mount can keep a missing file from being created in a writable
 	// folder, so corral removes them after the run.
 	MustNotAppear []string `json:"must_not_appear,omitempty"`
+	// Quarantine are the protected paths (policyengine.ProtectedPaths,
+	// the skills and policies) that did not exist at launch inside a
+	// writable root: whatever the command leaves there is renamed after
+	// the run (corral's quarantine.go).
+	Quarantine []Quarantine `json:"quarantine,omitempty"`
+	// Alerts are the warnings a person must see: corral prints them on
+	// stderr as well as in the report (a writable home folder).
+	Alerts []string `json:"alerts,omitempty"`
 	// Protected are the protected paths bound read-only. The kernel
 	// detaches such a bind when the host replaces the file or folder
 	// (git renames config.lock over config), so corral compares them
@@ -62,6 +70,9 @@ type Plan struct {
 	// perms are the permissions the plan was built from: on macOS the
 	// Seatbelt profile is rendered from them.
 	perms policyengine.Permissions
+	// home and keep are Spec.Home and Spec.Keep, for the profile too.
+	home string
+	keep []string
 }
 
 // MountKind is what a mount step does.

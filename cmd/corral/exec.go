@@ -139,6 +139,10 @@ func runExec(sf *skillFlags, nf *netFlags, lf *limitFlags, pf *policyFlags, argv
 	if spec.Policy, err = pf.load(l); err != nil {
 		return failed(err)
 	}
+	if pf.global != "" {
+		// Missing now, it must not be created by the run either.
+		spec.Keep = append(spec.Keep, pf.global)
+	}
 	if nf.auditLog != "" {
 		f := &auditFile{name: nf.auditLog}
 		defer f.Close()
