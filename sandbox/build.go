@@ -630,6 +630,9 @@ func (b *builder) protected() {
 	b.homeAlert()
 	named := b.writeBases()
 	planned := map[string]bool{} // quarantine entries, once across roots
+	// Pins of every root first, then the read-only binds: a pin (a bind
+	// of the host's folder) placed later would cover them.
+	var pinMounts, roMounts []Mount
 	for _, w := range b.perms.Write {
 		g, err := policyengine.CompileGlob(w.Value)
 		if err != nil || hiddenUnder(g.Base()) != "" {
@@ -727,7 +730,7 @@ func (b *builder) protected() {
 		}
 		dirs := slices.Sorted(maps.Keys(pins)) // parents first
 		for _, d := range dirs {
-			b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountBind, Source: d, Target: d, NoExec: b.plan.Exec.Restricted, Dir: true, Why: why + " (pinned in place)"})
+			pinMounts = append(pinMounts, Mount{Kind: MountBind, Source: d, Target: d, NoExec: b.plan.Exec.Restricted, Dir: true, Why: why + " (pinned in place)"})
 		}
 		slices.Sort(paths)
 		paths = slices.Compact(paths)
@@ -749,7 +752,7 @@ func (b *builder) protected() {
 				if whys[p] != "" {
 					w = whys[p]
 				}
-				b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountBind, Source: p, Target: p, ReadOnly: true, NoExec: b.plan.Exec.Restricted, Dir: info.Dir, Why: w})
+				roMounts = append(roMounts, Mount{Kind: MountBind, Source: p, Target: p, ReadOnly: true, NoExec: b.plan.Exec.Restricted, Dir: info.Dir, Why: w})
 				b.plan.Protected = append(b.plan.Protected, p)
 			}
 		}
@@ -757,6 +760,10 @@ func (b *builder) protected() {
 			b.warn("%s: nested repositories were looked for in the first %d folders only (%d levels deep, not in hidden folders, node_modules, __pycache__ or target); the .git folders of others stay writable", w.Value, nestedBudget, nestedDepth)
 		}
 	}
+	byTarget := func(x, y Mount) int { return strings.Compare(x.Target, y.Target) }
+	slices.SortStableFunc(pinMounts, byTarget) // parents first
+	slices.SortStableFunc(roMounts, byTarget)
+	b.plan.Mounts = append(append(b.plan.Mounts, pinMounts...), roMounts...)
 	b.sshSecrets()
 }
 
