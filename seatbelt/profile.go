@@ -498,9 +498,17 @@ func (r *renderer) homeProtected(wr root) []string {
 				names = append(names, regexQuote(e.Path))
 			}
 		}
-		if len(names) > 0 {
-			re := "^" + regexQuote(Canonical(home)) + "/(" + strings.Join(names, "|") + ")(/.*)?$"
+		// One regex per few names: Seatbelt strings hold 1000 bytes.
+		prefix := "^" + regexQuote(Canonical(home)) + "/("
+		for len(names) > 0 {
+			n, size := 0, len(prefix)+10
+			for n < len(names) && (n == 0 || size+len(names[n])+1 < 900) {
+				size += len(names[n]) + 1
+				n++
+			}
+			re := prefix + strings.Join(names[:n], "|") + ")(/.*)?$"
 			out = append(out, "(regex "+r.str("HOMEPROTECT", re)+") ; "+comment(wr.note)+" holds $HOME")
+			names = names[n:]
 		}
 	}
 	for _, k := range r.opts.Keep {
