@@ -124,6 +124,8 @@ type builder struct {
 	binds    []Mount // bind mounts of grants, sorted before use
 	restrict []Mount // noexec binds over folders the grants' binds expose
 	errs     []string
+	// writableReal are the writable roots' real paths (writable).
+	writableReal []string
 }
 
 func (b *builder) warn(format string, args ...any) {

@@ -118,12 +118,15 @@ func (b *builder) writeBases() map[string]bool {
 
 // writable says whether the real path p is inside a writable root.
 func (b *builder) writable(p string) bool {
-	for _, r := range b.writableRoots() {
-		if info := b.facts.file(r); info.Exists && info.Dir && isUnder(p, info.Real) {
-			return true
+	if b.writableReal == nil {
+		b.writableReal = []string{}
+		for _, r := range b.writableRoots() {
+			if info := b.facts.file(r); info.Exists && info.Dir {
+				b.writableReal = append(b.writableReal, info.Real)
+			}
 		}
 	}
-	return false
+	return slices.ContainsFunc(b.writableReal, func(r string) bool { return isUnder(p, r) })
 }
 
 // missing plans the quarantine of the protected path t, which does not

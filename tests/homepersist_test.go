@@ -370,3 +370,28 @@ func runScriptArgs(t *testing.T, u user, work string, flags []string, script str
 	}
 	return r
 }
+
+// TestHomeExplainListsProtected: explain prints the protected-path list
+// and, with the home folder as the work dir, what it would quarantine.
+func TestHomeExplainListsProtected(t *testing.T) {
+	home := fakeHome(t, asSelf)
+	r := asSelf.run(t, runOpts{args: []string{"explain", "--work-dir", home}, dir: home, env: homeEnv(home)})
+	for _, want := range []string{"protected paths:", "~/.config/fish/", "~/.local/bin/", "<root>/.bashrc", "<root>/.vscode/", "THE HOME FOLDER"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("explain does not show %q:\n%s", want, r)
+		}
+	}
+	r = asSelf.run(t, runOpts{args: []string{"explain", "--json", "--work-dir", home}, dir: home, env: homeEnv(home)})
+	var x struct {
+		Protected []struct{ Path string } `json:"protected_paths"`
+		Plan      struct {
+			Quarantine []struct{ Path string }
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &x); err != nil {
+		t.Fatalf("%v:\n%s", err, r)
+	}
+	if len(x.Protected) < 50 || !slices.ContainsFunc(x.Plan.Quarantine, func(q struct{ Path string }) bool { return q.Path == filepath.Join(home, ".zlogin") }) {
+		t.Errorf("explain --json: %d protected paths, quarantine %v", len(x.Protected), x.Plan.Quarantine)
+	}
+}
