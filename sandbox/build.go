@@ -671,7 +671,16 @@ func (b *builder) protected() {
 				continue // a grant names it: the user means it
 			}
 			info := b.facts.file(t.Path)
-			for _, l := range info.Links {
+			links := info.Links
+			if !info.Exists && !gitTarget(t.Path) {
+				q, above, ok := b.missing(t)
+				if ok {
+					pin(q.From)
+					quarantine(q)
+				}
+				links = above
+			}
+			for _, l := range links {
 				// A link the command can replace: after the run the path
 				// must still lead where it did.
 				if b.writable(l) {
@@ -686,14 +695,6 @@ func (b *builder) protected() {
 					paths = append(paths, info.Real)
 					whys[info.Real] = why + ": " + t.Why + " (where " + t.Path + " leads)"
 				}
-				continue
-			}
-			if gitTarget(t.Path) {
-				continue // planned with the repositories below
-			}
-			if q, ok := b.missing(t); ok {
-				pin(q.From)
-				quarantine(q)
 			}
 		}
 		gits := []string{path.Join(root.Real, ".git")}

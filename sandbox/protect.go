@@ -131,9 +131,10 @@ func (b *builder) writable(p string) bool {
 
 // missing plans the quarantine of the protected path t, which does not
 // exist: from the deepest folder on the way that exists (through
-// symlinks, where they lead) down to t. ok is false when that folder is
-// not writable: nothing can appear there.
-func (b *builder) missing(t protectedTarget) (Quarantine, bool) {
+// symlinks, where they lead) down to t. links are the symlinks on the way
+// to that folder, which the command could replace. ok is false when that
+// folder is not writable: nothing can appear there.
+func (b *builder) missing(t protectedTarget) (q Quarantine, links []string, ok bool) {
 	rest := ""
 	for d := t.Path; d != "/"; d = path.Dir(d) {
 		parent := path.Dir(d)
@@ -143,11 +144,11 @@ func (b *builder) missing(t protectedTarget) (Quarantine, bool) {
 			continue
 		}
 		if !info.Dir || !b.writable(info.Real) {
-			return Quarantine{}, false
+			return Quarantine{}, info.Links, false
 		}
-		return Quarantine{Path: path.Join(info.Real, rest), From: info.Real, Why: t.Why}, true
+		return Quarantine{Path: path.Join(info.Real, rest), From: info.Real, Why: t.Why}, info.Links, true
 	}
-	return Quarantine{}, false
+	return Quarantine{}, nil, false
 }
 
 // homeAlert warns loudly when a write grant covers the home folder: every

@@ -45,7 +45,10 @@ func (f *Facts) probeProtected(p policyengine.Permissions, spec Spec) {
 			}
 			info := f.stat(t.Path)
 			for d := path.Dir(t.Path); d != root.Real && isUnder(d, root.Real); d = path.Dir(d) {
-				if f.stat(d).Exists {
+				if above := f.stat(d); above.Exists {
+					for _, l := range above.Links {
+						f.stat(l)
+					}
 					break // and so are the folders above it
 				}
 			}

@@ -139,3 +139,27 @@ func TestProtectedPathsTable(t *testing.T) {
 		seen[key] = true
 	}
 }
+
+// TestPlanHomeLinkedFolder: ~/.config is a symlink to a dotfiles folder
+// (stow): what it holds is protected where it leads, a missing entry is
+// quarantined there, and the link itself is checked after the run.
+func TestPlanHomeLinkedFolder(t *testing.T) {
+	perms := policyengine.Permissions{Write: entries("/h/**"), Declared: []string{"t"}}
+	facts := fakeFacts([]string{"/h", "/h/dot", "/h/dot/config", "/h/dot/config/fish"}, nil, "true")
+	facts.Files["/h/.config"] = FileInfo{Exists: true, Dir: true, Real: "/h/dot/config", Links: []string{"/h/.config"}}
+	facts.Files["/h/.config/fish"] = FileInfo{Exists: true, Dir: true, Real: "/h/dot/config/fish", Links: []string{"/h/.config"}}
+	facts.Home = "/h"
+	plan, err := BuildPlan(perms, Spec{Argv: []string{"true"}, WorkDir: "/h", Home: "/h"}, facts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !boundReadOnly(plan, "/h/dot/config/fish") {
+		t.Error("the folder ~/.config/fish leads to is not read-only")
+	}
+	if !quarantined(plan, "/h/dot/config/systemd") {
+		t.Errorf("~/.config/systemd is not planned where it leads: %+v", plan.Quarantine)
+	}
+	if !slices.ContainsFunc(plan.Quarantine, func(q Quarantine) bool { return q.Path == "/h/.config" && q.Real == "/h/dot/config" }) {
+		t.Errorf("the ~/.config link is not checked after the run: %+v", plan.Quarantine)
+	}
+}

@@ -340,7 +340,7 @@ func TestHomeSkillsAndPolicyReadOnly(t *testing.T) {
 		global := filepath.Join(work, "global-policy.yaml") // missing: the run must not create it
 		own(t, u, work)
 		before := snapshot(t, work)
-		r := runScriptArgs(t, u, work, []string{"--skill", sk, "--skill", work, "--policy", pol, "--global-policy", global, "--confirmed"}, `
+		r := runScriptArgs(t, u, work, nil, []string{"--skill", sk, "--skill", work, "--policy", pol, "--global-policy", global, "--confirmed"}, `
 echo evil >> skills/local/SKILL.md; echo evil > skills/local/scripts/run.sh; echo evil > skills/local/new.sh
 mv skills/local skills/local.old; mv skills proj-skills; rm -rf skills/local
 printf -- '---\nname: local\n---\n' > /tmp/s && mv -f /tmp/s skills/local/SKILL.md
@@ -358,13 +358,14 @@ mkdir -p out && echo fine > out/ok
 	})
 }
 
-// runScriptArgs is runScript with more flags for corral exec.
-func runScriptArgs(t *testing.T, u user, work string, flags []string, script string) result {
+// runScriptArgs is runScript with more flags for corral exec, and env
+// (nil: the default).
+func runScriptArgs(t *testing.T, u user, work string, env, flags []string, script string) result {
 	t.Helper()
 	writeFile(t, filepath.Join(work, "attack.sh"), script+"\necho "+attackDone+"\n", 0o644)
 	own(t, u, filepath.Join(work, "attack.sh"))
 	args := append(append([]string{"exec", "--work-dir", work}, flags...), "--", "sh", "attack.sh")
-	r := u.run(t, runOpts{args: args, dir: work})
+	r := u.run(t, runOpts{args: args, dir: work, env: env})
 	if !strings.Contains(r.stdout, attackDone) {
 		t.Fatalf("the attack script did not run to its end:\n%s", r)
 	}
@@ -394,4 +395,39 @@ func TestHomeExplainListsProtected(t *testing.T) {
 	if len(x.Protected) < 50 || !slices.ContainsFunc(x.Plan.Quarantine, func(q struct{ Path string }) bool { return q.Path == filepath.Join(home, ".zlogin") }) {
 		t.Errorf("explain --json: %d protected paths, quarantine %v", len(x.Protected), x.Plan.Quarantine)
 	}
+}
+
+// TestHomeDotfilesSymlinks: a home folder managed with symlinks (stow):
+// ~/.bashrc and ~/.config lead into ~/dotfiles. The targets stay
+// read-only, and a link the command replaces, or a protected path it
+// creates where a link leads, is quarantined.
+func TestHomeDotfilesSymlinks(t *testing.T) {
+	users(t, func(t *testing.T, u user) {
+		attack(t, "persistence", "write through, replace and create below the dotfiles symlinks of a stow-managed home")
+		home := newDir(t, u, "home")
+		writeFile(t, filepath.Join(home, "dotfiles/bashrc"), "# bashrc\n", 0o644)
+		writeFile(t, filepath.Join(home, "dotfiles/config/fish/config.fish"), "# fish\n", 0o644)
+		writeFile(t, filepath.Join(home, "dotfiles/zshrc"), "# zshrc\n", 0o644)
+		for link, target := range map[string]string{".bashrc": "dotfiles/bashrc", ".config": "dotfiles/config", ".zshrc": "dotfiles/zshrc"} {
+			if err := os.Symlink(target, filepath.Join(home, link)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		own(t, u, home)
+		before := snapshot(t, home)
+		r := runScriptArgs(t, u, home, homeEnv(home), nil, `
+echo evil >> dotfiles/bashrc; echo evil >> .bashrc; echo evil >> dotfiles/config/fish/config.fish
+mkdir -p .config/systemd/user && echo '[Unit]' > .config/systemd/user/evil.service
+mkdir -p dotfiles/config/autostart && echo evil > dotfiles/config/autostart/evil.desktop
+rm -f .zshrc && echo evil > .zshrc
+mv .config cfg.old; mkdir -p .config/fish && echo evil > .config/fish/config.fish
+`)
+		// The command may remove or rename the links themselves (they sit
+		// in a writable folder); what it puts in their place is
+		// quarantined.
+		delete(before, ".zshrc")
+		delete(before, ".config")
+		got := checkHome(t, home, before, []string{"cfg.old"}, r)
+		checkQuarantined(t, got, []string{"dotfiles/config/systemd", "dotfiles/config/autostart", ".zshrc", ".config"})
+	})
 }
