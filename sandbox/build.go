@@ -743,19 +743,24 @@ func (b *builder) protected() {
 			}
 		}
 		for _, p := range paths {
-			if info := b.facts.file(p); info.Exists && info.Real != p && slices.ContainsFunc(info.Links, func(l string) bool { return isUnder(l, root.Real) }) {
+			info := b.facts.file(p)
+			switch {
+			case !info.Exists || info.Real == p || !slices.ContainsFunc(info.Links, func(l string) bool { return isUnder(l, root.Real) }):
+			case slices.Contains(paths, info.Real):
 				b.warn("%s is a symlink inside the writable %s (to %s): its target is kept read-only, and after the run corral checks the link still leads there", p, w.Value, info.Real)
+			default:
+				b.warn("%s is a symlink inside the writable %s (to %s): corral cannot keep a link the command can replace read-only", p, w.Value, info.Real)
 			}
 		}
 		for _, p := range paths {
 			if info := b.facts.file(p); info.Exists && info.Real == p {
 				// noexec with an exec allowlist: a bind without it would
 				// make what an earlier run wrote there executable.
-				w := why
+				reason := why
 				if whys[p] != "" {
-					w = whys[p]
+					reason = whys[p]
 				}
-				roMounts = append(roMounts, Mount{Kind: MountBind, Source: p, Target: p, ReadOnly: true, NoExec: b.plan.Exec.Restricted, Dir: info.Dir, Why: w})
+				roMounts = append(roMounts, Mount{Kind: MountBind, Source: p, Target: p, ReadOnly: true, NoExec: b.plan.Exec.Restricted, Dir: info.Dir, Why: reason})
 				b.plan.Protected = append(b.plan.Protected, p)
 			}
 		}
