@@ -426,7 +426,7 @@ type root struct {
 	note string // for a comment
 }
 
-// protected keeps the ProtectedNames inside each writable root read-only
+// protected keeps the root-relative policyengine.ProtectedPaths inside each writable root read-only
 // (git hooks and config, also of submodules under .git/modules; shell
 // start-up files), and the folders on the way to git's (.git,
 // .git/modules and each module's folder) in place: they can be neither
