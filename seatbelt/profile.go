@@ -426,9 +426,10 @@ type root struct {
 	note string // for a comment
 }
 
-// protected keeps the root-relative policyengine.ProtectedPaths inside each writable root read-only
-// (git hooks and config, also of submodules under .git/modules; shell
-// start-up files), and the folders on the way to git's (.git,
+// protected keeps the policyengine.ProtectedPaths inside each writable
+// root read-only (git hooks and config, also of submodules under
+// .git/modules; shell start-up files; tool and agent configs; the home
+// folder's where a root holds it; the skills and policies), and the folders on the way to git's (.git,
 // .git/modules and each module's folder) in place: they can be neither
 // removed, renamed nor created, so a changed copy cannot be moved in. A
 // name is protected only where the write glob reaches it.
