@@ -408,7 +408,8 @@ func TestHomeDotfilesSymlinks(t *testing.T) {
 		writeFile(t, filepath.Join(home, "dotfiles/bashrc"), "# bashrc\n", 0o644)
 		writeFile(t, filepath.Join(home, "dotfiles/config/fish/config.fish"), "# fish\n", 0o644)
 		writeFile(t, filepath.Join(home, "dotfiles/zshrc"), "# zshrc\n", 0o644)
-		for link, target := range map[string]string{".bashrc": "dotfiles/bashrc", ".config": "dotfiles/config", ".zshrc": "dotfiles/zshrc"} {
+		writeFile(t, filepath.Join(home, "dotfiles/local/share/README"), "no protected path in here\n", 0o644)
+		for link, target := range map[string]string{".bashrc": "dotfiles/bashrc", ".config": "dotfiles/config", ".zshrc": "dotfiles/zshrc", ".local": "dotfiles/local"} {
 			if err := os.Symlink(target, filepath.Join(home, link)); err != nil {
 				t.Fatal(err)
 			}
@@ -421,13 +422,15 @@ mkdir -p .config/systemd/user && echo '[Unit]' > .config/systemd/user/evil.servi
 mkdir -p dotfiles/config/autostart && echo evil > dotfiles/config/autostart/evil.desktop
 rm -f .zshrc && echo evil > .zshrc
 mv .config cfg.old; mkdir -p .config/fish && echo evil > .config/fish/config.fish
+mv .local local.old; mkdir -p .local/bin && echo evil > .local/bin/ls
 `)
 		// The command may remove or rename the links themselves (they sit
 		// in a writable folder); what it puts in their place is
 		// quarantined.
 		delete(before, ".zshrc")
 		delete(before, ".config")
-		got := checkHome(t, home, before, []string{"cfg.old"}, r)
-		checkQuarantined(t, got, []string{"dotfiles/config/systemd", "dotfiles/config/autostart", ".zshrc", ".config"})
+		delete(before, ".local")
+		got := checkHome(t, home, before, []string{"cfg.old", "local.old"}, r)
+		checkQuarantined(t, got, []string{"dotfiles/config/systemd", "dotfiles/config/autostart", ".zshrc", ".config", ".local"})
 	})
 }
