@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"corral/policyengine"
@@ -12,7 +13,13 @@ import (
 // symlinked .zshrc (to dotfiles/zshrc).
 func homePlan(t *testing.T, keep []string, writes ...string) *Plan {
 	t.Helper()
-	perms := policyengine.Permissions{Write: entries(writes...), Declared: []string{"t"}}
+	return homePlanOf(t, keep, entries(writes...))
+}
+
+// homePlanOf is homePlan with the write entries in the order given.
+func homePlanOf(t *testing.T, keep []string, writes []policyengine.Entry) *Plan {
+	t.Helper()
+	perms := policyengine.Permissions{Write: writes, Declared: []string{"t"}}
 	facts := fakeFacts([]string{"/h", "/h/.config", "/h/.config/fish", "/h/.ssh", "/h/dotfiles", "/h/repo", "/h/repo/skills/s"},
 		[]string{"/h/.bashrc", "/h/.npmrc", "/h/.ssh/config", "/h/dotfiles/zshrc", "/h/repo/pol.yaml", "/h/repo/SKILL.md"}, "true")
 	facts.Files["/h/.zshrc"] = FileInfo{Exists: true, Real: "/h/dotfiles/zshrc", Links: []string{"/h/.zshrc"}}
@@ -161,5 +168,24 @@ func TestPlanHomeLinkedFolder(t *testing.T) {
 	}
 	if !slices.ContainsFunc(plan.Quarantine, func(q Quarantine) bool { return q.Path == "/h/.config" && q.Real == "/h/dot/config" }) {
 		t.Errorf("the ~/.config link is not checked after the run: %+v", plan.Quarantine)
+	}
+}
+
+// TestPlanPinsBeforeReadOnly: a folder pinned for one root (~/.config
+// for the home) is bound before the read-only binds of every root, so it
+// cannot cover one made for another root (~/.config/**) listed first.
+func TestPlanPinsBeforeReadOnly(t *testing.T) {
+	plan := homePlanOf(t, nil, []policyengine.Entry{{Value: "/h/.config/**"}, {Value: "/h/**"}})
+	pin, fish := -1, -1
+	for i, m := range plan.Mounts {
+		switch {
+		case m.Target == "/h/.config" && !m.ReadOnly && strings.Contains(m.Why, "pinned"):
+			pin = i
+		case m.Target == "/h/.config/fish" && m.ReadOnly:
+			fish = i
+		}
+	}
+	if pin < 0 || fish < pin {
+		t.Errorf("the pin of /h/.config (%d) must come before the read-only /h/.config/fish (%d)", pin, fish)
 	}
 }
