@@ -246,6 +246,16 @@ func writePlan(w io.Writer, p *sandbox.Plan) {
 		}
 		fmt.Fprintf(w, "    %-8s %s%s%s  (%s)\n", m.Kind, m.Target, src, flags, m.Why)
 	}
+	if len(p.Quarantine) > 0 {
+		fmt.Fprintf(w, "  protected paths missing at launch, renamed to NAME%s after the run if the command creates them:\n", sandbox.QuarantineSuffix)
+		for _, q := range p.Quarantine {
+			if q.Real != "" {
+				fmt.Fprintf(w, "    %s (a symlink: quarantined unless it still leads to %s)\n", q.Path, q.Real)
+			} else {
+				fmt.Fprintf(w, "    %s\n", q.Path)
+			}
+		}
+	}
 	if p.Exec.Restricted {
 		fmt.Fprintf(w, "  executable files:\n")
 		for _, t := range p.Exec.Allowed {
