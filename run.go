@@ -54,6 +54,10 @@ type Spec struct {
 	Audit io.Writer
 	// Resolve pins names in the proxy's resolver (still checked).
 	Resolve map[string][]netip.Addr
+	// Keep are more files and folders the run must not change besides the
+	// skills' folders and Policy's files: a policy file that does not
+	// exist yet (the global one), which the command must not create.
+	Keep []string
 	// Warn gets warnings meant for a person (default: discarded).
 	Warn func(string)
 	// Trace gets timing steps (CORRAL_TRACE=1 in the CLI).
@@ -91,10 +95,11 @@ type Result struct {
 	Warnings         []string      `json:"warnings,omitempty"`
 	Created          []string      `json:"created,omitempty"`
 	Removed          []string      `json:"removed,omitempty"` // files the command made in protected git folders, removed after the run
-	// Quarantined are git config, hooks and pointers the command left in
-	// a writable root that could make git on the host run a program,
-	// renamed to NAME.corral-quarantined (mode 0400), each with why.
-	Quarantined []string `json:"quarantined,omitempty"`
+	// Quarantined are what the command left that a host tool would run or
+	// trust: protected paths it created (or led elsewhere), and git
+	// config, hooks and pointers in a writable root. Each is renamed to
+	// To (NAME.corral-quarantined), never deleted.
+	Quarantined []Quarantined `json:"quarantined,omitempty"`
 	// Replaced are protected paths the host replaced while the sandbox ran
 	// (or started): their read-only bind went with the old file, so the
 	// command may have written the new one.
@@ -290,7 +295,8 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	if env == nil {
 		env = os.Environ()
 	}
-	sspec := sandbox.Spec{Argv: spec.Argv, WorkDir: sk.Vars.WorkDir, Env: env, BestEffort: spec.BestEffort}
+	sspec := sandbox.Spec{Argv: spec.Argv, WorkDir: sk.Vars.WorkDir, Env: env, BestEffort: spec.BestEffort,
+		Home: sk.Vars.Home, Keep: KeptPaths(sk, spec.Policy, spec.Keep...)}
 	testPause("CORRAL_PROBE_PAUSE")
 	facts := sandbox.Probe(sk.Perms, sspec)
 	trace("probed")
@@ -349,6 +355,9 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		}
 	}
 	r.Protections, r.Warnings = plan.Protections, append(r.Warnings, plan.Warnings...)
+	for _, a := range plan.Alerts {
+		warn(a)
+	}
 	for _, p := range plan.Protections {
 		if !p.Enforced {
 			r.Dropped = append(r.Dropped, p.Name)
@@ -402,6 +411,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 			warn(fmt.Sprintf("the command created %s, which would send git on the host to a config and hooks it chose; removed it", printable.String(f)))
 		}
 	}
+	r.Quarantined = quarantine(plan.Quarantine, warn)
 	if res != nil && res.Started {
 		sweepAfter(r, plan, sk.Vars.Home, since, warn, trace)
 		for _, p := range held.Replaced() {

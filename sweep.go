@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"corral/printable"
 	"corral/sandbox"
 )
 
@@ -18,7 +19,7 @@ func sweepAfter(r *Result, plan *sandbox.Plan, home string, since sweepClock, wa
 	}
 	for _, q := range s.Moved {
 		r.Quarantined = append(r.Quarantined, q)
-		warn("quarantined " + q + ": git on the host would have run what the command chose")
+		warn(fmt.Sprintf("the command left %s (%s): moved to %s, where git never reads it", printable.String(q.Path), q.Why, printable.String(q.To)))
 	}
 	for _, e := range s.Errs {
 		w := "the git sweep could not check " + e + ": a git repository there may run what the command chose; check it before running git in it"

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"corral/sandbox"
 )
 
 // maxGitFile is the largest git config, .git file or .gitmodules the
@@ -234,7 +236,7 @@ func (s *sweep) hooks(dirfd int, dir, name string, changed bool) {
 		return
 	}
 	for _, n := range names {
-		if strings.HasSuffix(n, ".sample") || strings.Contains(n, quarantineSuffix) {
+		if strings.HasSuffix(n, ".sample") || strings.Contains(n, sandbox.QuarantineSuffix) {
 			continue
 		}
 		if hst, ok := s.stat(fd, n); ok && (changed || s.fresh(&hst)) {

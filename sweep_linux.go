@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"corral/sandbox"
 )
 
 // The git sweep: after every run, corral walks each writable root whole
@@ -38,10 +40,6 @@ import (
 // and points at it. The git folders the plan protected at launch are the
 // exception: the command could neither change their config and hooks nor
 // move them.
-
-// quarantineSuffix is added to the name of a quarantined file: git never
-// reads it, and nothing is deleted.
-const quarantineSuffix = ".corral-quarantined"
 
 // maxSweepFds is how many folders the walk holds open at once.
 const maxSweepFds = 128
@@ -91,7 +89,7 @@ type sweep struct {
 	buf     []byte
 	Folders int      // folders read
 	Gits    int      // git folders inspected
-	Moved   []string // quarantined files, as NEW PATH (why)
+	Moved   []Quarantined
 	Errs    []string // what could not be checked
 }
 
@@ -328,7 +326,7 @@ func (s *sweep) under(p string) bool {
 // quarantine renames dir/name (dirfd) to a name git never reads, mode
 // 0400 if it is a file, and records why.
 func (s *sweep) quarantine(dirfd int, dir, name, why string) {
-	target := name + quarantineSuffix
+	target := name + sandbox.QuarantineSuffix
 	var err error
 	var dst unix.Stat_t
 	for i := 2; ; i++ {
@@ -344,7 +342,7 @@ func (s *sweep) quarantine(dirfd int, dir, name, why string) {
 		if err != unix.EEXIST || i > 100 {
 			break
 		}
-		target = fmt.Sprintf("%s%s.%d", name, quarantineSuffix, i)
+		target = fmt.Sprintf("%s%s.%d", name, sandbox.QuarantineSuffix, i)
 	}
 	if err != nil {
 		s.Errs = append(s.Errs, fmt.Sprintf("%s/%s %s, and quarantining it failed: %v", dir, name, why, err))
@@ -356,5 +354,5 @@ func (s *sweep) quarantine(dirfd int, dir, name, why string) {
 	if unix.Fstatat(dirfd, target, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 1 {
 		unix.Fchmodat(dirfd, target, 0o400, 0)
 	}
-	s.Moved = append(s.Moved, fmt.Sprintf("%s/%s (%s)", dir, target, why))
+	s.Moved = append(s.Moved, Quarantined{Path: dir + "/" + name, To: dir + "/" + target, Why: why})
 }

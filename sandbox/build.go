@@ -20,14 +20,12 @@ type Spec struct {
 	WorkDir    string
 	Env        []string // the caller's environment; filtered by the env rules
 	BestEffort bool     // run even when a protection cannot be enforced
-}
-
-// ProtectedNames are paths inside writable roots that stay read-only: they
-// run code later, outside the sandbox (git hooks and config, shell start-up
-// files).
-var ProtectedNames = []string{
-	".git/hooks", ".git/config", ".bashrc", ".bash_profile", ".bash_login",
-	".bash_logout", ".profile", ".zshrc", ".zshenv", ".zprofile", ".gitconfig",
+	// Home is $HOME: the home-relative policyengine.ProtectedPaths are
+	// kept read-only there where a writable root holds them.
+	Home string
+	// Keep are the active skills' folders and the agent policy files in
+	// use: read-only to the run they govern, whatever the grants say.
+	Keep []string
 }
 
 // hiddenRoots are never bound into the sandbox even when a grant covers
@@ -79,7 +77,7 @@ func (e *NotFoundError) Error() string {
 // BuildPlan turns permissions and host facts into a Plan. It is pure: the
 // same inputs give the same Plan.
 func BuildPlan(p policyengine.Permissions, spec Spec, facts *Facts) (*Plan, error) {
-	b := &builder{perms: p, spec: spec, facts: facts, plan: &Plan{Hostname: "corral", perms: p}}
+	b := &builder{perms: p, spec: spec, facts: facts, plan: &Plan{Hostname: "corral", perms: p, home: spec.Home, keep: spec.Keep}}
 	restricted := p.ExecRestricted()
 	b.plan.Exec.Restricted = restricted
 	if err := b.command(); err != nil {
@@ -127,6 +125,8 @@ type builder struct {
 	binds    []Mount // bind mounts of grants, sorted before use
 	restrict []Mount // noexec binds over folders the grants' binds expose
 	errs     []string
+	// writableReal are the writable roots' real paths (writable).
+	writableReal []string
 }
 
 func (b *builder) warn(format string, args ...any) {
@@ -627,8 +627,15 @@ const (
 )
 
 // protected keeps paths that run code later read-only inside writable
-// roots.
+// roots: policyengine.ProtectedPaths, the skills and policies of the run,
+// and the git folders found there.
 func (b *builder) protected() {
+	b.homeAlert()
+	named := b.writeBases()
+	planned := map[string]bool{} // quarantine entries, once across roots
+	// Pins of every root first, then the read-only binds: a pin (a bind
+	// of the host's folder) placed later would cover them.
+	var pinMounts, roMounts []Mount
 	for _, w := range b.perms.Write {
 		g, err := policyengine.CompileGlob(w.Value)
 		if err != nil || hiddenUnder(g.Base()) != "" {
@@ -641,9 +648,7 @@ func (b *builder) protected() {
 		b.plan.WriteRoots = append(b.plan.WriteRoots, root.Real)
 		why := "protected path inside writable " + w.Value
 		var paths []string
-		for _, name := range ProtectedNames {
-			paths = append(paths, path.Join(root.Real, name))
-		}
+		whys := map[string]string{}
 		// Every folder from the root down to a git folder becomes a mount
 		// point, writable as the root is: renaming a mount point fails
 		// with EBUSY, so neither the git folder nor a folder above it
@@ -654,6 +659,43 @@ func (b *builder) protected() {
 			for d := p; d != root.Real && isUnder(d, root.Real); d = path.Dir(d) {
 				if info := b.facts.file(d); info.Exists && info.Dir && info.Real == d {
 					pins[d] = true
+				}
+			}
+		}
+		quarantine := func(q Quarantine) {
+			if !planned[q.Path] {
+				planned[q.Path] = true
+				b.plan.Quarantine = append(b.plan.Quarantine, q)
+			}
+		}
+		for _, t := range append(protectedIn(root.Real, b.facts.Home), keptIn(root.Real, b.spec.Keep, b.facts)...) {
+			if named[t.Path] && !t.Kept {
+				continue // a grant names it: the user means it
+			}
+			info := b.facts.file(t.Path)
+			links := info.Links
+			if !info.Exists && !gitTarget(t.Path) {
+				q, above, ok := b.missing(t)
+				if ok {
+					pin(q.From)
+					quarantine(q)
+				}
+				links = above
+			}
+			for _, l := range links {
+				// A link the command can replace: after the run the path
+				// must still lead where it did.
+				if b.writable(l) {
+					quarantine(Quarantine{Path: l, Real: b.facts.file(l).Real, Why: t.Why})
+				}
+			}
+			if info.Exists {
+				pin(path.Dir(t.Path))
+				paths = append(paths, t.Path)
+				whys[t.Path] = why + ": " + t.Why
+				if info.Real != t.Path && b.writable(info.Real) {
+					paths = append(paths, info.Real)
+					whys[info.Real] = why + ": " + t.Why + " (where " + t.Path + " leads)"
 				}
 			}
 		}
@@ -693,7 +735,7 @@ func (b *builder) protected() {
 		}
 		dirs := slices.Sorted(maps.Keys(pins)) // parents first
 		for _, d := range dirs {
-			b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountBind, Source: d, Target: d, NoExec: b.plan.Exec.Restricted, Dir: true, Why: why + " (pinned in place)"})
+			pinMounts = append(pinMounts, Mount{Kind: MountBind, Source: d, Target: d, NoExec: b.plan.Exec.Restricted, Dir: true, Why: why + " (pinned in place)"})
 		}
 		slices.Sort(paths)
 		paths = slices.Compact(paths)
@@ -703,7 +745,12 @@ func (b *builder) protected() {
 			}
 		}
 		for _, p := range paths {
-			if info := b.facts.file(p); info.Exists && info.Real != p && slices.ContainsFunc(info.Links, func(l string) bool { return isUnder(l, root.Real) }) {
+			info := b.facts.file(p)
+			switch {
+			case !info.Exists || info.Real == p || !slices.ContainsFunc(info.Links, func(l string) bool { return isUnder(l, root.Real) }):
+			case slices.Contains(paths, info.Real):
+				b.warn("%s is a symlink inside the writable %s (to %s): its target is kept read-only, and after the run corral checks the link still leads there", printable.String(p), w.Value, printable.String(info.Real))
+			default:
 				b.warn("%s is a symlink inside the writable %s (to %s): corral cannot keep a link the command can replace read-only", printable.String(p), w.Value, printable.String(info.Real))
 			}
 		}
@@ -711,7 +758,11 @@ func (b *builder) protected() {
 			if info := b.facts.file(p); info.Exists && info.Real == p {
 				// noexec with an exec allowlist: a bind without it would
 				// make what an earlier run wrote there executable.
-				b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountBind, Source: p, Target: p, ReadOnly: true, NoExec: b.plan.Exec.Restricted, Dir: info.Dir, Why: why})
+				reason := why
+				if whys[p] != "" {
+					reason = whys[p]
+				}
+				roMounts = append(roMounts, Mount{Kind: MountBind, Source: p, Target: p, ReadOnly: true, NoExec: b.plan.Exec.Restricted, Dir: info.Dir, Why: reason})
 				b.plan.Protected = append(b.plan.Protected, p)
 			}
 		}
@@ -719,6 +770,11 @@ func (b *builder) protected() {
 			b.warn("%s: nested repositories were looked for in the first %d folders only (%d levels deep, not in hidden folders, node_modules, __pycache__ or target); the .git folders of others stay writable", w.Value, nestedBudget, nestedDepth)
 		}
 	}
+	byTarget := func(x, y Mount) int { return strings.Compare(x.Target, y.Target) }
+	slices.SortStableFunc(pinMounts, byTarget) // parents first
+	slices.SortStableFunc(roMounts, byTarget)
+	b.plan.Mounts = append(append(b.plan.Mounts, pinMounts...), roMounts...)
+	b.sshSecrets()
 }
 
 // devices gives the sandbox a minimal /dev.

@@ -44,6 +44,12 @@ type Facts struct {
 	// holds a credential (an Authorization header, a URL with a password);
 	// empty when it does not.
 	GitconfigSecret string `json:"gitconfig_secret,omitempty"`
+	// Home is the real path of Spec.Home ("" when it does not exist).
+	Home string `json:"home,omitempty"`
+	// SSHSecrets are the files in $HOME/.ssh (and its folders) that may
+	// hold private keys, when a grant reaches them: the sandbox sees them
+	// empty.
+	SSHSecrets []string `json:"ssh_secrets,omitempty"`
 
 	resolver *resolver           // Linux: cached symlink resolution while probing
 	workDir  string              // where a relative command path starts from

@@ -50,6 +50,14 @@ type Plan struct {
 	// /tmp): after the run corral walks them whole for git folders the
 	// command made or changed (sweep.go in package corral).
 	WriteRoots []string `json:"write_roots,omitempty"`
+	// Quarantine are the protected paths (policyengine.ProtectedPaths,
+	// the skills and policies) that did not exist at launch inside a
+	// writable root: whatever the command leaves there is renamed after
+	// the run (corral's quarantine.go).
+	Quarantine []Quarantine `json:"quarantine,omitempty"`
+	// Alerts are the warnings a person must see: corral prints them on
+	// stderr as well as in the report (a writable home folder).
+	Alerts []string `json:"alerts,omitempty"`
 	// Protected are the protected paths bound read-only. The kernel
 	// detaches such a bind when the host replaces the file or folder
 	// (git renames config.lock over config), so corral compares them
@@ -66,6 +74,9 @@ type Plan struct {
 	// perms are the permissions the plan was built from: on macOS the
 	// Seatbelt profile is rendered from them.
 	perms policyengine.Permissions
+	// home and keep are Spec.Home and Spec.Keep, for the profile too.
+	home string
+	keep []string
 }
 
 // MountKind is what a mount step does.

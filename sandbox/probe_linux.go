@@ -71,9 +71,6 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 		}
 		if root := f.Files[g.Base()]; root.Exists && root.Dir {
 			f.stat(path.Join(root.Real, ".git"))
-			for _, name := range ProtectedNames {
-				f.stat(path.Join(root.Real, name))
-			}
 			f.nestedRepos(root.Real)
 			for _, git := range f.Gits {
 				if strings.HasPrefix(git, root.Real+"/") && f.stat(git).Dir {
@@ -97,6 +94,7 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 			}
 		}
 	}
+	f.probeProtected(p, spec)
 	for _, e := range p.Exec {
 		f.program(e.Value)
 	}

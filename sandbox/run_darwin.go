@@ -108,6 +108,8 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 		TmpDir:    tmp,
 		Programs:  execPaths(plan),
 		RealPaths: realPaths(plan.perms),
+		Home:      plan.home,
+		Keep:      plan.keep,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("rendering the Seatbelt profile: %w", err)

@@ -121,12 +121,3 @@ var toolDirs = []string{
 	"/Library/Developer/CommandLineTools/usr/bin",
 	"/Applications/Xcode.app/Contents/Developer/usr/bin",
 }
-
-// ProtectedNames are the paths inside a writable root that stay
-// read-only because they run code later, outside the sandbox: git hooks
-// and config, shell start-up files. It is sandbox.ProtectedNames (the
-// Linux sandbox's list); a test keeps the two equal.
-var ProtectedNames = []string{
-	".git/hooks", ".git/config", ".bashrc", ".bash_profile", ".bash_login",
-	".bash_logout", ".profile", ".zshrc", ".zshenv", ".zprofile", ".gitconfig",
-}

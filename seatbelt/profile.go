@@ -30,6 +30,12 @@ type Options struct {
 	// elsewhere. Seatbelt matches the path a file is reached by, after
 	// symlinks, so the profile grants (and protects) both spellings.
 	RealPaths map[string]string
+	// Home is $HOME: where a writable root holds it, the home-relative
+	// policyengine.ProtectedPaths stay read-only.
+	Home string
+	// Keep are the active skills' folders and the policy files in use:
+	// read-only whatever the grants say.
+	Keep []string
 	// Inline writes user paths as escaped string literals instead of
 	// parameters, so the profile stands alone (sandbox-exec -f FILE).
 	Inline bool
@@ -72,7 +78,7 @@ var ErrBadPath = errors.New("path not usable in a Seatbelt profile")
 // does).
 //
 // Files: the macOS system baseline and fs.read are readable, fs.write
-// readable and writable except the ProtectedNames inside each writable
+// readable and writable except the policyengine.ProtectedPaths inside each writable
 // root, which stay read-only and cannot be moved or replaced. Programs:
 // without an exec list, any readable file may run (as on Linux, where
 // Landlock grants execute with read); with one, only the listed
@@ -420,9 +426,10 @@ type root struct {
 	note string // for a comment
 }
 
-// protected keeps the ProtectedNames inside each writable root read-only
-// (git hooks and config, also of submodules under .git/modules; shell
-// start-up files), and the folders on the way to git's (.git,
+// protected keeps the policyengine.ProtectedPaths inside each writable
+// root read-only (git hooks and config, also of submodules under
+// .git/modules; shell start-up files; tool and agent configs; the home
+// folder's where a root holds it; the skills and policies), and the folders on the way to git's (.git,
 // .git/modules and each module's folder) in place: they can be neither
 // removed, renamed nor created, so a changed copy cannot be moved in. A
 // name is protected only where the write glob reaches it.
@@ -435,12 +442,13 @@ func (r *renderer) protected(roots []root) {
 		}
 		var names []string
 		git := false
-		for _, n := range ProtectedNames {
-			if g.Match(path.Join(g.Base(), n)) {
-				names = append(names, regexQuote(n))
-				git = git || strings.HasPrefix(n, ".git/")
+		for _, e := range policyengine.ProtectedPaths {
+			if !e.Home && g.Match(path.Join(g.Base(), e.Path)) {
+				names = append(names, regexQuote(e.Path))
+				git = git || strings.HasPrefix(e.Path, ".git/")
 			}
 		}
+		protect = append(protect, r.homeProtected(wr)...)
 		modules := g.Match(path.Join(g.Base(), ".git/modules/m/hooks"))
 		if modules {
 			names = append(names, `\.git/modules/.+/(hooks|config)`)
@@ -468,12 +476,48 @@ func (r *renderer) protected(roots []root) {
 	r.line("")
 	r.line("; Protected paths inside writable roots stay read-only: they run code later,")
 	r.line("; outside the sandbox:")
-	r.wrapComment(strings.Join(ProtectedNames, ", ") + ", and git's hooks and config of submodules.")
+	r.wrapComment("the paths corral explain lists (shell start-up files, tool and agent configs, git's hooks and config, also of submodules), the home folder's where a root holds it, and the skills and policies of the run.")
 	r.rule("deny file-write*", protect)
 	if len(pins) > 0 {
 		r.line("; ...and the folders holding git's can be neither removed, renamed nor created.")
 		r.rule("deny file-write-unlink file-write-create", pins)
 	}
+}
+
+// homeProtected are the deny filters for the home-relative protected
+// paths and the kept skills and policies inside the writable root wr.
+// A path the glob's base names exactly stays writable (the user means
+// it), except a skill or policy.
+func (r *renderer) homeProtected(wr root) []string {
+	var out []string
+	g, home := wr.glob, r.opts.Home
+	if home != "" && home != "/" {
+		var names []string
+		for _, e := range policyengine.ProtectedPaths {
+			p := path.Join(home, e.Path)
+			if (e.Home || isUnder(home, g.Base())) && p != g.Base() && g.Match(p) {
+				names = append(names, regexQuote(e.Path))
+			}
+		}
+		// One regex per few names: Seatbelt strings hold 1000 bytes.
+		prefix := "^" + regexQuote(Canonical(home)) + "/("
+		for len(names) > 0 {
+			n, size := 0, len(prefix)+10
+			for n < len(names) && (n == 0 || size+len(names[n])+1 < 900) {
+				size += len(names[n]) + 1
+				n++
+			}
+			re := prefix + strings.Join(names[:n], "|") + ")(/.*)?$"
+			out = append(out, "(regex "+r.str("HOMEPROTECT", re)+") ; "+comment(wr.note)+" holds $HOME")
+			names = names[n:]
+		}
+	}
+	for _, k := range r.opts.Keep {
+		if k != g.Base() && g.Match(k) {
+			out = append(out, "(subpath "+r.str("KEEP", Canonical(k))+") ; a skill or policy of this run")
+		}
+	}
+	return out
 }
 
 // wrapComment writes text as ";" comment lines of at most 80 columns.

@@ -6,17 +6,7 @@ import (
 
 	"corral/policyengine"
 	"corral/sandbox"
-	"corral/seatbelt"
 )
-
-// TestProtectedNamesMatchLinux keeps the protected paths the same on both
-// systems: seatbelt cannot import sandbox (sandbox runs seatbelt on
-// macOS), so the list is written twice.
-func TestProtectedNamesMatchLinux(t *testing.T) {
-	if !slices.Equal(seatbelt.ProtectedNames, sandbox.ProtectedNames) {
-		t.Errorf("seatbelt.ProtectedNames = %q\nsandbox.ProtectedNames  = %q", seatbelt.ProtectedNames, sandbox.ProtectedNames)
-	}
-}
 
 // TestDarwinPlan: on macOS BuildPlan lists Seatbelt's protections and
 // does not refuse to run for want of Linux's kernel features.

@@ -188,6 +188,10 @@ func runExec(l *corral.Skills, nf *netFlags, lf *limitFlags, pf *policyFlags, ar
 	if spec.Policy, err = pf.load(l); err != nil {
 		return failed(err)
 	}
+	if pf.global != "" {
+		// Missing now, it must not be created by the run either.
+		spec.Keep = append(spec.Keep, pf.global)
+	}
 	if nf.auditLog != "" {
 		f, err := openOutput("--audit-log", nf.auditLog, roots, true)
 		if err != nil {

@@ -37,7 +37,7 @@ from) and what the sandbox will allow.`,
 			if err != nil {
 				return failed(err)
 			}
-			x, err := explain(l, ev)
+			x, err := explain(l, ev, pf.global)
 			if err != nil {
 				return failed(err)
 			}
@@ -70,6 +70,9 @@ type explanation struct {
 	Plan        *sandbox.Plan            `json:"plan,omitempty"`
 	PlanError   string                   `json:"plan_error,omitempty"`
 	Policy      *policyView              `json:"policy,omitempty"`
+	// Protected is the list of paths kept read-only inside writable
+	// roots (policyengine.ProtectedPaths).
+	Protected []policyengine.ProtectedPath `json:"protected_paths"`
 }
 
 // policyView is the agent policy in force and what it did to the skills'
@@ -80,8 +83,8 @@ type policyView struct {
 	Narrowing []string           `json:"narrowing,omitempty"`
 }
 
-func explain(l *corral.Skills, ev *policy.Evaluator) (*explanation, error) {
-	x := &explanation{WorkDir: l.Vars.WorkDir, Default: l.Perms.IsDefault()}
+func explain(l *corral.Skills, ev *policy.Evaluator, global string) (*explanation, error) {
+	x := &explanation{WorkDir: l.Vars.WorkDir, Default: l.Perms.IsDefault(), Protected: policyengine.ProtectedPaths}
 	if ev != nil {
 		capped, notes, err := l.Capped(ev)
 		if err != nil {
@@ -95,7 +98,7 @@ func explain(l *corral.Skills, ev *policy.Evaluator) (*explanation, error) {
 		x.Skills = append(x.Skills, skillView{s.Name, s.Description, s.File, s.Permissions != nil})
 	}
 	x.Summary = summarise(l.Perms)
-	spec := sandbox.Spec{WorkDir: l.Vars.WorkDir, BestEffort: true}
+	spec := sandbox.Spec{WorkDir: l.Vars.WorkDir, BestEffort: true, Home: l.Vars.Home, Keep: corral.KeptPaths(l, ev, global)}
 	plan, err := sandbox.BuildPlan(l.Perms, spec, sandbox.Probe(l.Perms, spec))
 	if err != nil {
 		x.PlanError = err.Error()
@@ -182,6 +185,23 @@ func (x *explanation) writeText(w io.Writer) {
 	if x.Plan != nil {
 		writePlan(w, x.Plan)
 	}
+	writeProtected(w, x.Protected)
+}
+
+// writeProtected prints the paths kept read-only inside writable roots.
+func writeProtected(w io.Writer, list []policyengine.ProtectedPath) {
+	fmt.Fprintf(w, "\nprotected paths: read-only inside every writable root unless a write grant names them exactly; created by a run, they are renamed to NAME%s afterwards\n", sandbox.QuarantineSuffix)
+	fmt.Fprintf(w, "  (also: the active skills' folders and the policy files, always; private keys in ~/.ssh are empty where a grant reaches them)\n")
+	for _, p := range list {
+		at, name := "<root>/", p.Path
+		if p.Home {
+			at = "~/"
+		}
+		if p.Dir {
+			name += "/"
+		}
+		fmt.Fprintf(w, "    %-32s %s\n", at+name, p.Why)
+	}
 }
 
 // writePlan prints the kernel plan: each rule beside the glob it came from.
@@ -225,6 +245,16 @@ func writePlan(w io.Writer, p *sandbox.Plan) {
 			src = " <- " + m.Source
 		}
 		fmt.Fprintf(w, "    %-8s %s%s%s  (%s)\n", m.Kind, m.Target, src, flags, m.Why)
+	}
+	if len(p.Quarantine) > 0 {
+		fmt.Fprintf(w, "  protected paths missing at launch, renamed to NAME%s after the run if the command creates them:\n", sandbox.QuarantineSuffix)
+		for _, q := range p.Quarantine {
+			if q.Real != "" {
+				fmt.Fprintf(w, "    %s (a symlink: quarantined unless it still leads to %s)\n", q.Path, q.Real)
+			} else {
+				fmt.Fprintf(w, "    %s\n", q.Path)
+			}
+		}
 	}
 	if p.Exec.Restricted {
 		fmt.Fprintf(w, "  executable files:\n")

@@ -1,0 +1,195 @@
+package sandbox
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"corral/policyengine"
+)
+
+// protectedTarget is a path policyengine.ProtectedPaths (or a skill or
+// policy the run is governed by) puts inside one writable root.
+type protectedTarget struct {
+	Path string
+	Why  string
+	// Kept: a skill's folder or a policy file, read-only whatever the
+	// grants say; the others stay writable where a grant names them.
+	Kept bool
+}
+
+// protectedIn lists the protected paths strictly inside the writable root
+// (a real path): the root-relative entries at its top, every entry at
+// home when home is inside or equal to root (a work dir holding a home
+// folder), and the home entries inside root (a grant of $HOME/.config/**).
+// A path a grant names exactly (root itself) is not in the list.
+func protectedIn(root, home string) []protectedTarget {
+	var out []protectedTarget
+	add := func(p, why string) {
+		if p != root && isUnder(p, root) && !slices.ContainsFunc(out, func(t protectedTarget) bool { return t.Path == p }) {
+			out = append(out, protectedTarget{Path: p, Why: why})
+		}
+	}
+	for _, e := range policyengine.ProtectedPaths {
+		if !e.Home {
+			add(path.Join(root, e.Path), e.Why)
+		}
+	}
+	if home == "" || home == "/" {
+		return out
+	}
+	for _, e := range policyengine.ProtectedPaths {
+		if e.Home || isUnder(home, root) {
+			add(path.Join(home, e.Path), e.Why)
+		}
+	}
+	return out
+}
+
+// keptIn lists the skills' folders and policy files (spec.Keep) inside
+// the writable root. A skill folder that is the root or holds it (a skill
+// kept at the top of the work dir) gives its SKILL.md only.
+func keptIn(root string, keep []string, facts *Facts) []protectedTarget {
+	var out []protectedTarget
+	for _, k := range keep {
+		p := k
+		if info := facts.file(k); info.Exists && info.Dir && isUnder(root, k) {
+			p = path.Join(k, "SKILL.md")
+		}
+		if p != root && isUnder(p, root) {
+			out = append(out, protectedTarget{Path: p, Why: "a skill or agent policy this run is governed by", Kept: true})
+		}
+	}
+	return out
+}
+
+// gitTarget says whether p is inside a git folder: what git keeps there
+// is planned with the repositories (CreateHooksFolders, MustNotAppear),
+// not quarantined.
+func gitTarget(p string) bool {
+	return strings.Contains(p, "/.git/")
+}
+
+// sshPublic are the files of ~/.ssh that hold no secret; every other file
+// in it is masked where a grant reaches it.
+func sshPublic(name string) bool {
+	switch name {
+	case "config", "known_hosts", "known_hosts.old", "authorized_keys", "authorized_keys2", "environment", "rc", "allowed_signers":
+		return true
+	}
+	return strings.HasSuffix(name, ".pub")
+}
+
+// QuarantineSuffix is added to the name of a protected path the command
+// created: no tool reads the renamed file or folder, and nothing of the
+// user's is deleted.
+const QuarantineSuffix = ".corral-quarantined"
+
+// Quarantine is a protected path that did not exist at launch. No mount
+// can keep a missing name from being created in a writable folder, so
+// after the run corral renames whatever is there (or a symlink the command
+// made on the way to it) to NAME.corral-quarantined.
+type Quarantine struct {
+	Path string `json:"path"`
+	// From is the deepest folder on the way to Path that existed at
+	// launch (pinned in place); below it everything was made by the run.
+	From string `json:"from,omitempty"`
+	// Real, when set, is where Path led at launch through symlinks the
+	// command could replace: Path is quarantined if it leads elsewhere.
+	Real string `json:"real,omitempty"`
+	Why  string `json:"why"`
+}
+
+// writeBases are the write grants' bases, as spelled and resolved: a
+// protected path one of them names exactly stays writable.
+func (b *builder) writeBases() map[string]bool {
+	named := map[string]bool{}
+	for _, w := range b.perms.Write {
+		if g, err := policyengine.CompileGlob(w.Value); err == nil {
+			named[g.Base()] = true
+			if info := b.facts.file(g.Base()); info.Exists {
+				named[info.Real] = true
+			}
+		}
+	}
+	return named
+}
+
+// writable says whether the real path p is inside a writable root.
+func (b *builder) writable(p string) bool {
+	if b.writableReal == nil {
+		b.writableReal = []string{}
+		for _, r := range b.writableRoots() {
+			if info := b.facts.file(r); info.Exists && info.Dir {
+				b.writableReal = append(b.writableReal, info.Real)
+			}
+		}
+	}
+	return slices.ContainsFunc(b.writableReal, func(r string) bool { return isUnder(p, r) })
+}
+
+// missing plans the quarantine of the protected path t, which does not
+// exist: from the deepest folder on the way that exists (through
+// symlinks, where they lead) down to t. links are the symlinks on the way
+// to that folder, which the command could replace. ok is false when that
+// folder is not writable: nothing can appear there.
+func (b *builder) missing(t protectedTarget) (q Quarantine, links []string, ok bool) {
+	rest := ""
+	for d := t.Path; d != "/"; d = path.Dir(d) {
+		parent := path.Dir(d)
+		rest = path.Join(path.Base(d), rest)
+		info := b.facts.file(parent)
+		if !info.Exists {
+			continue
+		}
+		if !info.Dir || !b.writable(info.Real) {
+			return Quarantine{}, info.Links, false
+		}
+		return Quarantine{Path: path.Join(info.Real, rest), From: info.Real, Why: t.Why}, info.Links, true
+	}
+	return Quarantine{}, nil, false
+}
+
+// homeAlert warns loudly when a write grant covers the home folder: every
+// file there that tools run is then one write away from the host.
+func (b *builder) homeAlert() {
+	home := b.facts.Home
+	if home == "" {
+		return
+	}
+	for _, r := range b.writableRoots() {
+		if info := b.facts.file(r); info.Exists && info.Dir && isUnder(home, info.Real) {
+			msg := fmt.Sprintf("THE HOME FOLDER %s IS WRITABLE in this sandbox (through %s): corral keeps the %d start-up files, tool configs and PATH folders it knows read-only (corral explain lists them), but any other file there is the command's to change; use a project folder as the work dir", home, r, len(policyengine.ProtectedPaths))
+			b.warn("%s", msg)
+			b.plan.Alerts = append(b.plan.Alerts, msg)
+			return
+		}
+	}
+}
+
+// sshSecrets shows the files of ~/.ssh that may hold private keys as empty
+// and read-only (a bind of /dev/null), unless a grant names one of them
+// or the .ssh folder itself.
+func (b *builder) sshSecrets() {
+	if len(b.facts.SSHSecrets) == 0 {
+		return
+	}
+	ssh := b.facts.file(path.Join(b.facts.Home, ".ssh")).Real
+	named := map[string]bool{}
+	for _, list := range [][]policyengine.Entry{b.perms.Read, b.perms.Write} {
+		for _, e := range list {
+			if g, err := policyengine.CompileGlob(e.Value); err == nil {
+				named[b.facts.file(g.Base()).Real] = true
+			}
+		}
+	}
+	if named[ssh] {
+		return
+	}
+	for _, k := range b.facts.SSHSecrets {
+		if !named[k] {
+			b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountBind, Source: "/dev/null", Target: k, ReadOnly: true, Why: "may hold a private ssh key: empty in the sandbox (a grant naming the file or ~/.ssh shows it)"})
+		}
+	}
+}
