@@ -76,6 +76,15 @@ func (p *Plan) FileAccess(h HostPath, op FileOp, view View) FileAnswer {
 			Reason: real + " would send git to a config and hooks the command chose: corral removes it after the run, so a write there does not last",
 			Advice: "no grant keeps it; make it outside the sandbox"}
 	}
+	if op == OpWrite {
+		for _, q := range p.Quarantine {
+			if q.Real == "" && (real == q.Path || isUnder(real, q.Path)) {
+				return FileAnswer{Kind: "quarantined", Rule: q.Path,
+					Reason: "protected: " + q.Path + " did not exist at launch (" + q.Why + "): whatever the command leaves there is renamed to " + q.Path + QuarantineSuffix + " after the run, so a write there does not last",
+					Advice: "a write grant naming it exactly keeps it writable; or make it outside the sandbox"}
+			}
+		}
+	}
 	if op == OpExec && !h.Exists {
 		return FileAnswer{Kind: "missing", Reason: "there is no file " + real + " to run", Advice: "a program must exist when the sandbox starts"}
 	}
