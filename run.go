@@ -209,7 +209,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		}
 	}
 	trace("preflight")
-	sandbox.Prepare(sk.Perms)
+	prepared := sandbox.Prepare(sk.Perms)
 	// The init starts next and boots (namespaces, uid map) while the
 	// cgroup is made and the plan built.
 	stdio, closeStdio, err := files(spec)
@@ -366,7 +366,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	held := sandbox.Hold(plan.Protected)
 	defer held.Close()
 	plan.Held = held.Files()
-	res, err := launch.Run(plan, sandbox.RunOptions{Cgroup: joinCgroup, Timeout: limits.Timeout, KillGrace: limits.KillGrace, Done: ctx.Done(), Serve: func(files []*os.File) {
+	res, err := launch.Run(plan, sandbox.RunOptions{Seccomp: prepared, Cgroup: joinCgroup, Timeout: limits.Timeout, KillGrace: limits.KillGrace, Done: ctx.Done(), Serve: func(files []*os.File) {
 		for _, f := range files {
 			ln, lerr := net.FileListener(f)
 			f.Close()

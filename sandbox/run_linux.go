@@ -246,7 +246,7 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 			return nil, err
 		}
 	}
-	bpf, err := bpfFor(plan.Seccomp)
+	bpf, err := opts.Seccomp.program(plan.Seccomp)
 	if err != nil {
 		l.Abort()
 		return nil, err
