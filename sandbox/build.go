@@ -19,6 +19,9 @@ type Spec struct {
 	WorkDir    string
 	Env        []string // the caller's environment; filtered by the env rules
 	BestEffort bool     // run even when a protection cannot be enforced
+	// Stop, closed when the run is given up (a signal ended the init, the
+	// caller's context), ends Probe's waits for locks other runs hold.
+	Stop <-chan struct{}
 }
 
 // ProtectedNames are paths inside writable roots that stay read-only: they
@@ -566,6 +569,10 @@ func (b *builder) grantsAboveCode() {
 func (b *builder) programFolders() {
 	idx := b.facts.ProgramIndex
 	if !b.plan.Exec.Restricted || idx == nil {
+		return
+	}
+	if idx.Stopped {
+		b.errs = append(b.errs, "the program index was not read ("+idx.Source+"): the exec allowlist cannot be enforced")
 		return
 	}
 	type layer struct {

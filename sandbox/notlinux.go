@@ -62,3 +62,6 @@ func startNativeSignals() bool { return false }
 
 // stopNativeSignals has nothing to stop here.
 func stopNativeSignals() {}
+
+// nativeEnding is never called here (startNativeSignals fails).
+func nativeEnding() int { select {} }

@@ -38,7 +38,7 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 		// rest of the probe.
 		roots := f.indexRoots()
 		idxDone = make(chan ProgramIndex, 1)
-		go func() { idxDone <- LoadProgramIndex(roots) }()
+		go func() { idxDone <- LoadProgramIndex(roots, spec.Stop) }()
 	}
 	f.StateDirs = stateDirs()
 	for _, glob := range policyengine.SystemRead {
@@ -153,7 +153,7 @@ func (f *Facts) listAboveCode(p policyengine.Permissions) {
 // uses, built now if it has to be (corral doctor shows it).
 func HostProgramIndex() ProgramIndex {
 	f := &Facts{resolver: newResolver(), Files: map[string]FileInfo{}}
-	return LoadProgramIndex(f.indexRoots())
+	return LoadProgramIndex(f.indexRoots(), nil)
 }
 
 // nestedSkip are folders too big and too unlikely to hold a repository
