@@ -290,10 +290,26 @@ func (b *builder) generatedEtc(p string) (string, bool) {
 	return "", false
 }
 
-// maskedProc are /proc files about the host, not the sandbox: the kernel's
-// command line can carry boot secrets (an iSCSI password, a cloud-init
-// seed URL), and the boot id names the host's boot.
-var maskedProc = []string{"/proc/cmdline", "/proc/sys/kernel/random/boot_id"}
+// maskedProc are /proc files about the host, not the sandbox, that no
+// sandboxed program needs: the kernel's command line can carry boot
+// secrets (an iSCSI password, a cloud-init seed URL), the boot id names
+// the host's boot; the kernel's build configuration, symbols and modules
+// help an exploit; the keyrings and per-user key counts name other users'
+// keys; the physical memory and I/O maps, interrupts, devices, disks,
+// partitions and swap describe the hardware; the system-wide file locks
+// give host pids and inode numbers; sysrq-trigger is the kernel's
+// own control. What a program does read stays (cpuinfo,
+// meminfo, stat, loadavg, uptime, version, filesystems, the process's own
+// files); README.md lists both.
+var maskedProc = []string{
+	"/proc/cmdline", "/proc/sys/kernel/random/boot_id",
+	"/proc/config.gz", "/proc/kallsyms", "/proc/modules", "/proc/keys", "/proc/key-users",
+	"/proc/iomem", "/proc/ioports", "/proc/interrupts", "/proc/softirqs", "/proc/dma",
+	"/proc/mtrr", "/proc/devices", "/proc/misc", "/proc/consoles", "/proc/partitions",
+	"/proc/diskstats", "/proc/swaps", "/proc/zoneinfo", "/proc/buddyinfo", "/proc/locks",
+	"/proc/sched_debug", "/proc/latency_stats", "/proc/timer_stats",
+	"/proc/sysrq-trigger",
+}
 
 // rootOnlyProc are /proc files only root may read, on the kernel's memory
 // layout and internals. When corral runs as root, the sandbox's uid 0 is
@@ -303,6 +319,7 @@ var maskedProc = []string{"/proc/cmdline", "/proc/sys/kernel/random/boot_id"}
 var rootOnlyProc = []string{
 	"/proc/kpagecgroup", "/proc/kpagecount", "/proc/kpageflags",
 	"/proc/pagetypeinfo", "/proc/slabinfo", "/proc/timer_list", "/proc/vmallocinfo",
+	"/proc/kmsg",
 }
 
 // usrRules grants access on each folder in /usr and /usr/local but the
