@@ -19,6 +19,11 @@ var hostProc = []string{
 	"sched_debug", "cmdline", "sys/kernel/random/boot_id",
 }
 
+// hostProcDirs are /proc folders about the host's hardware and file
+// systems (PCI devices, IRQs, per-device ext4 options, nfsd): empty in
+// the sandbox.
+var hostProcDirs = []string{"acpi", "asound", "bus", "driver", "fs", "irq", "scsi"}
+
 // procPaths are ways to name /proc/NAME from inside the sandbox: the
 // mount, through the process's own /proc entries, and through PID 1's
 // root.
@@ -39,6 +44,12 @@ func TestProcHostFacts(t *testing.T) {
 				fmt.Fprintf(&script, "echo \"PROC %s $(cat %s 2>/dev/null | wc -c)\"\n", path, path)
 			}
 		}
+		for _, name := range hostProcDirs {
+			for _, p := range procPaths {
+				path := fmt.Sprintf(p, name)
+				fmt.Fprintf(&script, "echo \"PROC %s/ $(ls -A %s 2>/dev/null | wc -l)\"\n", path, path)
+			}
+		}
 		r := runScript(t, u, f.work, nil, script.String())
 		got := map[string]string{}
 		for _, l := range strings.Split(r.stdout, "\n") {
@@ -57,6 +68,18 @@ func TestProcHostFacts(t *testing.T) {
 				path := fmt.Sprintf(p, name)
 				if n, ok := got[path]; !ok || n != "0" {
 					t.Errorf("%s: the sandbox read %s bytes of the host's /proc/%s", path, n, name)
+				}
+			}
+		}
+		for _, name := range hostProcDirs {
+			if entries, err := os.ReadDir("/proc/" + name); err != nil || len(entries) == 0 {
+				continue
+			}
+			checked++
+			for _, p := range procPaths {
+				path := fmt.Sprintf(p, name) + "/"
+				if n, ok := got[path]; !ok || n != "0" {
+					t.Errorf("%s: the sandbox lists %s entries of the host's /proc/%s", path, n, name)
 				}
 			}
 		}
