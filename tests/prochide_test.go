@@ -3,8 +3,10 @@
 package tests
 
 import (
+	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -105,6 +107,50 @@ func TestProcStillUseful(t *testing.T) {
 			if !strings.Contains(r.stdout, "KEEP "+p+" ") || strings.Contains(r.stdout, "KEEP "+p+" 0\n") {
 				t.Errorf("%s is not readable in the sandbox any more:\n%s", p, r)
 			}
+		}
+	})
+}
+
+// TestProcHiddenDespiteOldCache leaves, in the mount cache, the layout a
+// corral before these masks saved: the same mounts without the ones that
+// hide /proc's host files and folders. The init builds that root ahead,
+// but it is not the plan's, so the run must get the plan's root with
+// everything hidden, not resurrect the older one.
+func TestProcHiddenDespiteOldCache(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "proc", "bring back a less hidden /proc through an older mount cache")
+		f := newCacheFixture(t, u)
+		env := mountCacheEnv(t, u)
+		file, honest := primeCache(t, u, f.work, f.skills, env, "true")
+		header, records := cacheRecords(t, honest)
+		old := append([]byte{}, header...)
+		dropped := 0
+		for _, rec := range records {
+			if bytes.Contains(rec, []byte("\x00/proc/")) {
+				dropped++
+				continue
+			}
+			old = append(old, rec...)
+		}
+		if dropped < 10 {
+			t.Fatalf("the cache holds %d mounts below /proc, want the masks:\n%q", dropped, honest)
+		}
+		writeCache(t, u, file, old)
+		r := cachedRun(t, u, f.work, f.skills, env, "cat /proc/kallsyms /proc/config.gz /proc/iomem > leaked 2>/dev/null; ls -A /proc/bus /proc/fs > listed 2>/dev/null; true")
+		if r.ahead != "built" || r.pivot {
+			t.Errorf("ahead %q, pivot %v: want the old root built and then dropped", r.ahead, r.pivot)
+		}
+		if leaked := readFile(t, filepath.Join(f.work, "leaked")); leaked != "" {
+			t.Errorf("the sandbox read %d bytes of host /proc files through the old cache", len(leaked))
+		}
+		for _, l := range strings.Split(readFile(t, filepath.Join(f.work, "listed")), "\n") {
+			if l != "" && !strings.HasSuffix(l, ":") {
+				t.Errorf("the sandbox lists %q in /proc/bus or /proc/fs through the old cache", l)
+			}
+		}
+		if !strings.Contains(r.mounts, "/proc/kallsyms") {
+			t.Errorf("the sandbox's mounts have no mask on /proc/kallsyms:\n%s", r.mounts)
 		}
 	})
 }
