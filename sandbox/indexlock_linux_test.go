@@ -85,3 +85,23 @@ func TestIndexLockWaitEnds(t *testing.T) {
 		t.Errorf("the wait for a held lock took %v, want about %v", took, indexLockWait)
 	}
 }
+
+// TestWalkStops: a closed stop ends the walk, which reports itself
+// incomplete, and loadProgramIndex saves nothing and marks the index
+// Stopped (no plan may use it).
+func TestWalkStops(t *testing.T) {
+	root, _ := programTree(t)
+	stop := make(chan struct{})
+	close(stop)
+	if _, complete := walkPrograms([]string{root}, stop); complete {
+		t.Error("a stopped walk says it is complete")
+	}
+	file := filepath.Join(t.TempDir(), "programs")
+	idx := loadProgramIndex([]string{root}, []string{file}, time.Now(), stop)
+	if !idx.Stopped {
+		t.Errorf("index %+v is not marked stopped", idx)
+	}
+	if _, err := os.Stat(file); err == nil {
+		t.Error("a stopped walk was saved")
+	}
+}

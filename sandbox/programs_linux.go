@@ -116,7 +116,11 @@ func loadProgramIndex(roots, usable []string, now time.Time, stop <-chan struct{
 	// The stamps are taken before the walk: a change during it makes the
 	// next run walk again.
 	stamps := takeStamps(roots)
-	idx := walkPrograms(roots)
+	idx, complete := walkPrograms(roots, stop)
+	if !complete {
+		// Never saved, never used: a plan needs every folder.
+		return ProgramIndex{Source: "not read: the run was given up during the walk", Stopped: true}
+	}
 	idx.Source = "walked"
 	if busy != "" {
 		idx.Source = "walked (" + busy + " was held longer than " + indexLockWait.String() + ": not saved)"
@@ -403,11 +407,12 @@ func writeProgramIndex(file string, roots []string, now time.Time, stamps []stam
 // libc.so.6 can be run too, but every program needs it). Below those it
 // also finds the folders that hold libraries and no programs. Symlinks are
 // not followed: what they point to is not under the root's Landlock rule.
-func walkPrograms(roots []string) ProgramIndex {
+// Closing stop ends the walk early; complete is then false.
+func walkPrograms(roots []string, stop <-chan struct{}) (idx ProgramIndex, complete bool) {
 	var (
 		mu      sync.Mutex
 		cond    = sync.NewCond(&mu)
-		idx     ProgramIndex
+		stopped bool
 		queue   []walkItem
 		working int
 		wg      sync.WaitGroup
@@ -426,6 +431,11 @@ func walkPrograms(roots []string) ProgramIndex {
 			for {
 				for len(queue) == 0 && working > 0 {
 					cond.Wait()
+				}
+				select {
+				case <-stop:
+					stopped, queue = true, nil
+				default:
 				}
 				if len(queue) == 0 {
 					cond.Broadcast()
@@ -456,7 +466,7 @@ func walkPrograms(roots []string) ProgramIndex {
 	idx.Folders = slices.Compact(idx.Folders)
 	slices.Sort(idx.Libraries)
 	idx.Libraries = slices.Compact(idx.Libraries)
-	return idx
+	return idx, !stopped
 }
 
 type walkItem struct {

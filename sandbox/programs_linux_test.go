@@ -51,7 +51,7 @@ func programTree(t *testing.T) (root string, want []string) {
 
 func TestWalkPrograms(t *testing.T) {
 	root, want := programTree(t)
-	idx := walkPrograms([]string{root})
+	idx, _ := walkPrograms([]string{root}, nil)
 	if !slices.Equal(idx.Folders, want) {
 		t.Fatalf("walkPrograms found %q, want %q", idx.Folders, want)
 	}

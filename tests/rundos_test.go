@@ -295,3 +295,54 @@ func TestDosIndexLockSignal(t *testing.T) {
 		}
 	}
 }
+
+// TestDosIndexWalkSignal sends SIGINT while a run walks the code folders
+// for the program index (1-3 s here): corral must end at once with 130,
+// run nothing, and save no half-walked index.
+func TestDosIndexWalkSignal(t *testing.T) {
+	requireRootIndex(t)
+	attack(t, "dos", "keep corral walking past SIGINT")
+	work, skills := dosSkill(t)
+	for try := 0; ; try++ {
+		marker := filepath.Join(work, token("ran"))
+		os.Remove(indexFile)
+		args := []string{"exec", "--work-dir", work}
+		for _, s := range skills {
+			args = append(args, "--skill", s)
+		}
+		args = append(args, "--", "sh", "-c", "echo > "+marker)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		cmd := asSelf.command(ctx, runOpts{args: args, dir: work, env: append(defaultEnv(), "CORRAL_TRACE=1")})
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond)
+		sent := time.Now()
+		cmd.Process.Signal(syscall.SIGINT)
+		cmd.Wait()
+		cancel()
+		took, code := time.Since(sent), cmd.ProcessState.ExitCode()
+		if src := indexSource(stderr.String()); strings.HasPrefix(src, "/") {
+			// Another root run saved an index meanwhile: this one
+			// never walked.
+			if try < 3 {
+				continue
+			}
+			t.Skipf("other root runs kept saving the index (%q)", src)
+		}
+		if code != 130 || took > 1500*time.Millisecond {
+			t.Errorf("exit %d %v after SIGINT, want 130 at once\n%s", code, took, stderr.String())
+		}
+		if exists(marker) {
+			t.Error("the command ran after SIGINT")
+		}
+		if data, err := os.ReadFile(indexFile); err == nil && len(data) > 0 {
+			if !strings.HasSuffix(string(data), "end\n") {
+				t.Errorf("a half-walked index was saved")
+			}
+		}
+		return
+	}
+}
