@@ -270,19 +270,20 @@ func (b *builder) baseline() {
 			b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountBind, Source: "/dev/null", Target: p, ReadOnly: true, Why: "the host's kernel state, which no sandboxed program needs: /dev/null on a nodev mount, so opening it fails"})
 		}
 	}
-	for _, p := range maskedProcDirs {
+	for _, p := range maskedDirs {
 		if info := b.facts.file(p); info.Exists && info.Dir {
 			b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountTmpfs, Target: p, Why: "the host's hardware, which no sandboxed program needs: an empty read-only tmpfs"})
 		}
 	}
 }
 
-// maskedProcDirs are /proc folders about the host's hardware and file
-// systems: PCI and input devices, IRQs, ACPI, drivers, SCSI disks, sound
-// cards, and per-device file system state (/proc/fs/ext4/DEVICE/options,
-// nfsd's exports). Each becomes an empty read-only tmpfs (init_linux.c's
-// read_only_tmpfs).
-var maskedProcDirs = []string{
+// maskedDirs are folders of the private /proc about the host's hardware
+// and file systems: PCI and input devices, IRQs, ACPI, drivers, SCSI
+// disks, sound cards, and per-device file system state
+// (/proc/fs/ext4/DEVICE/options, nfsd's exports). Each becomes an empty
+// read-only tmpfs (init_linux.c's read_only_tmpfs), placed with the
+// private mounts, before any bind.
+var maskedDirs = []string{
 	"/proc/acpi", "/proc/asound", "/proc/bus", "/proc/driver", "/proc/fs", "/proc/irq", "/proc/scsi",
 }
 

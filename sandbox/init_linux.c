@@ -549,7 +549,7 @@ static int open_source(const struct mount_step *m) {
 
 // read_only_tmpfs reports whether the private tmpfs m ends up read-only:
 // /dev, which holds only the bound devices, and the empty ones that hide
-// /proc folders about the host (maskedProcDirs in build.go); /tmp and
+// folders of /proc about the host (maskedDirs in build.go); /tmp and
 // /dev/shm stay writable.
 static int read_only_tmpfs(const struct mount_step *m) {
 	return m->kind == 't' && (strcmp(m->target, "/dev") == 0 || strncmp(m->target, "/proc/", 6) == 0);

@@ -56,7 +56,7 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 	for _, p := range maskedProc {
 		f.stat(p)
 	}
-	for _, p := range maskedProcDirs {
+	for _, p := range maskedDirs {
 		f.stat(p)
 	}
 	if f.Uid == 0 {
