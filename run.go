@@ -142,6 +142,27 @@ func (a *auditLog) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// givenUp ends a run given up before its plan was built (stop in Run): as
+// a timeout when ctx was cancelled, else as the signal corral got would
+// have ended the command (128+N).
+func givenUp(ctx context.Context, r *Result, launch *sandbox.Launch, cleanup func()) (*Result, error) {
+	sig := 0
+	if launch != nil {
+		sig = launch.EndSignal()
+		launch.Abort()
+	}
+	cleanup()
+	switch {
+	case ctx.Err() != nil:
+		r.TimedOut, r.ExitCode = true, ExitTimeout
+	case sig != 0:
+		r.Signal, r.ExitCode = sig, 128+sig
+	default:
+		return r, failed(errors.New("the run was given up before its plan"))
+	}
+	return r, nil
+}
+
 // early is a signal forwarding PrepareRun started for the next Run.
 var early atomic.Pointer[sandbox.Signals]
 
@@ -225,7 +246,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		}
 	}
 	trace("preflight")
-	sandbox.Prepare(sk.Perms)
+	prepared := sandbox.Prepare(sk.Perms)
 	// The init starts next and boots (namespaces, uid map) while the
 	// cgroup is made and the plan built.
 	stdio, closeStdio, err := files(spec)
@@ -240,6 +261,22 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	// runs, and as long again to make its namespaces) while this one
 	// makes the cgroup, probes the host and builds the plan.
 	l, startErr := sandbox.Start(stdio)
+	// stop is closed when the run is given up before its plan: corral
+	// got SIGINT, SIGTERM, SIGHUP or SIGQUIT, or ctx was cancelled. It
+	// ends Probe's waits for locks other runs hold.
+	stop, runEnded := make(chan struct{}), make(chan struct{})
+	defer close(runEnded)
+	if startErr == nil {
+		ending := l.Ending()
+		go func() {
+			select {
+			case <-ending:
+			case <-ctx.Done():
+			case <-runEnded:
+			}
+			close(stop)
+		}()
+	}
 	var launch *sandbox.Launch
 	started := sync.OnceValue(func() error {
 		if startErr != nil {
@@ -295,11 +332,20 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	if env == nil {
 		env = os.Environ()
 	}
-	sspec := sandbox.Spec{Argv: spec.Argv, WorkDir: sk.Vars.WorkDir, Env: env, BestEffort: spec.BestEffort,
+	sspec := sandbox.Spec{Argv: spec.Argv, WorkDir: sk.Vars.WorkDir, Env: env, BestEffort: spec.BestEffort, Stop: stop,
 		Home: sk.Vars.Home, Keep: KeptPaths(sk, spec.Policy, spec.Keep...)}
 	testPause("CORRAL_PROBE_PAUSE")
 	facts := sandbox.Probe(sk.Perms, sspec)
 	trace("probed")
+	if idx := facts.ProgramIndex; idx != nil {
+		trace("program index: " + idx.Source)
+	}
+	if idx := facts.ProgramIndex; idx != nil && idx.Stopped {
+		if started() != nil {
+			launch = nil
+		}
+		return givenUp(ctx, r, launch, func() { removeCgroup(cgroupMade(), warn) })
+	}
 	hooks, err := sandbox.CreateHooksFolders(facts)
 	r.Created = append(r.Created, hooks...)
 	if err != nil {
@@ -387,7 +433,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	held := sandbox.Hold(plan.Protected)
 	defer held.Close()
 	plan.Held = held.Files()
-	res, err := launch.Run(plan, sandbox.RunOptions{Cgroup: joinCgroup, Timeout: limits.Timeout, KillGrace: limits.KillGrace, Done: ctx.Done(), Serve: func(files []*os.File) {
+	res, err := launch.Run(plan, sandbox.RunOptions{Seccomp: prepared, Cgroup: joinCgroup, Timeout: limits.Timeout, KillGrace: limits.KillGrace, Done: ctx.Done(), Serve: func(files []*os.File) {
 		for _, f := range files {
 			ln, lerr := net.FileListener(f)
 			f.Close()

@@ -87,8 +87,8 @@ type sweep struct {
 	home    string
 	done    map[[2]uint64]int // git folders inspected (by device and inode): 1 as found, 2 as changed
 	buf     []byte
-	Folders int      // folders read
-	Gits    int      // git folders inspected
+	Folders int // folders read
+	Gits    int // git folders inspected
 	Moved   []Quarantined
 	Errs    []string // what could not be checked
 }

@@ -325,15 +325,22 @@ func RemoveStale(parent string) []string {
 			dirs = append(dirs, filepath.Join(CgroupRoot, s, p))
 		}
 	}
+	// Only cgroups this user made (where another user can make them at
+	// all, a delegated tree, theirs are not ours to remove), and for a
+	// bounded time: the run's own cgroup is made after this.
 	var removed []string
+	deadline := time.Now().Add(staleBudget)
 	for _, dir := range dirs {
 		entries, err := os.ReadDir(dir)
 		if err != nil {
 			continue
 		}
 		for _, e := range entries {
-			if !e.IsDir() || !strings.HasPrefix(e.Name(), cgroupPrefix) || ownerAlive(e.Name()) {
+			if !e.IsDir() || !strings.HasPrefix(e.Name(), cgroupPrefix) || ownerAlive(e.Name()) || !ownedByMe(filepath.Join(dir, e.Name())) {
 				continue
+			}
+			if time.Now().After(deadline) {
+				return removed
 			}
 			path := filepath.Join(dir, e.Name())
 			if removeCgroupDir(path) == nil {
@@ -342,6 +349,14 @@ func RemoveStale(parent string) []string {
 		}
 	}
 	return removed
+}
+
+// staleBudget bounds the time one run spends removing others' leftovers.
+const staleBudget = 100 * time.Millisecond
+
+func ownedByMe(p string) bool {
+	var st unix.Stat_t
+	return unix.Lstat(p, &st) == nil && int(st.Uid) == os.Geteuid()
 }
 
 // runSeq numbers the runs of this process.

@@ -66,6 +66,9 @@ type ProgramIndex struct {
 	// (and saved to Saved, if anywhere).
 	Source string `json:"source"`
 	Saved  string `json:"saved,omitempty"`
+	// Stopped: the run was given up while it waited for the index; the
+	// folders are unknown and no plan may be built from it.
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // FileInfo describes one path.

@@ -28,9 +28,12 @@ func (c *Cgroup) Remove() error { return nil }
 // RemoveStale does nothing off Linux.
 func RemoveStale(parent string) []string { return nil }
 
+// Seccomp is Linux's; off Linux there is no program to prepare.
+type Seccomp struct{}
+
 // Prepare does nothing off Linux: on macOS the profile is rendered when
 // the plan runs.
-func Prepare(p policyengine.Permissions) {}
+func Prepare(p policyengine.Permissions) *Seccomp { return nil }
 
 // HostProgramIndex is empty here: the program index is for Linux's exec
 // allowlist.
@@ -59,3 +62,6 @@ func startNativeSignals() bool { return false }
 
 // stopNativeSignals has nothing to stop here.
 func stopNativeSignals() {}
+
+// nativeEnding is never called here (startNativeSignals fails).
+func nativeEnding() int { select {} }

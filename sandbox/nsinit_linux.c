@@ -390,14 +390,30 @@ int corral_take_early(int out[5]) {
 static int corral_sig_target = -1;
 static struct sigaction corral_sig_saved[NSIG];
 static int corral_sig_on;
+// The first signal that ends a run (SIGINT, SIGTERM, SIGHUP, SIGQUIT), and
+// a pipe the handler writes a byte to for it: Go, which no longer sees
+// these signals, reads it (nativeEnding) to stop waiting for locks other
+// runs hold before the plan is built.
+static int corral_sig_first;
+static int corral_sig_note[2] = {-1, -1};
 
 static void corral_sig_forward(int sig) {
 	int saved = errno;
 	int fd = __atomic_load_n(&corral_sig_target, __ATOMIC_SEQ_CST);
 	if (fd >= 0)
 		syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0);
+	if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT) {
+		int none = 0;
+		__atomic_compare_exchange_n(&corral_sig_first, &none, sig, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+		if (corral_sig_note[1] >= 0)
+			(void)!write(corral_sig_note[1], "", 1);
+	}
 	errno = saved;
 }
+
+int corral_signals_note(void) { return corral_sig_note[0]; }
+
+int corral_signals_first(void) { return __atomic_load_n(&corral_sig_first, __ATOMIC_SEQ_CST); }
 
 int corral_signals_start(void) {
 	if (__atomic_load_n(&corral_sig_on, __ATOMIC_SEQ_CST) || corral_early.taken || corral_early.pidfd < 0)
@@ -408,6 +424,8 @@ int corral_signals_start(void) {
 	static int own = -1;
 	if (own < 0 && (own = fcntl(corral_early.pidfd, F_DUPFD_CLOEXEC, 3)) < 0)
 		return -1;
+	if (corral_sig_note[0] < 0 && pipe2(corral_sig_note, O_CLOEXEC | O_NONBLOCK) < 0)
+		corral_sig_note[0] = corral_sig_note[1] = -1;
 	__atomic_store_n(&corral_sig_target, own, __ATOMIC_SEQ_CST);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);

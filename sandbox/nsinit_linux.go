@@ -72,6 +72,25 @@ func takeEarlyInit() (earlyInit, bool) {
 // constructor forked, from C handlers (corral_signals_start).
 func startNativeSignals() bool { return C.corral_signals_start() == 0 }
 
+// nativeEnding returns, once the C handlers got a signal that ends a run,
+// which one. It waits in Go's poller on the handlers' note pipe.
+func nativeEnding() int {
+	fd := int(C.corral_signals_note())
+	if fd < 0 {
+		select {} // no pipe: never
+	}
+	f := os.NewFile(uintptr(fd), "signal-note")
+	var b [1]byte
+	for {
+		if _, err := f.Read(b[:]); err != nil {
+			select {}
+		}
+		if sig := int(C.corral_signals_first()); sig != 0 {
+			return sig
+		}
+	}
+}
+
 // stopNativeSignals ends that and gives the signals back to Go.
 func stopNativeSignals() { C.corral_signals_stop() }
 

@@ -38,7 +38,7 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 		// rest of the probe.
 		roots := f.indexRoots()
 		idxDone = make(chan ProgramIndex, 1)
-		go func() { idxDone <- LoadProgramIndex(roots) }()
+		go func() { idxDone <- LoadProgramIndex(roots, spec.Stop) }()
 	}
 	f.StateDirs = stateDirs()
 	for _, glob := range policyengine.SystemRead {
@@ -54,6 +54,9 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 		f.stat(r)
 	}
 	for _, p := range maskedProc {
+		f.stat(p)
+	}
+	for _, p := range maskedDirs {
 		f.stat(p)
 	}
 	if f.Uid == 0 {
@@ -151,7 +154,7 @@ func (f *Facts) listAboveCode(p policyengine.Permissions) {
 // uses, built now if it has to be (corral doctor shows it).
 func HostProgramIndex() ProgramIndex {
 	f := &Facts{resolver: newResolver(), Files: map[string]FileInfo{}}
-	return LoadProgramIndex(f.indexRoots())
+	return LoadProgramIndex(f.indexRoots(), nil)
 }
 
 // nestedSkip are folders too big and too unlikely to hold a repository

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -68,22 +69,32 @@ func programIndexFilesFor(uid int, dir string) []string {
 const programIndexMaxAge = time.Hour
 
 // LoadProgramIndex returns the program folders under roots (real paths of
-// folders).
-func LoadProgramIndex(roots []string) ProgramIndex {
-	return loadProgramIndex(roots, programIndexFiles(), time.Now())
+// folders). Closing stop (the run was given up: a signal, a cancelled
+// context) ends a wait for another run's walk at once, with an index
+// marked Stopped that no plan may use.
+func LoadProgramIndex(roots []string, stop <-chan struct{}) ProgramIndex {
+	return loadProgramIndex(roots, programIndexFiles(), time.Now(), stop)
 }
 
-func loadProgramIndex(roots, usable []string, now time.Time) ProgramIndex {
+func loadProgramIndex(roots, usable []string, now time.Time, stop <-chan struct{}) ProgramIndex {
 	for _, file := range usable {
 		if idx, ok := readProgramIndex(file, roots, now); ok {
 			return idx
 		}
 	}
 	// One walker at a time per index file: runs started together wait
-	// for the first one's walk and then read its index.
-	save := ""
+	// for the first one's walk and then read its index. The wait is
+	// bounded: a lock held longer than indexLockWait (a stuck corral) is
+	// passed by, and this run walks without saving.
+	save, busy := "", ""
 	for i := len(usable) - 1; i >= 0 && save == ""; i-- {
-		if unlock, err := lockIndex(usable[i]); err == nil {
+		unlock, err := lockIndex(usable[i], stop)
+		switch {
+		case err == errStopped:
+			return ProgramIndex{Source: "not read: the run was given up while " + usable[i] + ".lock was held", Stopped: true}
+		case err == errLockBusy:
+			busy = usable[i] + ".lock"
+		case err == nil:
 			defer unlock()
 			save = usable[i]
 			if idx, ok := readProgramIndex(save, roots, now); ok {
@@ -105,32 +116,108 @@ func loadProgramIndex(roots, usable []string, now time.Time) ProgramIndex {
 	// The stamps are taken before the walk: a change during it makes the
 	// next run walk again.
 	stamps := takeStamps(roots)
-	idx := walkPrograms(roots)
+	idx, complete := walkPrograms(roots, stop)
+	if !complete {
+		// Never saved, never used: a plan needs every folder.
+		return ProgramIndex{Source: "not read: the run was given up during the walk", Stopped: true}
+	}
 	idx.Source = "walked"
+	if busy != "" {
+		idx.Source = "walked (" + busy + " was held longer than " + indexLockWait.String() + ": not saved)"
+	}
 	if save != "" && writeProgramIndex(save, roots, now, stamps, idx) == nil {
 		idx.Saved = save
 	}
 	return idx
 }
 
-// lockIndex takes the lock beside an index file, making its folder.
-func lockIndex(file string) (unlock func(), err error) {
+// indexLockWait bounds the wait for another run's walk (1-3 s with a warm
+// page cache).
+const indexLockWait = 3 * time.Second
+
+var (
+	errLockBusy = errors.New("held by another process for too long")
+	errStopped  = errors.New("the run was given up")
+)
+
+// lockIndex takes the lock beside an index file, making its folder. The
+// lock file is this user's own, mode 0600, in a folder of this user's or
+// root's that no one else can write: another user can neither open it (a
+// read-only fd suffices for flock) nor plant one. A lock file that is not
+// a plain 0600 file of this user's with one link (a symlink, a FIFO, an
+// older 0644 one) is replaced. The wait is bounded by indexLockWait and
+// ends when stop is closed.
+func lockIndex(file string, stop <-chan struct{}) (unlock func(), err error) {
 	dir := filepath.Dir(file)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	if !trustedFile(dir, true) {
-		return nil, fmt.Errorf("%s is writable by others", dir)
-	}
-	fd, err := unix.Open(file+".lock", unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
-	if err := unix.Flock(fd, unix.LOCK_EX); err != nil {
-		unix.Close(fd)
+	defer unix.Close(dfd)
+	if !trustedFd(dfd, true) {
+		return nil, fmt.Errorf("%s is writable by others", dir)
+	}
+	fd, err := openLockFile(dfd, filepath.Base(file)+".lock")
+	if err != nil {
 		return nil, err
 	}
-	return func() { unix.Close(fd) }, nil
+	deadline := time.Now().Add(indexLockWait)
+	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
+		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return func() { unix.Close(fd) }, nil
+		}
+		if err != unix.EWOULDBLOCK && err != unix.EINTR {
+			unix.Close(fd)
+			return nil, &os.PathError{Op: "flock", Path: file + ".lock", Err: err}
+		}
+		if time.Now().After(deadline) {
+			unix.Close(fd)
+			return nil, errLockBusy
+		}
+		select {
+		case <-stop:
+			unix.Close(fd)
+			return nil, errStopped
+		case <-time.After(pause):
+		}
+	}
+}
+
+// openLockFile opens (making it) the lock file name in the folder dfd,
+// replacing whatever is there unless it is a plain 0600 file of this
+// user's with one link.
+func openLockFile(dfd int, name string) (int, error) {
+	for try := 0; ; try++ {
+		fd, err := unix.Openat(dfd, name, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
+		if err == nil {
+			var st unix.Stat_t
+			if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && int(st.Uid) == os.Geteuid() && st.Mode&0o077 == 0 && st.Nlink == 1 {
+				return fd, nil
+			}
+			unix.Close(fd)
+		}
+		if try == 2 {
+			return -1, fmt.Errorf("opening the lock %s: not a private file of this user's (%v)", name, err)
+		}
+		// Only root or this user can write the folder (trustedFd): what
+		// is there is an older corral's, or planted by the same user.
+		if err := unix.Unlinkat(dfd, name, 0); err != nil && err != unix.ENOENT {
+			return -1, &os.PathError{Op: "unlink", Path: name, Err: err}
+		}
+	}
+}
+
+// trustedFd is trustedFile for an open file.
+func trustedFd(fd int, dir bool) bool {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		return false
+	}
+	return trustedStat(&st, dir)
 }
 
 // stamp is a path and its modification time ("-" when it is missing).
@@ -282,6 +369,12 @@ func trustedFile(p string, dir bool) bool {
 	if unix.Lstat(p, &st) != nil {
 		return false
 	}
+	return trustedStat(&st, dir)
+}
+
+// trustedStat: a file (or folder) of root's or this user's that no one
+// else can write.
+func trustedStat(st *unix.Stat_t, dir bool) bool {
 	kind := uint32(unix.S_IFREG)
 	if dir {
 		kind = unix.S_IFDIR
@@ -314,11 +407,12 @@ func writeProgramIndex(file string, roots []string, now time.Time, stamps []stam
 // libc.so.6 can be run too, but every program needs it). Below those it
 // also finds the folders that hold libraries and no programs. Symlinks are
 // not followed: what they point to is not under the root's Landlock rule.
-func walkPrograms(roots []string) ProgramIndex {
+// Closing stop ends the walk early; complete is then false.
+func walkPrograms(roots []string, stop <-chan struct{}) (idx ProgramIndex, complete bool) {
 	var (
 		mu      sync.Mutex
 		cond    = sync.NewCond(&mu)
-		idx     ProgramIndex
+		stopped bool
 		queue   []walkItem
 		working int
 		wg      sync.WaitGroup
@@ -337,6 +431,11 @@ func walkPrograms(roots []string) ProgramIndex {
 			for {
 				for len(queue) == 0 && working > 0 {
 					cond.Wait()
+				}
+				select {
+				case <-stop:
+					stopped, queue = true, nil
+				default:
 				}
 				if len(queue) == 0 {
 					cond.Broadcast()
@@ -367,7 +466,7 @@ func walkPrograms(roots []string) ProgramIndex {
 	idx.Folders = slices.Compact(idx.Folders)
 	slices.Sort(idx.Libraries)
 	idx.Libraries = slices.Compact(idx.Libraries)
-	return idx
+	return idx, !stopped
 }
 
 type walkItem struct {

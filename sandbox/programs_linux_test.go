@@ -51,7 +51,7 @@ func programTree(t *testing.T) (root string, want []string) {
 
 func TestWalkPrograms(t *testing.T) {
 	root, want := programTree(t)
-	idx := walkPrograms([]string{root})
+	idx, _ := walkPrograms([]string{root}, nil)
 	if !slices.Equal(idx.Folders, want) {
 		t.Fatalf("walkPrograms found %q, want %q", idx.Folders, want)
 	}
@@ -68,11 +68,11 @@ func TestProgramIndexFile(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "cache", "programs")
 	now := time.Now()
 
-	first := loadProgramIndex(roots, []string{file}, now)
+	first := loadProgramIndex(roots, []string{file}, now, nil)
 	if first.Source != "walked" || first.Saved != file || !slices.Equal(first.Folders, want) {
 		t.Fatalf("first load: %+v, want a walk saved to %s finding %q", first, file, want)
 	}
-	if again := loadProgramIndex(roots, []string{file}, now); again.Source != file || !slices.Equal(again.Folders, want) || !slices.Equal(again.Libraries, first.Libraries) {
+	if again := loadProgramIndex(roots, []string{file}, now, nil); again.Source != file || !slices.Equal(again.Folders, want) || !slices.Equal(again.Libraries, first.Libraries) {
 		t.Fatalf("second load did not read the saved index: %+v", again)
 	}
 
@@ -85,17 +85,17 @@ func TestProgramIndexFile(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "jdk/newtool/bin/newtool"), elf, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	fresh := loadProgramIndex(roots, []string{file}, now)
+	fresh := loadProgramIndex(roots, []string{file}, now, nil)
 	if fresh.Source != "walked" || !slices.Contains(fresh.Folders, filepath.Join(root, "jdk/newtool/bin")) {
 		t.Fatalf("a new program folder did not make corral walk again: %+v", fresh)
 	}
 
 	// Too old: walked again.
-	if old := loadProgramIndex(roots, []string{file}, now.Add(2*programIndexMaxAge)); old.Source != "walked" {
+	if old := loadProgramIndex(roots, []string{file}, now.Add(2*programIndexMaxAge), nil); old.Source != "walked" {
 		t.Fatalf("an index older than %v was used: %+v", programIndexMaxAge, old)
 	}
 	// Other roots: walked again.
-	if other := loadProgramIndex([]string{root, t.TempDir()}, []string{file}, now); other.Source != "walked" {
+	if other := loadProgramIndex([]string{root, t.TempDir()}, []string{file}, now, nil); other.Source != "walked" {
 		t.Fatalf("an index for other roots was used: %+v", other)
 	}
 }
@@ -106,7 +106,7 @@ func TestProgramIndexUntrusted(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "programs")
 	now := time.Now()
-	if idx := loadProgramIndex(roots, []string{file}, now); idx.Saved != file {
+	if idx := loadProgramIndex(roots, []string{file}, now, nil); idx.Saved != file {
 		t.Fatalf("not saved: %+v", idx)
 	}
 
@@ -185,9 +185,9 @@ func BenchmarkProgramIndexStamps(b *testing.B) {
 func BenchmarkProgramIndexLoad(b *testing.B) {
 	file := filepath.Join(b.TempDir(), "programs")
 	roots := slices.Clone(codeRoots)
-	loadProgramIndex(roots, []string{file}, time.Now())
+	loadProgramIndex(roots, []string{file}, time.Now(), nil)
 	for b.Loop() {
-		if idx := loadProgramIndex(roots, []string{file}, time.Now()); idx.Source != file {
+		if idx := loadProgramIndex(roots, []string{file}, time.Now(), nil); idx.Source != file {
 			b.Fatalf("walked: %+v", idx)
 		}
 	}
@@ -216,7 +216,7 @@ func TestProgramIndexFileFormat(t *testing.T) {
 	roots := []string{root}
 	file := filepath.Join(t.TempDir(), "programs")
 	now := time.Now()
-	first := loadProgramIndex(roots, []string{file}, now)
+	first := loadProgramIndex(roots, []string{file}, now, nil)
 	again := readOnly(t, roots, file, now)
 	if again.Source != file || !slices.Equal(again.Folders, first.Folders) || !slices.Contains(again.Folders, filepath.Join(root, "zz/bin")) {
 		t.Fatalf("read back %q, walked %q", again.Folders, first.Folders)
@@ -273,18 +273,18 @@ func TestProgramIndexStaleWithoutSaving(t *testing.T) {
 	roots := []string{root}
 	file := filepath.Join(t.TempDir(), "programs")
 	now := time.Now()
-	loadProgramIndex(roots, []string{file}, now)
+	loadProgramIndex(roots, []string{file}, now, nil)
 	later := now.Add(2 * programIndexMaxAge)
-	if idx := loadProgramIndex(roots, []string{file}, later); idx.Source != "walked" {
+	if idx := loadProgramIndex(roots, []string{file}, later, nil); idx.Source != "walked" {
 		t.Fatalf("an old index was used though a new one could be saved: %+v", idx)
 	}
-	loadProgramIndex(roots, []string{file}, now) // fresh again, built at now
+	loadProgramIndex(roots, []string{file}, now, nil) // fresh again, built at now
 	// The lock beside the index cannot be made: nowhere to save.
 	os.Remove(file + ".lock")
 	if err := os.Mkdir(file+".lock", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	idx := loadProgramIndex(roots, []string{file}, later)
+	idx := loadProgramIndex(roots, []string{file}, later, nil)
 	if !strings.Contains(idx.Source, "older than") || !slices.Equal(idx.Folders, want) {
 		t.Fatalf("with nowhere to save, the old index was not used: %+v", idx)
 	}

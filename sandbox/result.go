@@ -36,6 +36,9 @@ type RunOptions struct {
 	// SIGKILL to the whole sandbox. Closing Done does the same at once.
 	Timeout, KillGrace time.Duration
 	Done               <-chan struct{}
+	// Seccomp is this run's program from Prepare (nil: chosen or
+	// compiled when the plan is sent).
+	Seccomp *Seccomp
 }
 
 // Stdio are the streams the command gets, passed straight through.

@@ -63,6 +63,12 @@ func Start(stdio Stdio) (*Launch, error) {
 // Abort ends a launch that will get no plan.
 func (l *Launch) Abort() { signal.Stop(l.signals) }
 
+// Ending is never closed here: nothing waits before the plan.
+func (l *Launch) Ending() <-chan struct{} { return nil }
+
+// EndSignal is 0 here.
+func (l *Launch) EndSignal() int { return 0 }
+
 // Started has nothing to wait for here: Start did it all.
 func (l *Launch) Started() error { return nil }
 

@@ -170,6 +170,7 @@ func (l *Launch) startForwarding() {
 	go func() {
 		for s := range l.signals.channel() {
 			l.proc.Signal(s)
+			l.signals.note(s)
 		}
 	}()
 }
@@ -189,6 +190,17 @@ func (l *Launch) Abort() {
 	l.reap()
 	l.stopSignals()
 }
+
+// Ending is closed once corral got a signal that ends a run (SIGINT,
+// SIGTERM, SIGHUP, SIGQUIT; forwarded to the init as always); EndSignal
+// says which. Before the plan is built, waits for the plan's sake stop.
+func (l *Launch) Ending() <-chan struct{} {
+	go l.started() // starts the forwarding that notices them
+	return l.signals.ending
+}
+
+// EndSignal is the signal that closed Ending (0: none).
+func (l *Launch) EndSignal() int { return int(l.signals.endSig.Load()) }
 
 // stopSignals ends the forwarding in the background: signal.Stop waits
 // until Go's signal loop is idle again, which after the SIGCHLD of the
@@ -246,7 +258,7 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 			return nil, err
 		}
 	}
-	bpf, err := bpfFor(plan.Seccomp)
+	bpf, err := opts.Seccomp.program(plan.Seccomp)
 	if err != nil {
 		l.Abort()
 		return nil, err

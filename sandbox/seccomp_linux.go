@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"reflect"
-	"sync"
 
 	seccomp "github.com/seccomp/libseccomp-golang"
 	"golang.org/x/sys/unix"
@@ -94,46 +93,43 @@ func wrapRule(r SysRule, err error) error {
 	return nil
 }
 
-// precompiled holds a filter compiled in the background by Prepare.
-var precompiled struct {
-	sync.Mutex
+// Seccomp is one run's seccomp program, compiled in the background from
+// the moment the run's permissions are known. It belongs to that run
+// alone: concurrent runs in one process (the Go API) each prepare their
+// own, so none can load another's program.
+type Seccomp struct {
 	rules []SysRule
-	done  chan struct{}
+	done  chan struct{} // closed once prog and err are set
 	prog  []byte
 	err   error
 }
 
 // Prepare starts compiling the seccomp filter that a plan for p will
 // need, so the ~1 ms of libseccomp work overlaps loading skills and
-// starting the init. Run uses it if the plan's table matches.
-func Prepare(p policyengine.Permissions) {
-	rules := seccompFor(p.ExecRestricted())
-	precompiled.Lock()
-	defer precompiled.Unlock()
-	precompiled.rules, precompiled.done = rules, make(chan struct{})
-	if prog := builtBPF(rules); prog != nil {
-		// Compiled into the binary: ready now, and bpfFor finds it here.
-		precompiled.prog, precompiled.err = prog, nil
-		close(precompiled.done)
-		return
+// starting the init. Pass the result to the run in RunOptions.Seccomp;
+// the run uses it if its plan's table is the one prepared.
+func Prepare(p policyengine.Permissions) *Seccomp {
+	s := &Seccomp{rules: seccompFor(p.ExecRestricted()), done: make(chan struct{})}
+	if prog := builtBPF(s.rules); prog != nil {
+		// Compiled into the binary: ready now.
+		s.prog = prog
+		close(s.done)
+		return s
 	}
 	go func() {
-		prog, err := compileBPF(rules)
-		precompiled.prog, precompiled.err = prog, err
-		close(precompiled.done)
+		s.prog, s.err = compileBPF(s.rules)
+		close(s.done)
 	}()
+	return s
 }
 
-// bpfFor returns the compiled filter for rules: from Prepare when it had
-// the same table, else the one compiled into the binary, else compiled
-// now.
-func bpfFor(rules []SysRule) ([]byte, error) {
-	precompiled.Lock()
-	same, done := reflect.DeepEqual(precompiled.rules, rules), precompiled.done
-	precompiled.Unlock()
-	if same && done != nil {
-		<-done
-		return precompiled.prog, precompiled.err
+// program returns the compiled filter for rules: the prepared one when it
+// is for the same table, else the one compiled into the binary, else one
+// compiled now. A nil s prepared nothing.
+func (s *Seccomp) program(rules []SysRule) ([]byte, error) {
+	if s != nil && reflect.DeepEqual(s.rules, rules) {
+		<-s.done
+		return s.prog, s.err
 	}
 	if prog := builtBPF(rules); prog != nil {
 		return prog, nil

@@ -3,6 +3,10 @@ package sandbox
 import (
 	"os"
 	"os/signal"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
 )
 
 // Signals is the forwarding of terminal signals to the command, set up
@@ -14,12 +18,30 @@ type Signals struct {
 	ch     chan os.Signal
 	ready  chan struct{}
 	native bool // forwarded by C handlers (NativeSignals)
+	// ending is closed at the first signal that ends a run, endSig.
+	ending  chan struct{}
+	endSig  atomic.Int32
+	endOnce sync.Once
+}
+
+// ends are the forwarded signals that end a run: a run still waiting
+// before its plan (a lock other runs hold) stops waiting.
+var ends = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+
+// note records a forwarded signal; one of ends closes ending.
+func (s *Signals) note(sig os.Signal) {
+	if n, ok := sig.(syscall.Signal); ok && slices.Contains(ends, sig) {
+		s.endOnce.Do(func() {
+			s.endSig.Store(int32(n))
+			close(s.ending)
+		})
+	}
 }
 
 // NotifySignals starts catching the signals corral forwards. Pass it to
 // Start in Stdio.Signals, or Stop it.
 func NotifySignals() *Signals {
-	s := &Signals{ch: make(chan os.Signal, 8), ready: make(chan struct{})}
+	s := &Signals{ch: make(chan os.Signal, 8), ready: make(chan struct{}), ending: make(chan struct{})}
 	go func() {
 		signal.Notify(s.ch, forwarded...)
 		close(s.ready)
@@ -35,7 +57,9 @@ func NativeSignals() *Signals {
 	if !startNativeSignals() {
 		return nil
 	}
-	return &Signals{native: true}
+	s := &Signals{native: true, ending: make(chan struct{})}
+	go func() { s.note(syscall.Signal(nativeEnding())) }()
+	return s
 }
 
 // channel waits until the signals are caught and returns their channel.

@@ -40,5 +40,10 @@ const char *corral_early_mount_cache(unsigned long long *key);
 // back; it is safe to call more than once.
 int corral_signals_start(void);
 int corral_signals_stop(void);
+// corral_signals_note is the read end of a non-blocking pipe the handlers
+// write a byte to for a signal that ends a run (-1: none);
+// corral_signals_first is the first such signal (0: none yet).
+int corral_signals_note(void);
+int corral_signals_first(void);
 
 #endif

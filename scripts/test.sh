@@ -46,6 +46,13 @@ step "unit and kernel tests (fuzz seed corpora included)"
 go test -count=1 $(go list ./... | grep -v '/tests$') 2>&1 | tee /tmp/corral-unit.log || true
 grep -q '^FAIL' /tmp/corral-unit.log && fail=1
 
+step "race detector over the packages (not ./tests, whose races are between processes)"
+# The Go API runs sandboxes concurrently in one process: per-run state
+# must stay per run (sandbox.Prepare). The end-to-end package drives the
+# binary and would only multiply the run time.
+go test -race -count=1 $(go list ./... | grep -v '/tests$') 2>&1 | tee /tmp/corral-race.log || true
+grep -q '^FAIL' /tmp/corral-race.log && fail=1
+
 step "end-to-end attack suite (as root and as an unprivileged user)"
 # -v for the per-class tally; only the tally, skips, failures and the
 # result are shown.
@@ -82,8 +89,8 @@ for pkg in ./skill ./policyengine ./policy ./netns ./cmd/corral ./seatbelt; do
 	done
 done
 
-passed=$(cat /tmp/corral-unit.log /tmp/corral-e2e.log | grep -cE '^ok ')
-failed=$(cat /tmp/corral-unit.log /tmp/corral-e2e.log | grep -cE '^(FAIL|--- FAIL)' || true)
+passed=$(cat /tmp/corral-unit.log /tmp/corral-race.log /tmp/corral-e2e.log | grep -cE '^ok ')
+failed=$(cat /tmp/corral-unit.log /tmp/corral-race.log /tmp/corral-e2e.log | grep -cE '^(FAIL|--- FAIL)' || true)
 echo
 echo "packages: $passed passed, $failed failed"
 if [ $fail -ne 0 ]; then echo "FAILED"; exit 1; fi
