@@ -99,12 +99,14 @@ echo MOUNTS-BEGIN; cut -d' ' -f4- /proc/self/mountinfo; echo MOUNTS-END
 		// index binds each one noexec, so a run may see one more or
 		// one fewer than the run it is compared with.
 		var lines []string
-		for _, l := range strings.SplitAfter(r.stdout[i+len("MOUNTS-BEGIN\n"):j], "\n") {
+		for _, l := range strings.SplitAfter(r.stdout, "\n") {
 			if !strings.Contains(l, "/usr/local/lib/corral-test-") {
 				lines = append(lines, l)
 			}
 		}
-		r.mounts = strings.Join(lines, "")
+		r.stdout = strings.Join(lines, "")
+		i, j = strings.Index(r.stdout, "MOUNTS-BEGIN\n"), strings.Index(r.stdout, "MOUNTS-END")
+		r.mounts = r.stdout[i+len("MOUNTS-BEGIN\n") : j]
 	} else {
 		t.Fatalf("the script did not print the mount table:\n%s", r.result)
 	}
