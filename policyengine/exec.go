@@ -26,24 +26,6 @@ var shellBuiltins = map[string]bool{
 	"times": true, "kill": true,
 }
 
-// wrappers are programs (or builtins) that run the program named in their
-// arguments; both the wrapper and the wrapped program must be allowed.
-// The value is the set of options that take a separate argument.
-var wrappers = map[string]map[string]bool{
-	"exec": {"-a": true}, "command": {}, "builtin": {}, "time": {"-f": true, "-o": true},
-	"env": {"-u": true, "-C": true, "-S": true}, "nice": {"-n": true},
-	"nohup": {}, "setsid": {}, "stdbuf": {"-i": true, "-o": true, "-e": true},
-	"timeout": {"-s": true, "-k": true}, "xargs": {"-I": true, "-n": true, "-P": true, "-d": true, "-L": true, "-s": true, "-a": true, "-E": true},
-	"sudo": {"-u": true, "-g": true}, "doas": {"-u": true}, "ionice": {"-c": true, "-n": true},
-	"taskset": {}, "chroot": {}, "flock": {}, "unbuffer": {}, "watch": {"-n": true},
-}
-
-// builtinWrappers are wrappers that are shell builtins themselves.
-var builtinWrappers = map[string]bool{"exec": true, "command": true, "builtin": true, "time": true}
-
-// shells are programs whose -c argument is itself a command line.
-var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "mksh": true, "ash": true, "busybox": true}
-
 // sandboxPath is the PATH inside the sandbox: a bare program name in an
 // exec list matches these absolute locations too.
 var sandboxPath = []string{"/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin"}
@@ -57,7 +39,7 @@ var errTooDeep = errors.New("the command nests shells, eval or wrappers too deep
 // only allowed programs and redirects only to allowed paths. Every segment
 // of every pipeline, list and substitution is checked.
 func (e *Engine) CheckExec(line string) Decision {
-	d, err := e.checkLine(line, 0)
+	d, err := e.checkLine(line, 0, nil)
 	if err != nil {
 		return Decision{Action: Deny, Reason: fmt.Sprintf("cannot check the command line: %v", err)}
 	}
@@ -71,14 +53,28 @@ func (e *Engine) CheckArgv(argv []string) Decision {
 	if len(argv) == 0 || argv[0] == "" {
 		return Decision{Action: Deny, Reason: "empty command"}
 	}
-	d, err := e.checkCommand(Command{Program: argv[0], Args: argv[1:]}, 0, false)
+	dirs := []string{e.workDir}
+	d, err := e.checkCommand(Command{Program: argv[0], Args: argv[1:]}, 0, false, lineState{dirs: &dirs})
 	if err != nil {
 		return Decision{Action: Deny, Reason: fmt.Sprintf("cannot check the command: %v", err)}
 	}
 	return d
 }
 
-func (e *Engine) checkLine(line string, depth int) (Decision, error) {
+// lineState is what checking one command line learns as it goes.
+type lineState struct {
+	// functions are the names the line defines as shell functions.
+	functions map[string]bool
+	// dirs are the folders the line may be in when a command runs: the
+	// work dir, and every cd target ("" for one that cannot be told).
+	dirs *[]string
+}
+
+// maxDirs bounds the folders tracked for cd; past it a relative
+// redirection is refused.
+const maxDirs = 16
+
+func (e *Engine) checkLine(line string, depth int, dirs *[]string) (Decision, error) {
 	if depth > maxShellDepth {
 		return Decision{}, errTooDeep
 	}
@@ -86,9 +82,20 @@ func (e *Engine) checkLine(line string, depth int) (Decision, error) {
 	if err != nil {
 		return Decision{}, err
 	}
+	if dirs == nil {
+		dirs = &[]string{e.workDir}
+	}
+	st := lineState{dirs: dirs}
 	var allowed []string
 	for _, c := range cmds {
-		d, err := e.checkCommand(c, depth, true)
+		if c.Function != "" {
+			if st.functions == nil {
+				st.functions = map[string]bool{}
+			}
+			st.functions[c.Function] = true
+			continue
+		}
+		d, err := e.checkCommand(c, depth, true, st)
 		if err != nil || d.Action != Allow {
 			return d, err
 		}
@@ -103,76 +110,105 @@ func (e *Engine) allowAll(programs []string) Decision {
 	if !e.perms.ExecRestricted() {
 		return Decision{Action: Allow, Reason: "no skill declares an exec list, so any program may run"}
 	}
+	if len(programs) == 0 {
+		return Decision{Action: Allow, Reason: "the command runs no program"}
+	}
 	return Decision{Action: Allow, Reason: "every program (" + strings.Join(dedupe(programs), ", ") + ") is in the exec list"}
 }
 
 // checkCommand checks one simple command: its redirections, its program,
 // and what the program runs in turn (sh -c, eval, wrappers, find -exec).
-func (e *Engine) checkCommand(c Command, depth int, inShell bool) (Decision, error) {
+func (e *Engine) checkCommand(c Command, depth int, inShell bool, st lineState) (Decision, error) {
 	if depth > maxShellDepth {
 		return Decision{}, errTooDeep
 	}
 	for _, r := range c.Redirects {
-		if d := e.checkRedirect(r); d.Action != Allow {
+		if d := e.checkRedirectIn(r, *st.dirs); d.Action != Allow {
 			return d, nil
 		}
 	}
 	prog := c.Program
 	if prog == "" {
-		return Decision{Action: Allow, Reason: "only redirections"}, nil
+		return Decision{Action: Allow, Reason: "only redirections and assignments"}, nil
 	}
 	name := path.Base(prog)
 	switch {
+	case inShell && st.functions[prog]:
+		// Its body was checked where it was defined.
+		return Decision{Action: Allow, Reason: prog + " is a shell function defined on the line"}, nil
 	case name == "." || name == "source":
 		if inShell && !strings.Contains(prog, "/") {
 			return Decision{Action: Deny, Reason: fmt.Sprintf("%q runs a script file whose commands corral cannot inspect; run it as 'sh FILE' instead", prog)}, nil
 		}
-	case name == "eval" && inShell && prog == "eval":
-		return e.checkLine(strings.Join(c.Args, " "), depth+1)
-	case inShell && prog == "trap" && len(c.Args) > 1 && c.Args[0] != "-" && !strings.HasPrefix(c.Args[0], "-"):
-		// trap ACTION SIGNAL...: the action is a command line run later.
-		if strings.TrimSpace(c.Args[0]) == "" {
-			return Decision{Action: Allow, Reason: "trap with an empty action"}, nil
-		}
-		return e.checkLine(c.Args[0], depth+1)
-	case inShell && prog == "alias":
-		// alias NAME=VALUE: the value runs wherever NAME is used.
-		for _, a := range c.Args {
-			if _, value, ok := strings.Cut(a, "="); ok && strings.TrimSpace(value) != "" {
-				if d, err := e.checkLine(value, depth+1); err != nil || d.Action != Allow {
-					return d, err
-				}
-			}
-		}
-		return Decision{Action: Allow, Reason: "every alias runs allowed programs"}, nil
-	case inShell && shellBuiltins[prog]:
+	case inShell && (prog == "cd" || prog == "pushd" || prog == "popd"):
+		e.changeDir(prog, c.Args, st.dirs)
+		return Decision{Action: Allow, Reason: prog + " is a shell builtin"}, nil
+	case inShell && shellBuiltins[prog] && prog != "trap" && prog != "alias":
 		return Decision{Action: Allow, Reason: prog + " is a shell builtin"}, nil
 	}
-	if !(inShell && builtinWrappers[prog]) && e.perms.ExecRestricted() {
+	if !(inShell && isBuiltin(prog)) && e.perms.ExecRestricted() {
 		if _, ok := e.lookupProgram(prog); !ok {
 			return e.checkProgram(prog), nil
 		}
 	}
-	if opts, ok := wrappers[name]; ok {
-		if inner, rest := wrapped(name, c.Args, opts); inner != "" {
-			return e.checkCommand(Command{Program: inner, Args: rest}, depth+1, false)
+	runs, err := nested(c, inShell)
+	if err != nil {
+		return Decision{Action: Deny, Reason: fmt.Sprintf("cannot tell what %q runs: %v", prog, err)}, nil
+	}
+	programs := []string{prog}
+	if inShell && isBuiltin(prog) {
+		programs = nil
+	}
+	for _, r := range runs {
+		var d Decision
+		switch {
+		case r.write != "":
+			d = e.checkRedirectIn(Redirect{Op: ">", Target: r.write}, *st.dirs)
+		case r.isLine:
+			d, err = e.checkLine(r.line, depth+1, st.dirs)
+		default:
+			// A wrapper's program runs with no shell around it; only
+			// command and builtin run builtins.
+			d, err = e.checkCommand(r.cmd, depth+1, r.inShell, lineState{dirs: st.dirs})
+			if r.cmd.Program != "" {
+				programs = append(programs, r.cmd.Program)
+			}
+		}
+		if err != nil || d.Action != Allow {
+			return d, err
 		}
 	}
-	if shells[name] {
-		if script, ok := shellScript(c.Args); ok {
-			return e.checkLine(script, depth+1)
+	return e.allowAll(programs), nil
+}
+
+// changeDir records where cd, pushd or popd may take the line: a literal
+// folder joined to every folder the line may be in, or "" (unknown).
+func (e *Engine) changeDir(prog string, args []string, dirs *[]string) {
+	target := ""
+	for _, a := range args {
+		if a == "--" || strings.HasPrefix(a, "-") && len(a) > 1 && prog != "popd" {
+			continue
+		}
+		target = a
+		break
+	}
+	add := func(d string) {
+		if !slices.Contains(*dirs, d) {
+			*dirs = append(*dirs, d)
 		}
 	}
-	if name == "find" {
-		for i, a := range c.Args {
-			if (a == "-exec" || a == "-execdir" || a == "-ok" || a == "-okdir") && i+1 < len(c.Args) {
-				if d, err := e.checkCommand(Command{Program: c.Args[i+1]}, depth+1, false); err != nil || d.Action != Allow {
-					return d, err
-				}
+	switch {
+	case prog == "popd", target == "", target == "-", unsure(target), len(*dirs) >= maxDirs:
+		add("")
+	case path.IsAbs(target):
+		add(path.Clean(target))
+	default:
+		for _, d := range slices.Clone(*dirs) {
+			if d != "" {
+				add(path.Join(d, target))
 			}
 		}
 	}
-	return e.allowAll([]string{prog}), nil
 }
 
 // CheckProgram decides whether the program (a name or a path) may run.
@@ -225,8 +261,9 @@ func onSandboxPath(dir string) bool {
 	return false
 }
 
-// checkRedirect checks a redirection target as a write (or a read for <).
-func (e *Engine) checkRedirect(r Redirect) Decision {
+// checkRedirectIn checks a redirection target as a write (or a read for
+// <); a relative target in every folder the line may be in.
+func (e *Engine) checkRedirectIn(r Redirect, dirs []string) Decision {
 	t := r.Target
 	switch r.Op {
 	case "<<", "<<<":
@@ -239,50 +276,27 @@ func (e *Engine) checkRedirect(r Redirect) Decision {
 	if strings.ContainsAny(t, "$`*?[~") {
 		return Decision{Action: Deny, Reason: fmt.Sprintf("the redirection target %q depends on a shell expansion that corral cannot check; write the path literally", t)}
 	}
+	check := e.CheckWrite
 	if r.Op == "<" || r.Op == "<&" {
-		return e.CheckRead(t)
+		check = e.CheckRead
 	}
-	return e.CheckWrite(t)
-}
-
-// wrapped returns the program a wrapper runs and its arguments, skipping
-// the wrapper's options (and, for env, VAR=value; for timeout, chroot,
-// flock and taskset, their first operand: duration, root, lock, mask).
-func wrapped(name string, args []string, optsWithValue map[string]bool) (string, []string) {
-	skipOperand := name == "timeout" || name == "chroot" || name == "flock" || name == "taskset"
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--":
-			if i+1 < len(args) {
-				return args[i+1], args[i+2:]
-			}
-			return "", nil
-		case strings.HasPrefix(a, "-") && len(a) > 1:
-			if optsWithValue[a] {
-				i++
-			}
-		case name == "env" && strings.Contains(a, "="):
-		case skipOperand:
-			skipOperand = false
-		default:
-			return a, args[i+1:]
+	if path.IsAbs(t) {
+		return check(t)
+	}
+	var first Decision
+	for i, dir := range dirs {
+		if dir == "" {
+			return Decision{Action: Deny, Reason: fmt.Sprintf("the relative redirection target %q follows a cd to a folder corral cannot tell; write the path absolute", t)}
+		}
+		d := check(path.Join(dir, t))
+		if d.Action != Allow {
+			return d
+		}
+		if i == 0 {
+			first = d
 		}
 	}
-	return "", nil
-}
-
-// shellScript returns the script of "sh [options] -c SCRIPT".
-func shellScript(args []string) (string, bool) {
-	for i, a := range args {
-		if !strings.HasPrefix(a, "-") {
-			return "", false
-		}
-		if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "c") && i+1 < len(args) {
-			return args[i+1], true
-		}
-	}
-	return "", false
+	return first
 }
 
 func isDigits(s string) bool {

@@ -25,6 +25,14 @@ type Command struct {
 	// `...`, ${...}) are kept as written since their value is unknown.
 	Args      []string   `json:"args,omitempty"`
 	Redirects []Redirect `json:"redirects,omitempty"`
+	// Assigns are the leading NAME=value words, unquoted: they set the
+	// program's environment (GIT_PAGER=..., LD_PRELOAD=...), or the
+	// shell's variables when there is no program.
+	Assigns []string `json:"assigns,omitempty"`
+	// Function is set, alone, on an entry that stands for a function
+	// definition "NAME() BODY": the body's commands follow it as if they
+	// ran, and later commands named NAME may call it.
+	Function string `json:"function,omitempty"`
 }
 
 // ErrEmptyCommand is returned for a command line that runs nothing.
@@ -139,7 +147,6 @@ const (
 	shellModeHeader                 // for/select NAME in WORDS: not a command
 	shellModeForIn                  // "for x" ended the line; "in WORDS" may follow
 	shellModeSkipName               // function NAME
-	shellModeTime                   // time [-p]
 )
 
 // shellSimple is the simple command being collected.
@@ -294,7 +301,7 @@ func (s *shellSplitter) separator(sc *shellSimple, cases []shellCaseState) {
 // finish records the current command if it runs a program or redirects,
 // before the commands found nested in its words, and starts the next.
 func (s *shellSplitter) finish(sc *shellSimple) {
-	if sc.hasProgram || len(sc.cmd.Redirects) > 0 {
+	if sc.hasProgram || len(sc.cmd.Redirects) > 0 || len(sc.cmd.Assigns) > 0 {
 		s.out = append(s.out, Command{})
 		copy(s.out[sc.mark+1:], s.out[sc.mark:])
 		s.out[sc.mark] = sc.cmd
@@ -388,6 +395,7 @@ func (s *shellSplitter) openParen(sc *shellSimple) error {
 		}
 		// NAME() BODY defines a function: NAME runs nothing now, and the
 		// body is reported as if it ran, since it may be called.
+		s.defineFunction(sc, sc.cmd.Program)
 		sc.cmd.Program, sc.hasProgram = "", false
 		s.pos = end + 1
 		return nil
@@ -563,12 +571,8 @@ func (s *shellSplitter) addWord(sc *shellSimple, w shellWord, cases *[]shellCase
 		return nil
 	case shellModeSkipName:
 		sc.mode = shellModeCommand
+		s.defineFunction(sc, w.value)
 		return nil
-	case shellModeTime:
-		sc.mode = shellModeCommand
-		if w.is("-p") {
-			return nil
-		}
 	case shellModeForIn:
 		sc.mode = shellModeCommand
 		if w.is("in") {
@@ -584,6 +588,7 @@ func (s *shellSplitter) addWord(sc *shellSimple, w shellWord, cases *[]shellCase
 		}
 	case w.assign:
 		sc.assigns = true
+		sc.cmd.Assigns = append(sc.cmd.Assigns, w.value)
 	case !sc.assigns && !w.quoted && s.reservedWord(sc, w.value, cases):
 	case w.value == "":
 		// bash fails on an empty command name and runs nothing after it;
@@ -596,14 +601,21 @@ func (s *shellSplitter) addWord(sc *shellSimple, w shellWord, cases *[]shellCase
 	return nil
 }
 
+// defineFunction records the definition of function name, before the
+// commands of its body.
+func (s *shellSplitter) defineFunction(sc *shellSimple, name string) {
+	s.out = append(s.out, Command{Function: name})
+	sc.mark = len(s.out)
+}
+
 // reservedWord handles a reserved word in command position and reports
 // whether word was one. Reserved words run nothing themselves; what they
-// introduce is read as ordinary commands.
+// introduce is read as ordinary commands. "time" is not one here: bash
+// reads it as a keyword, but POSIX sh (dash, which sh -c runs on Debian)
+// runs the time program, so it is reported as a program.
 func (s *shellSplitter) reservedWord(sc *shellSimple, word string, cases *[]shellCaseState) bool {
 	switch word {
 	case "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "{", "}", "!", "in", "coproc":
-	case "time":
-		sc.mode = shellModeTime
 	case "for", "select":
 		sc.mode = shellModeHeader
 	case "function":
