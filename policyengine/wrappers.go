@@ -54,7 +54,7 @@ var wrapperSpecs = map[string]wrapper{
 		"ignore-environment": NoArg, "null": NoArg, "unset": RequiredArg, "chdir": RequiredArg,
 		"split-string": RequiredArg, "block-signal": OptionalArg, "default-signal": OptionalArg,
 		"ignore-signal": OptionalArg, "list-signal-handling": NoArg, "debug": NoArg, "help": NoArg, "version": NoArg})}},
-	"nice": {spec: OptSpec{Short: "n:", Long: long(map[string]ArgKind{"adjustment": RequiredArg, "help": NoArg, "version": NoArg})}},
+	"nice":  {spec: OptSpec{Short: "n:", Long: long(map[string]ArgKind{"adjustment": RequiredArg, "help": NoArg, "version": NoArg})}},
 	"nohup": {spec: OptSpec{Long: long(map[string]ArgKind{"help": NoArg, "version": NoArg})}},
 	"setsid": {spec: OptSpec{Short: "cfwhV", Long: long(map[string]ArgKind{
 		"ctty": NoArg, "fork": NoArg, "wait": NoArg, "help": NoArg, "version": NoArg})}},
@@ -76,7 +76,7 @@ var wrapperSpecs = map[string]wrapper{
 		"close-from": RequiredArg, "chdir": RequiredArg, "group": RequiredArg, "prompt": RequiredArg,
 		"chroot": RequiredArg, "role": RequiredArg, "type": RequiredArg, "command-timeout": RequiredArg,
 		"other-user": RequiredArg, "user": RequiredArg})}, noRun: []string{"-l", "--list", "-v", "--validate", "-k", "-K", "-V", "-e", "--edit"}},
-	"doas":  {spec: OptSpec{Short: "nsu:C:L"}, noRun: []string{"-L", "-C"}},
+	"doas": {spec: OptSpec{Short: "nsu:C:L"}, noRun: []string{"-L", "-C"}},
 	"ionice": {spec: OptSpec{Short: "c:n:p:P:tu:hV", Long: long(map[string]ArgKind{
 		"class": RequiredArg, "classdata": RequiredArg, "pid": RequiredArg, "pgid": RequiredArg,
 		"ignore": NoArg, "uid": RequiredArg, "help": NoArg, "version": NoArg})}, noRun: []string{"-p", "--pid", "-P", "--pgid", "-u", "--uid"}},
