@@ -30,7 +30,7 @@ func TestCommandRule(t *testing.T) {
 		{"  git   status\t-s  ", policyengine.Allow, "{command: git status}"},
 		{`'git' "status" -s`, policyengine.Allow, "{command: git status}"},
 		{`g\it st"at"us`, policyengine.Allow, "{command: git status}"},
-		{"FOO=1 git status", policyengine.Allow, "{command: git status}"},
+		{"FOO=1 git status", policyengine.Confirm, ""},
 		{"git push", policyengine.Confirm, ""},
 		{"git statuses", policyengine.Confirm, ""},
 		{"git", policyengine.Confirm, ""},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -26,6 +27,11 @@ func RememberCommands(line string) ([]string, error) {
 		cmd := s.words[0]
 		if len(s.words) > 1 && subcommandPrograms[s.words[0]] && subcommand(s.words[1]) {
 			cmd += " " + s.words[1]
+		}
+		if s.assigns && len(s.awords) > len(s.words) {
+			// Allow rules match the assignments too: VAR=value can
+			// make the program run another.
+			cmd = strings.Join(s.awords[:len(s.awords)-len(s.words)], " ") + " " + cmd
 		}
 		if !contains(out, cmd) {
 			out = append(out, cmd)

@@ -42,6 +42,7 @@ type Opt struct {
 	Name     string
 	Value    string
 	HasValue bool
+	Next     bool // the value is the word after the option
 }
 
 // ErrUnknownOption and ErrAmbiguousOption are the words getopt_long would
@@ -125,7 +126,7 @@ func (s OptSpec) long(word string, next []string) (Opt, int, error) {
 			if len(next) == 0 {
 				return Opt{}, 0, fmt.Errorf("option --%s needs a value", full)
 			}
-			o.Value, o.HasValue = next[0], true
+			o.Value, o.HasValue, o.Next = next[0], true, true
 			return o, 1, nil
 		}
 	}
@@ -159,7 +160,7 @@ func (s OptSpec) short(word string, next []string) ([]Opt, int, error) {
 			if len(next) == 0 {
 				return nil, 0, fmt.Errorf("option -%c needs a value", c)
 			}
-			o.Value, o.HasValue = next[0], true
+			o.Value, o.HasValue, o.Next = next[0], true, true
 			return append(out, o), 1, nil
 		}
 		return append(out, o), 0, nil
