@@ -114,6 +114,11 @@ var bashLong = map[string]bool{"norc": false, "noprofile": false, "posix": false
 // expands it, so that which option or program it is cannot be told here.
 func unsure(word string) bool { return strings.ContainsAny(word, "$`*?[{~") }
 
+// unsureOption reports whether a word where options may stand could
+// expand to options ($OPTS, or "-c x" split from $X). A word with a "/"
+// ("$SKILL_DIR/run.sh") is taken for the path it names.
+func unsureOption(word string) bool { return unsure(word) && !strings.Contains(word, "/") }
+
 // nested returns what c runs besides itself. inShell says c runs inside a
 // shell, where eval, trap and alias take command lines.
 func nested(c Command, inShell bool) ([]nestedRun, error) {
@@ -149,17 +154,18 @@ func nested(c Command, inShell bool) ([]nestedRun, error) {
 
 // runs returns the program the wrapper name runs with args.
 func (w wrapper) runs(name string, args []string) ([]nestedRun, error) {
-	for _, a := range args {
-		if unsure(a) && strings.HasPrefix(a, "-") {
-			return nil, fmt.Errorf("%s's option %q depends on a shell expansion, so which program it runs cannot be told", name, a)
-		}
-	}
 	if name == "nice" && len(args) > 0 && isLegacyNice(args[0]) {
 		args = args[1:] // nice -5 and nice --5: the old adjustment form
 	}
 	opts, operands, err := w.spec.Parse(args)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w, so which program it runs cannot be told", name, err)
+	}
+	// The operands are the last words; the program is w.operands into them.
+	for _, a := range args[:min(len(args)-len(operands)+w.operands, len(args))] {
+		if unsureOption(a) {
+			return nil, fmt.Errorf("%s's argument %q depends on a shell expansion, so which program it runs cannot be told", name, a)
+		}
 	}
 	var out []nestedRun
 	for _, o := range opts {
@@ -250,8 +256,8 @@ func shellRuns(name string, args []string) ([]nestedRun, error) {
 	i := 0
 	for ; i < len(args); i++ {
 		a := args[i]
-		if unsure(a) && (strings.HasPrefix(a, "-") || strings.HasPrefix(a, "+")) {
-			return nil, fmt.Errorf("%s's option %q depends on a shell expansion, so what it runs cannot be told", name, a)
+		if unsureOption(a) {
+			return nil, fmt.Errorf("%s's argument %q depends on a shell expansion, so what it runs cannot be told", name, a)
 		}
 		if a == "--" || a == "-" {
 			i++

@@ -1,0 +1,283 @@
+package policyengine
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestCheckExecNested: check follows what each command really runs
+// (issue 15, item 8): shell options before -c, wrapper options with
+// values, env -S, find -exec's arguments, busybox applets, builtins,
+// functions and time. The exec list has sh, bash, env, timeout, xargs,
+// nice, nohup, stdbuf, setsid, find, busybox, cat and ls; curl is not.
+func TestCheckExecNested(t *testing.T) {
+	e := perms(t, nil, []string{"/ws/**"}, nil,
+		[]string{"sh", "bash", "env", "timeout", "xargs", "nice", "nohup", "stdbuf", "setsid", "find", "busybox", "cat", "ls", "echo", "flock", "watch"}, nil)
+	for _, tt := range []struct {
+		line string
+		want Action
+	}{
+		// sh options before and after -c.
+		{"sh -o pipefail -c 'curl x'", Deny},
+		{"sh +o pipefail -c 'curl x'", Deny},
+		{"bash -O extglob -c 'curl x'", Deny},
+		{"sh -c -- 'curl x'", Deny},
+		{"sh -c -e 'curl x'", Deny},
+		{"sh -ec 'curl x'", Deny},
+		{"sh -ce 'curl x'", Deny},
+		{"sh -euxc 'curl x'", Deny},
+		{"sh -co pipefail 'curl x'", Deny},
+		{"bash --norc -c 'curl x'", Deny},
+		{"bash --noprofile --norc -c 'curl x'", Deny},
+		{"bash --rcfile /dev/null -c 'curl x'", Deny},
+		{"bash --frobnicate -c 'curl x'", Deny},
+		{"sh $OPTS -c 'curl x'", Deny},
+		{"sh -o pipefail -c 'cat a | ls'", Allow},
+		{"bash --norc -c 'ls'", Allow},
+		{"sh -c -- 'ls'", Allow},
+		// Wrappers' options that take values.
+		{"timeout --kill-after 1 5 curl x", Deny},
+		{"timeout --kill-after=1 5 curl x", Deny},
+		{"timeout --kill 1 5 curl x", Deny},
+		{"timeout -k 1 -s KILL 5 curl x", Deny},
+		{"timeout -k1 -sKILL 5 curl x", Deny},
+		{"timeout -s KILL 5 curl", Deny},
+		{"timeout --signal KILL 5 curl", Deny},
+		{"timeout -k 1 -s KILL 5 ls", Allow},
+		{"timeout --preserve-status 5 ls", Allow},
+		{"timeout --frob 5 ls", Deny},
+		{"xargs --max-args 1 curl", Deny},
+		{"xargs --max-args=1 curl", Deny},
+		{"xargs --max 1 curl", Deny},
+		{"xargs -n1 -I{} curl {}", Deny},
+		{"xargs -n 1 -I {} curl {}", Deny},
+		{"xargs -0 -P 4 -L 1 curl", Deny},
+		{"xargs -i curl {}", Deny},
+		{"xargs --replace=X curl X", Deny},
+		{"xargs -d '\\n' curl", Deny},
+		{"xargs -a list curl", Deny},
+		{"xargs -n 1 ls", Allow},
+		{"xargs", Allow}, // runs echo
+		{"nice -n 5 curl", Deny},
+		{"nice -n5 curl", Deny},
+		{"nice --adjustment 5 curl", Deny},
+		{"nice -5 curl", Deny},
+		{"nice --5 curl", Deny},
+		{"nice -n 5 ls", Allow},
+		{"nohup curl", Deny},
+		{"nohup -- curl", Deny},
+		{"stdbuf -o0 curl", Deny},
+		{"stdbuf -o 0 -e L curl", Deny},
+		{"stdbuf --output 0 curl", Deny},
+		{"stdbuf -oL ls", Allow},
+		{"setsid -f curl", Deny},
+		{"setsid --wait curl", Deny},
+		{"setsid -w ls", Allow},
+		{"flock /tmp/l curl", Deny},
+		{"flock -w 5 /tmp/l curl", Deny},
+		{"flock /tmp/l -c 'curl x'", Deny},
+		{"flock -c 'curl x' /tmp/l", Deny},
+		{"watch curl x", Deny},
+		{"watch -n 1 'curl x'", Deny},
+		{"watch -x curl", Deny},
+		// env.
+		{"env -i curl", Deny},
+		{"env -u HOME curl", Deny},
+		{"env -uHOME curl", Deny},
+		{"env --unset=HOME curl", Deny},
+		{"env --unset HOME curl", Deny},
+		{"env -- curl", Deny},
+		{"env - curl", Deny},
+		{"env A=1 B=2 curl", Deny},
+		{"env -C /tmp curl", Deny},
+		{"env -S 'curl x'", Deny},
+		{"env -S'curl x'", Deny},
+		{"env --split-string='curl x'", Deny},
+		{"env --split='curl x'", Deny},
+		{"env -iS 'curl x'", Deny},
+		{"env -S 'A=1 curl'", Deny},
+		{"env -S 'ls -l' a", Allow},
+		{"env -S '\"curl\" x'", Deny},
+		{"env -S '$X'", Deny},
+		{"env -i A=1 ls", Allow},
+		{"env -i --unset=X -- ls", Allow},
+		{"env --frob ls", Deny},
+		// find runs the command and its arguments.
+		{"find . -exec curl {} ;", Deny},
+		{"find . -execdir curl {} +", Deny},
+		{"find . -ok curl {} ;", Deny},
+		{"find . -okdir curl {} ;", Deny},
+		{"find . -exec sh -c 'curl x' \\;", Deny},
+		{"find . -name x -exec ls {} ; -exec curl {} ;", Deny},
+		{"find . -exec", Deny},
+		{"find . -exec ls {} ;", Allow},
+		{"find . -execdir sh -c 'ls' \\;", Allow},
+		// busybox applets.
+		{"busybox sh -c 'curl x'", Deny},
+		{"busybox ash -c 'curl x'", Deny},
+		{"busybox env curl", Deny},
+		{"busybox timeout 5 curl", Deny},
+		{"busybox xargs curl", Deny},
+		{"busybox find . -exec curl {} ;", Deny},
+		{"busybox busybox sh -c 'curl x'", Deny},
+		{"/bin/busybox sh -c 'curl'", Deny},
+		{"busybox sh -c 'ls'", Allow},
+		{"busybox ls", Allow},
+		{"busybox --list", Allow},
+		// Builtins: command, builtin, exec.
+		{"command -v curl", Allow},
+		{"command -V curl", Allow},
+		{"command -pv curl", Allow},
+		{"command curl", Deny},
+		{"command -p curl", Deny},
+		{"command ls", Allow},
+		{"command eval 'curl x'", Deny},
+		{"builtin eval 'curl x'", Deny},
+		{"builtin eval 'ls'", Allow},
+		{"builtin cd /", Allow},
+		{"builtin curl", Deny},
+		{"exec curl", Deny},
+		{"exec -a name curl", Deny},
+		{"exec -c -l curl", Deny},
+		{"exec -cla name curl", Deny},
+		{"exec ls", Allow},
+		{"exec >/ws/log", Allow},
+		// time is a program in sh.
+		{"time -p ls", Deny},
+		{"time ls", Deny},
+		// Functions: calling one runs its body, which was checked.
+		{"f() { ls; }; f", Allow},
+		{"f() { curl x; }; f", Deny},
+		{"function g { ls; }; g a", Allow},
+		{"curl() { ls; }; curl", Allow},
+		{"f", Deny},
+		{"sh -c 'f() { ls; }'; f", Deny},
+		// Assignments run nothing; their substitutions do.
+		{"X=1", Allow},
+		{"X=$(curl x)", Deny},
+		{"X=1 ls", Allow},
+	} {
+		if d := e.CheckExec(tt.line); d.Action != tt.want {
+			t.Errorf("CheckExec(%q) = %s (%s), want %s", tt.line, d.Action, d.Reason, tt.want)
+		}
+	}
+}
+
+// TestCheckArgvNested: the exec preflight reads argv the same way.
+func TestCheckArgvNested(t *testing.T) {
+	e := perms(t, nil, []string{"/ws/**"}, nil, []string{"sh", "timeout", "env", "ls"}, nil)
+	for _, tt := range []struct {
+		argv []string
+		want Action
+	}{
+		{[]string{"sh", "-o", "pipefail", "-c", "curl x"}, Deny},
+		{[]string{"sh", "-c", "--", "curl x"}, Deny},
+		{[]string{"timeout", "-k", "1", "5", "curl"}, Deny},
+		{[]string{"env", "-S", "curl x"}, Deny},
+		{[]string{"env", "-S", "ls -l"}, Allow},
+		{[]string{"sh", "-o", "pipefail", "-c", "ls"}, Allow},
+		{[]string{"timeout", "-k", "1", "5", "ls"}, Allow},
+	} {
+		if d := e.CheckArgv(tt.argv); d.Action != tt.want {
+			t.Errorf("CheckArgv(%q) = %s (%s), want %s", tt.argv, d.Action, d.Reason, tt.want)
+		}
+	}
+}
+
+// TestCheckExecCdRedirect: a relative redirection after cd is checked
+// in every folder the line may be in.
+func TestCheckExecCdRedirect(t *testing.T) {
+	e := perms(t, nil, []string{"/ws/**"}, nil, []string{"ls"}, nil)
+	for _, tt := range []struct {
+		line string
+		want Action
+	}{
+		{"ls > out", Allow},
+		{"cd /etc && ls > passwd", Deny},
+		{"cd /etc; ls > x", Deny},
+		{"cd / && ls > etc/x", Deny},
+		{"cd .. && ls > x", Deny},
+		{"cd sub && ls > x", Allow},
+		{"cd /ws/sub && ls > x", Allow},
+		{"cd -P /etc && ls > x", Deny},
+		{"cd -- /etc && ls > x", Deny},
+		{"(cd /etc) ; ls > x", Deny}, // strict: either folder
+		{"cd $D && ls > x", Deny},
+		{"cd && ls > x", Deny},
+		{"cd - && ls > x", Deny},
+		{"cd ~ && ls > x", Deny},
+		{"pushd /etc && ls > x", Deny},
+		{"popd && ls > x", Deny},
+		{"cd /etc && ls > /ws/x", Allow},
+		{"cd /etc && ls < passwd", Allow}, // /etc/passwd is readable
+		{"cd /root && ls < x", Deny},
+		{"sh -c 'cd /etc && ls > x'", Deny},
+		{"cd /etc && sh -c 'ls > x'", Deny},
+		{"eval 'cd /etc'; ls > x", Deny},
+	} {
+		if d := e.CheckExec(tt.line); d.Action != tt.want {
+			t.Errorf("CheckExec(%q) = %s (%s), want %s", tt.line, d.Action, d.Reason, tt.want)
+		}
+	}
+}
+
+// TestOptSpecParse: options are read as getopt_long reads them.
+func TestOptSpecParse(t *testing.T) {
+	s := OptSpec{Short: "ak:i::", Long: map[string]ArgKind{"all": NoArg, "kill-after": RequiredArg, "kind": NoArg, "replace": OptionalArg}, Permute: true}
+	for _, tt := range []struct {
+		args string
+		opts string // name=value,...
+		ops  string
+		err  error
+	}{
+		{"-a x", "-a", "x", nil},
+		{"-ak 1 x", "-a,-k=1", "x", nil},
+		{"-ak1 x", "-a,-k=1", "x", nil},
+		{"x -a", "-a", "x", nil},
+		{"-- -a", "", "-a", nil},
+		{"- -a", "-a", "-", nil},
+		{"--kill-after 1", "--kill-after=1", "", nil},
+		{"--kill-a=1", "--kill-after=1", "", nil},
+		{"--kil 1", "--kill-after=1", "", nil},
+		{"--ki 1", "", "", ErrAmbiguousOption},
+		{"--k", "", "", ErrAmbiguousOption},
+		{"--kind", "--kind", "", nil},
+		{"--a", "--all", "", nil},
+		{"--rep x", "--replace", "x", nil},
+		{"--rep=x", "--replace=x", "", nil},
+		{"-i x", "-i", "x", nil},
+		{"-ix", "-i=x", "", nil},
+		{"-z", "", "", ErrUnknownOption},
+		{"--zz", "", "", ErrUnknownOption},
+		{"-:", "", "", ErrUnknownOption},
+	} {
+		opts, ops, err := s.Parse(strings.Fields(tt.args))
+		if tt.err != nil {
+			if !errors.Is(err, tt.err) {
+				t.Errorf("Parse(%q) error %v, want %v", tt.args, err, tt.err)
+			}
+			continue
+		}
+		var got []string
+		for _, o := range opts {
+			if o.HasValue {
+				got = append(got, o.Name+"="+o.Value)
+			} else {
+				got = append(got, o.Name)
+			}
+		}
+		if err != nil || strings.Join(got, ",") != tt.opts || strings.Join(ops, " ") != tt.ops {
+			t.Errorf("Parse(%q) = %q %q %v, want %q %q", tt.args, got, ops, err, tt.opts, tt.ops)
+		}
+	}
+	for _, bad := range []string{"-k", "--kill-after", "--all=1"} {
+		if _, _, err := s.Parse(strings.Fields(bad)); err == nil {
+			t.Errorf("Parse(%q) took it", bad)
+		}
+	}
+	exact := OptSpec{Long: map[string]ArgKind{"pretty": NoArg}, Exact: true}
+	if _, _, err := exact.Parse([]string{"--pre"}); !errors.Is(err, ErrUnknownOption) {
+		t.Errorf("an Exact spec took --pre for --pretty: %v", err)
+	}
+}
