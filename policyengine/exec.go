@@ -99,7 +99,7 @@ func (e *Engine) checkLine(line string, depth int, dirs *[]string) (Decision, er
 		if err != nil || d.Action != Allow {
 			return d, err
 		}
-		if c.Program != "" {
+		if c.Program != "" && !st.functions[c.Program] {
 			allowed = append(allowed, c.Program)
 		}
 	}

@@ -112,7 +112,14 @@ var bashLong = map[string]bool{"norc": false, "noprofile": false, "posix": false
 
 // unsure reports whether a word's meaning is decided only when the shell
 // expands it, so that which option or program it is cannot be told here.
-func unsure(word string) bool { return strings.ContainsAny(word, "$`*?[{~") }
+func unsure(word string) bool {
+	if strings.ContainsAny(word, "$`*?[~") {
+		return true
+	}
+	// Brace expansion: {a,b} and {1..3}, not a plain {} (xargs -I{}).
+	open := strings.IndexByte(word, '{')
+	return open >= 0 && strings.ContainsAny(word[open:], ",.")
+}
 
 // unsureOption reports whether a word where options may stand could
 // expand to options ($OPTS, or "-c x" split from $X). A word with a "/"
@@ -256,7 +263,10 @@ func shellRuns(name string, args []string) ([]nestedRun, error) {
 	i := 0
 	for ; i < len(args); i++ {
 		a := args[i]
-		if unsureOption(a) {
+		if unsureOption(a) && (!hasC || strings.HasPrefix(a, "-") || strings.HasPrefix(a, "+")) {
+			// An option, or the script file's name: either may
+			// expand to options. The script after -c is checked as
+			// a command line.
 			return nil, fmt.Errorf("%s's argument %q depends on a shell expansion, so what it runs cannot be told", name, a)
 		}
 		if a == "--" || a == "-" {
