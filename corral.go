@@ -19,6 +19,7 @@ import (
 
 	"corral/policy"
 	"corral/policyengine"
+	"corral/sandbox"
 	"corral/skill"
 )
 
@@ -71,7 +72,10 @@ func LoadSkills(paths []string, d Dirs) (*Skills, error) {
 }
 
 func withPerms(list []*skill.Skill, perms policyengine.Permissions, vars skill.Variables) (*Skills, error) {
-	engine, err := policyengine.New(perms, policyengine.Options{WorkDir: vars.WorkDir})
+	// The #! interpreters of allowed scripts can run directly (the
+	// kernel must let them run to start the script): the engine says so.
+	engine, err := policyengine.New(perms, policyengine.Options{WorkDir: vars.WorkDir,
+		Interpreters: func() map[string]string { return sandbox.ScriptInterpreters(perms, vars.WorkDir) }})
 	if err != nil {
 		return nil, err
 	}

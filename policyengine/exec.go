@@ -113,7 +113,22 @@ func (e *Engine) allowAll(programs []string) Decision {
 	if len(programs) == 0 {
 		return Decision{Action: Allow, Reason: "the command runs no program"}
 	}
-	return Decision{Action: Allow, Reason: "every program (" + strings.Join(dedupe(programs), ", ") + ") is in the exec list"}
+	var listed, interps []string
+	for _, p := range dedupe(programs) {
+		if x, ok := e.lookupProgram(p); ok && e.interp()[x.Value].Value != "" && e.exec[x.Value].Value == "" {
+			interps = append(interps, p+" as "+x.From[0])
+		} else {
+			listed = append(listed, p)
+		}
+	}
+	reason := "every program (" + strings.Join(listed, ", ") + ") is in the exec list"
+	switch {
+	case len(listed) == 0:
+		reason = "the kernel lets it run " + strings.Join(interps, ", ")
+	case len(interps) > 0:
+		reason += ", and the kernel lets it run " + strings.Join(interps, ", ")
+	}
+	return Decision{Action: Allow, Reason: reason}
 }
 
 // checkCommand checks one simple command: its redirections, its program,
@@ -221,6 +236,10 @@ func (e *Engine) checkProgram(prog string) Decision {
 		return Decision{Action: Allow, Reason: "no skill declares an exec list, so any program may run"}
 	}
 	if x, ok := e.lookupProgram(prog); ok {
+		if _, listed := e.exec[x.Value]; !listed && e.interp()[x.Value].Value != "" {
+			return Decision{Action: Allow, Rule: x.Value, Reason: prog + " is not in the exec list, but " + x.Value + " is " + x.From[0] +
+				": the kernel must let it run to start the script, so it runs directly too; to refuse it, remove that entry from permissions.exec"}
+		}
 		return Decision{Action: Allow, Reason: prog + " is in the exec list as " + x.Value + " (from " + strings.Join(x.From, ", ") + ")", Rule: x.Value}
 	}
 	grant := path.Base(prog)
@@ -245,6 +264,27 @@ func (e *Engine) lookupProgram(prog string) (Entry, bool) {
 	} else if !strings.Contains(prog, "/") {
 		for _, dir := range sandboxPath {
 			if x, ok := e.exec[dir+"/"+prog]; ok {
+				return x, true
+			}
+		}
+	}
+	return e.lookupInterpreter(prog)
+}
+
+// lookupInterpreter finds the #! interpreter prog names: its path, or
+// its name where the sandbox's PATH finds an interpreter first.
+func (e *Engine) lookupInterpreter(prog string) (Entry, bool) {
+	interp := e.interp()
+	if interp == nil {
+		return Entry{}, false
+	}
+	if strings.HasPrefix(prog, "/") {
+		x, ok := interp[path.Clean(prog)]
+		return x, ok
+	}
+	if !strings.Contains(prog, "/") {
+		for _, dir := range sandboxPath {
+			if x, ok := interp[dir+"/"+prog]; ok {
 				return x, true
 			}
 		}

@@ -1,6 +1,9 @@
 package policyengine
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestCheckExecNested: check follows what each command really runs
 // (issue 15, item 8): shell options before -c, wrapper options with
@@ -223,5 +226,64 @@ func TestCheckExecCdRedirect(t *testing.T) {
 		if d := e.CheckExec(tt.line); d.Action != tt.want {
 			t.Errorf("CheckExec(%q) = %s (%s), want %s", tt.line, d.Action, d.Reason, tt.want)
 		}
+	}
+}
+
+func BenchmarkCheckExecWrappers(b *testing.B) {
+	e := fiftyRules(b)
+	for _, line := range []string{"ls -la | head", "timeout -k 1 -s KILL 5 sh -o errexit -c 'cat a | wc -l'", "cd sub && git log > out"} {
+		b.Run(line, func(b *testing.B) {
+			for b.Loop() {
+				e.CheckExec(line)
+			}
+		})
+	}
+}
+
+// TestCheckExecInterpreters: a #! interpreter of an allowed script can
+// run directly (the kernel must let it run to start the script), so check
+// and the preflight allow it and say why.
+func TestCheckExecInterpreters(t *testing.T) {
+	p := Permissions{Exec: NewEntries("s1", []string{"sh", "/opt/tool.py"}), Declared: []string{"s1"}, ExecDeclared: []string{"s1"}}
+	calls := 0
+	e, err := New(p, Options{WorkDir: "/ws", Interpreters: func() map[string]string {
+		calls++
+		return map[string]string{"/usr/bin/python3": "/opt/tool.py", "/usr/bin/python3.11": "/opt/tool.py"}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := e.CheckExec("sh -c 'cat a'"); d.Action != Deny || calls != 1 {
+		t.Errorf("cat: %s (%s), interpreters read %d times", d.Action, d.Reason, calls)
+	}
+	e.CheckExec("ls")
+	if calls != 1 {
+		t.Errorf("interpreters read %d times, want once", calls)
+	}
+	for _, tt := range []struct {
+		line string
+		want Action
+	}{
+		{"python3 -c 'print(1)'", Allow},
+		{"/usr/bin/python3 -V", Allow},
+		{"python3.11 -V", Allow},
+		{"/usr/bin/python3.11 -V", Allow},
+		{"sh -c 'python3 x.py'", Allow},
+		{"/opt/tool.py", Allow},
+		{"./python3", Deny},
+		{"/tmp/python3", Deny},
+		{"python3.12", Deny},
+		{"perl -e 1", Deny},
+	} {
+		d := e.CheckExec(tt.line)
+		if d.Action != tt.want {
+			t.Errorf("CheckExec(%q) = %s (%s), want %s", tt.line, d.Action, d.Reason, tt.want)
+		}
+		if d.Action == Allow && strings.Contains(tt.line, "python3") && !strings.HasPrefix(tt.line, "sh ") && !strings.Contains(d.Reason, "#! interpreter of /opt/tool.py") {
+			t.Errorf("CheckExec(%q) does not say why: %s", tt.line, d.Reason)
+		}
+	}
+	if d := e.CheckProgram("python3"); d.Action != Allow || !strings.Contains(d.Reason, "interpreter") {
+		t.Errorf("CheckProgram(python3) = %s (%s)", d.Action, d.Reason)
 	}
 }

@@ -33,3 +33,16 @@ func BenchmarkNestedRepos(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkScriptInterpreters is what finding the #! interpreters adds to
+// loading skills (once for check, once more for exec).
+func BenchmarkScriptInterpreters(b *testing.B) {
+	p := policyengine.Permissions{
+		Exec:         policyengine.NewEntries("bench", []string{"sh", "git", "grep", "cat", "ls", "head", "wc", "true"}),
+		Declared:     []string{"bench"},
+		ExecDeclared: []string{"bench"},
+	}
+	for b.Loop() {
+		ScriptInterpreters(p, "/tmp")
+	}
+}

@@ -115,3 +115,46 @@ func TestCheckAgreesWithExec(t *testing.T) {
 		}
 	})
 }
+
+// TestCheckInterpreterAgreesWithExec: a program granted only as the #!
+// interpreter of an allowed script runs directly too (the kernel must
+// let it run to start the script); check and the exec preflight say so,
+// and still refuse a program no script needs.
+func TestCheckInterpreterAgreesWithExec(t *testing.T) {
+	const python = "/usr/bin/python3"
+	if !exists(python) {
+		t.Skip(python + " is not installed: no #! interpreter to grant")
+	}
+	users(t, func(t *testing.T, u user) {
+		skills := newDir(t, u, "skills")
+		tool := filepath.Join(skills, "tool.py")
+		writeFile(t, tool, "#!"+python+"\nprint('tool ran')\n", 0o755)
+		sk := writeSkill(t, skills, "script", "  exec: [sh, "+tool+"]\n")
+		for _, tt := range []struct {
+			line string
+			deny bool
+		}{
+			{tool, false},
+			{"python3 -c 'print(42)'", false},
+			{python + " -c 'print(42)'", false},
+			{"touch PWNED", true},
+			{"perl -e 'print 42'", true},
+		} {
+			t.Run(tt.line, func(t *testing.T) {
+				attack(t, "exec", "check and exec agree on a #! interpreter: "+tt.line)
+				work := newDir(t, u, "work")
+				c := u.run(t, runOpts{args: []string{"check", "--skill", sk, "--work-dir", work, "exec", tt.line}, dir: work})
+				if checkDenies := c.code == 1; checkDenies != tt.deny || c.code > 1 {
+					t.Errorf("check exec %q: want deny=%v\n%s", tt.line, tt.deny, c)
+				}
+				r := u.exec(t, work, []string{sk}, "sh", "-c", tt.line)
+				if execRefuses := r.code != 0; execRefuses != tt.deny {
+					t.Errorf("exec of %q: want refused=%v (as check says)\n%s", tt.line, tt.deny, r)
+				}
+				if exists(filepath.Join(work, "PWNED")) {
+					t.Errorf("%q ran touch inside the sandbox", tt.line)
+				}
+			})
+		}
+	})
+}
