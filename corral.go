@@ -72,10 +72,9 @@ func LoadSkills(paths []string, d Dirs) (*Skills, error) {
 }
 
 func withPerms(list []*skill.Skill, perms policyengine.Permissions, vars skill.Variables) (*Skills, error) {
-	// The #! interpreters of allowed scripts can run directly (the
-	// kernel must let them run to start the script): the engine says so.
-	engine, err := policyengine.New(perms, policyengine.Options{WorkDir: vars.WorkDir,
-		Interpreters: func() map[string]string { return sandbox.ScriptInterpreters(perms, vars.WorkDir) }})
+	// The kernel's exec rule is on files: the engine asks what else it
+	// lets run (links to an allowed program, #! interpreters).
+	engine, err := policyengine.New(perms, policyengine.Options{WorkDir: vars.WorkDir, KernelExec: sandbox.KernelExec(perms, vars.WorkDir)})
 	if err != nil {
 		return nil, err
 	}

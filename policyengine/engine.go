@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 )
 
 // Engine answers questions about one merged permission set. It is built
@@ -15,12 +14,12 @@ import (
 type Engine struct {
 	perms   Permissions
 	workDir string
-	read    globIndex               // fs.read, fs.write (write implies read) and the system baseline
-	write   globIndex               // fs.write and the writable system baseline
-	hosts   []hostRule              // wildcard, IP and preset rules, tried in turn
-	exact   map[string][]hostRule   // exact-name rules by host
-	exec    map[string]Entry        // program name or absolute path → its entry
-	interp  func() map[string]Entry // absolute paths the kernel runs as #! interpreters, found once when first asked
+	read    globIndex             // fs.read, fs.write (write implies read) and the system baseline
+	write   globIndex             // fs.write and the writable system baseline
+	hosts   []hostRule            // wildcard, IP and preset rules, tried in turn
+	exact   map[string][]hostRule // exact-name rules by host
+	exec    map[string]Entry      // program name or absolute path → its entry
+	kernel  func(prog string) (string, bool)
 	env     []Entry
 
 	// Sentence parts computed once, so a decision costs one concatenation.
@@ -98,15 +97,14 @@ var DefaultEnv = []string{"PATH", "HOME", "TMPDIR", "LANG", "LANGUAGE", "LC_*", 
 type Options struct {
 	// WorkDir resolves relative paths in checks and in shell redirections.
 	WorkDir string
-	// Interpreters are the programs no exec entry names that the kernel
-	// still lets run: the #! interpreters of allowed scripts, which need
-	// the execute right to start the script and so can be started
-	// directly too. Keys are absolute paths (the interpreter and the
-	// symlinks leading to it), values the exec entry whose script needs
-	// it (sandbox.ScriptInterpreters finds them). It is called once, the
-	// first time a program is not in the exec list, so that allowed
-	// commands, the common case, do not pay for reading the programs.
-	Interpreters func() map[string]string
+	// KernelExec tells whether the kernel lets prog run although no exec
+	// entry names it, and why: the kernel's rule is on the file, so a
+	// program that is the same file as an allowed one (a busybox applet's
+	// symlink, python3.11 for python3) runs, and so does the #!
+	// interpreter of an allowed script, which needs the execute right to
+	// start the script (sandbox.KernelExec reads the file system). It is
+	// asked only for programs the exec list does not name.
+	KernelExec func(prog string) (why string, ok bool)
 }
 
 // New compiles p into an Engine.
@@ -140,16 +138,7 @@ func New(p Permissions, opts Options) (*Engine, error) {
 	for _, x := range p.Exec {
 		e.exec[x.Value] = x
 	}
-	e.interp = sync.OnceValue(func() map[string]Entry {
-		if opts.Interpreters == nil {
-			return nil
-		}
-		m := map[string]Entry{}
-		for p, script := range opts.Interpreters() {
-			m[p] = Entry{Value: p, From: []string{"the #! interpreter of " + script}}
-		}
-		return m
-	})
+	e.kernel = opts.KernelExec
 	e.env = append(e.env, p.Env...)
 	e.env = append(e.env, NewEntries("default", DefaultEnv)...)
 	return e, nil

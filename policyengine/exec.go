@@ -113,20 +113,20 @@ func (e *Engine) allowAll(programs []string) Decision {
 	if len(programs) == 0 {
 		return Decision{Action: Allow, Reason: "the command runs no program"}
 	}
-	var listed, interps []string
+	var listed, kernel []string
 	for _, p := range dedupe(programs) {
-		if x, ok := e.lookupProgram(p); ok && e.interp()[x.Value].Value != "" && e.exec[x.Value].Value == "" {
-			interps = append(interps, p+" as "+x.From[0])
-		} else {
+		if _, ok := e.lookupProgram(p); ok {
 			listed = append(listed, p)
+		} else if why, ok := e.kernelExec(p); ok {
+			kernel = append(kernel, why)
 		}
 	}
 	reason := "every program (" + strings.Join(listed, ", ") + ") is in the exec list"
 	switch {
 	case len(listed) == 0:
-		reason = "the kernel lets it run " + strings.Join(interps, ", ")
-	case len(interps) > 0:
-		reason += ", and the kernel lets it run " + strings.Join(interps, ", ")
+		reason = "the kernel lets it run: " + strings.Join(kernel, "; ")
+	case len(kernel) > 0:
+		reason += ", and the kernel lets it run: " + strings.Join(kernel, "; ")
 	}
 	return Decision{Action: Allow, Reason: reason}
 }
@@ -163,7 +163,9 @@ func (e *Engine) checkCommand(c Command, depth int, inShell bool, st lineState) 
 	}
 	if !(inShell && isBuiltin(prog)) && e.perms.ExecRestricted() {
 		if _, ok := e.lookupProgram(prog); !ok {
-			return e.checkProgram(prog), nil
+			if d := e.checkProgram(prog); d.Action != Allow {
+				return d, nil
+			}
 		}
 	}
 	runs, err := nested(c, inShell)
@@ -236,11 +238,11 @@ func (e *Engine) checkProgram(prog string) Decision {
 		return Decision{Action: Allow, Reason: "no skill declares an exec list, so any program may run"}
 	}
 	if x, ok := e.lookupProgram(prog); ok {
-		if _, listed := e.exec[x.Value]; !listed && e.interp()[x.Value].Value != "" {
-			return Decision{Action: Allow, Rule: x.Value, Reason: prog + " is not in the exec list, but " + x.Value + " is " + x.From[0] +
-				": the kernel must let it run to start the script, so it runs directly too; to refuse it, remove that entry from permissions.exec"}
-		}
 		return Decision{Action: Allow, Reason: prog + " is in the exec list as " + x.Value + " (from " + strings.Join(x.From, ", ") + ")", Rule: x.Value}
+	}
+	if why, ok := e.kernelExec(prog); ok {
+		return Decision{Action: Allow, Reason: prog + " is not in the exec list, but the kernel lets it run: " + why +
+			"; to refuse it, remove that entry from permissions.exec"}
 	}
 	grant := path.Base(prog)
 	if strings.Contains(prog, "/") && !strings.HasPrefix(prog, "/") {
@@ -268,28 +270,16 @@ func (e *Engine) lookupProgram(prog string) (Entry, bool) {
 			}
 		}
 	}
-	return e.lookupInterpreter(prog)
+	return Entry{}, false
 }
 
-// lookupInterpreter finds the #! interpreter prog names: its path, or
-// its name where the sandbox's PATH finds an interpreter first.
-func (e *Engine) lookupInterpreter(prog string) (Entry, bool) {
-	interp := e.interp()
-	if interp == nil {
-		return Entry{}, false
+// kernelExec asks Options.KernelExec about a program the exec list does
+// not name. A word a shell expansion decides is never asked about.
+func (e *Engine) kernelExec(prog string) (string, bool) {
+	if e.kernel == nil || prog == "" || unsure(prog) {
+		return "", false
 	}
-	if strings.HasPrefix(prog, "/") {
-		x, ok := interp[path.Clean(prog)]
-		return x, ok
-	}
-	if !strings.Contains(prog, "/") {
-		for _, dir := range sandboxPath {
-			if x, ok := interp[dir+"/"+prog]; ok {
-				return x, true
-			}
-		}
-	}
-	return Entry{}, false
+	return e.kernel(prog)
 }
 
 func onSandboxPath(dir string) bool {

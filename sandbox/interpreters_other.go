@@ -4,6 +4,8 @@ package sandbox
 
 import "corral/policyengine"
 
-// ScriptInterpreters finds nothing off Linux, where no kernel exec
-// allowlist grants interpreters.
-func ScriptInterpreters(p policyengine.Permissions, workDir string) map[string]string { return nil }
+// KernelExec knows nothing off Linux, where no kernel exec allowlist
+// grants files.
+func KernelExec(p policyengine.Permissions, workDir string) func(prog string) (string, bool) {
+	return nil
+}

@@ -116,11 +116,12 @@ func TestCheckAgreesWithExec(t *testing.T) {
 	})
 }
 
-// TestCheckInterpreterAgreesWithExec: a program granted only as the #!
-// interpreter of an allowed script runs directly too (the kernel must
-// let it run to start the script); check and the exec preflight say so,
-// and still refuse a program no script needs.
-func TestCheckInterpreterAgreesWithExec(t *testing.T) {
+// TestCheckKernelFilesAgreeWithExec: the kernel's exec rule is on files,
+// so a program granted only as the #! interpreter of an allowed script
+// runs directly too (the kernel must let it run to start the script), and
+// so does another name of an allowed file (dash for sh, a symlink to ls):
+// check and the exec preflight say so, and still refuse the rest.
+func TestCheckKernelFilesAgreeWithExec(t *testing.T) {
 	const python = "/usr/bin/python3"
 	if !exists(python) {
 		t.Skip(python + " is not installed: no #! interpreter to grant")
@@ -129,7 +130,11 @@ func TestCheckInterpreterAgreesWithExec(t *testing.T) {
 		skills := newDir(t, u, "skills")
 		tool := filepath.Join(skills, "tool.py")
 		writeFile(t, tool, "#!"+python+"\nprint('tool ran')\n", 0o755)
-		sk := writeSkill(t, skills, "script", "  exec: [sh, "+tool+"]\n")
+		sk := writeSkill(t, skills, "script", "  fs:\n    write: [\"$WORK_DIR/**\"]\n  exec: [sh, ls, "+tool+"]\n")
+		sh, err := filepath.EvalSymlinks("/bin/sh")
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, tt := range []struct {
 			line string
 			deny bool
@@ -139,10 +144,20 @@ func TestCheckInterpreterAgreesWithExec(t *testing.T) {
 			{python + " -c 'print(42)'", false},
 			{"touch PWNED", true},
 			{"perl -e 'print 42'", true},
+			{sh + " -c ls", false},
+			{filepath.Base(sh) + " -c 'ls -d .'", false},
+			{filepath.Base(sh) + " -c 'touch PWNED'", true},
+			{"./myls -d .", false},
+			{"./mytouch PWNED", true},
 		} {
 			t.Run(tt.line, func(t *testing.T) {
 				attack(t, "exec", "check and exec agree on a #! interpreter: "+tt.line)
 				work := newDir(t, u, "work")
+				for name, target := range map[string]string{"myls": "/usr/bin/ls", "mytouch": "/usr/bin/touch"} {
+					if err := os.Symlink(target, filepath.Join(work, name)); err != nil {
+						t.Fatal(err)
+					}
+				}
 				c := u.run(t, runOpts{args: []string{"check", "--skill", sk, "--work-dir", work, "exec", tt.line}, dir: work})
 				if checkDenies := c.code == 1; checkDenies != tt.deny || c.code > 1 {
 					t.Errorf("check exec %q: want deny=%v\n%s", tt.line, tt.deny, c)
