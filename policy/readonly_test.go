@@ -235,3 +235,17 @@ func TestAssignmentRules(t *testing.T) {
 		{"env X=1 rm -rf /", policyengine.Deny, "-"},
 	})
 }
+
+// TestUnclearProgramConfirms: where the words do not say which program a
+// wrapper runs, no rule can match it: the answer is confirm, never allow.
+func TestUnclearProgramConfirms(t *testing.T) {
+	e := project(t, "permissions:\n  allow:\n    - command: timeout\n    - command: ls\n  deny:\n    - command: rm\n")
+	checkLines(t, e, []lineCase{
+		{"timeout 5 ls", policyengine.Allow, "-"},
+		{"timeout --frob 5 ls", policyengine.Confirm, ""},
+		{"timeout $OPTS 5 ls", policyengine.Confirm, ""},
+		{"timeout --frob 5 rm -rf /", policyengine.Confirm, ""},
+		{"env -S '\"ls\"'", policyengine.Confirm, ""},
+		{"timeout 5 rm -rf /", policyengine.Deny, "-"},
+	})
+}

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -193,6 +194,11 @@ func plainShell(words []string) bool {
 // read-only list) allows; anything else needs confirmation.
 func decideCommand(allow, deny []compiledRule, tool, line string, skills []string) policyengine.Decision {
 	segs, err := segments(line)
+	if errors.Is(err, policyengine.ErrUnclear) {
+		// No rule can be matched to a program that cannot be told.
+		return policyengine.Decision{Action: policyengine.Confirm,
+			Reason: fmt.Sprintf("cannot tell which programs %q runs (%v): ask the user", strings.Join(strings.Fields(line), " "), err)}
+	}
 	if err != nil {
 		return policyengine.Decision{Action: policyengine.Deny, Reason: fmt.Sprintf("cannot check the command line: %v", err)}
 	}

@@ -1,6 +1,7 @@
 package policyengine
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"strings"
@@ -126,9 +127,26 @@ func unsure(word string) bool {
 // ("$SKILL_DIR/run.sh") is taken for the path it names.
 func unsureOption(word string) bool { return unsure(word) && !strings.Contains(word, "/") }
 
+// ErrUnclear means the words do not say for sure which program a command
+// runs: an unknown or ambiguous option of a wrapper or shell, or one a
+// shell expansion decides.
+var ErrUnclear = errors.New("which program runs cannot be told")
+
+type unclearError struct{ err error }
+
+func (e unclearError) Error() string        { return e.err.Error() }
+func (e unclearError) Unwrap() error        { return e.err }
+func (e unclearError) Is(target error) bool { return target == ErrUnclear }
+
 // nested returns what c runs besides itself. inShell says c runs inside a
-// shell, where eval, trap and alias take command lines.
-func nested(c Command, inShell bool) ([]nestedRun, error) {
+// shell, where eval, trap and alias take command lines. Its errors are
+// ErrUnclear.
+func nested(c Command, inShell bool) (runs []nestedRun, err error) {
+	defer func() {
+		if err != nil && !errors.Is(err, ErrUnclear) {
+			err = unclearError{err}
+		}
+	}()
 	name := path.Base(c.Program)
 	switch {
 	case inShell && c.Program == "eval":
