@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -16,8 +17,9 @@ import (
 // unknown or ambiguous option, an option spelled with an expansion), the
 // answer is an error, and the check denies.
 
-// Nested is one thing a command runs in turn: a program with its
-// arguments, or a command line that a shell reads.
+// nestedRun is one thing a command runs in turn: a program with its
+// arguments, or a command line that a shell reads; or a file a wrapper
+// writes.
 type nestedRun struct {
 	cmd     Command
 	line    string
@@ -35,68 +37,67 @@ type wrapper struct {
 	// noRun are options after which the wrapper runs no program
 	// (command -v, taskset -p).
 	noRun []string
-	// shell is true for builtins, whose program runs with no shell
-	// around it (exec) or as a builtin may (command, builtin).
+	// builtin marks the shell's own wrappers (exec, command, builtin),
+	// which are wrappers only inside a shell.
 	builtin bool
 	// fallback is the program run when none is named (xargs runs echo).
 	fallback string
 }
 
-func long(kinds map[string]ArgKind) map[string]ArgKind { return kinds }
-
 var wrapperSpecs = map[string]wrapper{
 	"exec":    {spec: OptSpec{Short: "cla:"}, builtin: true},
 	"command": {spec: OptSpec{Short: "pvV"}, noRun: []string{"-v", "-V"}, builtin: true},
 	"builtin": {spec: OptSpec{}, builtin: true},
-	"time": {spec: OptSpec{Short: "af:o:pqvhV", Long: long(map[string]ArgKind{
+	"time": {spec: OptSpec{Short: "af:o:pqvhV", Long: map[string]ArgKind{
 		"append": NoArg, "format": RequiredArg, "output": RequiredArg, "portability": NoArg,
-		"quiet": NoArg, "verbose": NoArg, "help": NoArg, "version": NoArg})}},
-	"env": {spec: OptSpec{Short: "i0u:C:S:v", Long: long(map[string]ArgKind{
+		"quiet": NoArg, "verbose": NoArg, "help": NoArg, "version": NoArg}}},
+	"env": {spec: OptSpec{Short: "i0u:C:S:v", Long: map[string]ArgKind{
 		"ignore-environment": NoArg, "null": NoArg, "unset": RequiredArg, "chdir": RequiredArg,
 		"split-string": RequiredArg, "block-signal": OptionalArg, "default-signal": OptionalArg,
-		"ignore-signal": OptionalArg, "list-signal-handling": NoArg, "debug": NoArg, "help": NoArg, "version": NoArg})}},
-	"nice":  {spec: OptSpec{Short: "n:", Long: long(map[string]ArgKind{"adjustment": RequiredArg, "help": NoArg, "version": NoArg})}},
-	"nohup": {spec: OptSpec{Long: long(map[string]ArgKind{"help": NoArg, "version": NoArg})}},
-	"setsid": {spec: OptSpec{Short: "cfwhV", Long: long(map[string]ArgKind{
-		"ctty": NoArg, "fork": NoArg, "wait": NoArg, "help": NoArg, "version": NoArg})}},
-	"stdbuf": {spec: OptSpec{Short: "i:o:e:", Long: long(map[string]ArgKind{
-		"input": RequiredArg, "output": RequiredArg, "error": RequiredArg, "help": NoArg, "version": NoArg})}},
-	"timeout": {spec: OptSpec{Short: "fk:ps:v", Long: long(map[string]ArgKind{
+		"ignore-signal": OptionalArg, "list-signal-handling": NoArg, "debug": NoArg, "help": NoArg, "version": NoArg}}},
+	"nice":  {spec: OptSpec{Short: "n:", Long: map[string]ArgKind{"adjustment": RequiredArg, "help": NoArg, "version": NoArg}}},
+	"nohup": {spec: OptSpec{Long: map[string]ArgKind{"help": NoArg, "version": NoArg}}},
+	"setsid": {spec: OptSpec{Short: "cfwhV", Long: map[string]ArgKind{
+		"ctty": NoArg, "fork": NoArg, "wait": NoArg, "help": NoArg, "version": NoArg}}},
+	"stdbuf": {spec: OptSpec{Short: "i:o:e:", Long: map[string]ArgKind{
+		"input": RequiredArg, "output": RequiredArg, "error": RequiredArg, "help": NoArg, "version": NoArg}}},
+	"timeout": {spec: OptSpec{Short: "fk:ps:v", Long: map[string]ArgKind{
 		"foreground": NoArg, "kill-after": RequiredArg, "preserve-status": NoArg, "signal": RequiredArg,
-		"verbose": NoArg, "help": NoArg, "version": NoArg})}, operands: 1},
-	"xargs": {spec: OptSpec{Short: "0a:E:e::i::I:l::L:n:prs:txP:d:o", Long: long(map[string]ArgKind{
+		"verbose": NoArg, "help": NoArg, "version": NoArg}}, operands: 1},
+	"xargs": {spec: OptSpec{Short: "0a:E:e::i::I:l::L:n:prs:txP:d:o", Long: map[string]ArgKind{
 		"null": NoArg, "arg-file": RequiredArg, "delimiter": RequiredArg, "eof": OptionalArg,
 		"replace": OptionalArg, "max-lines": RequiredArg, "max-args": RequiredArg, "open-tty": NoArg,
 		"max-procs": RequiredArg, "interactive": NoArg, "process-slot-var": RequiredArg,
 		"no-run-if-empty": NoArg, "max-chars": RequiredArg, "show-limits": NoArg, "verbose": NoArg,
-		"exit": NoArg, "help": NoArg, "version": NoArg})}, fallback: "echo"},
-	"sudo": {spec: OptSpec{Short: "AbEeHiKklnPSVvh::C:D:g:p:R:r:T:t:U:u:", Long: long(map[string]ArgKind{
+		"exit": NoArg, "help": NoArg, "version": NoArg}}, fallback: "echo"},
+	"sudo": {spec: OptSpec{Short: "AbEeHiKklnPSVvh::C:D:g:p:R:r:T:t:U:u:", Long: map[string]ArgKind{
 		"askpass": NoArg, "background": NoArg, "preserve-env": OptionalArg, "edit": NoArg, "set-home": NoArg,
 		"login": NoArg, "reset-timestamp": NoArg, "remove-timestamp": NoArg, "list": NoArg, "non-interactive": NoArg,
 		"preserve-groups": NoArg, "shell": NoArg, "stdin": NoArg, "validate": NoArg, "version": NoArg, "help": OptionalArg,
 		"close-from": RequiredArg, "chdir": RequiredArg, "group": RequiredArg, "prompt": RequiredArg,
 		"chroot": RequiredArg, "role": RequiredArg, "type": RequiredArg, "command-timeout": RequiredArg,
-		"other-user": RequiredArg, "user": RequiredArg})}, noRun: []string{"-l", "--list", "-v", "--validate", "-k", "-K", "-V", "-e", "--edit"}},
+		"other-user": RequiredArg, "user": RequiredArg}}, noRun: []string{"-l", "--list", "-v", "--validate", "-k", "-K", "-V", "-e", "--edit"}},
 	"doas": {spec: OptSpec{Short: "nsu:C:L"}, noRun: []string{"-L", "-C"}},
-	"ionice": {spec: OptSpec{Short: "c:n:p:P:tu:hV", Long: long(map[string]ArgKind{
+	"ionice": {spec: OptSpec{Short: "c:n:p:P:tu:hV", Long: map[string]ArgKind{
 		"class": RequiredArg, "classdata": RequiredArg, "pid": RequiredArg, "pgid": RequiredArg,
-		"ignore": NoArg, "uid": RequiredArg, "help": NoArg, "version": NoArg})}, noRun: []string{"-p", "--pid", "-P", "--pgid", "-u", "--uid"}},
-	"taskset": {spec: OptSpec{Short: "acphV", Long: long(map[string]ArgKind{
-		"all-tasks": NoArg, "cpu-list": NoArg, "pid": NoArg, "help": NoArg, "version": NoArg})}, operands: 1, noRun: []string{"-p", "--pid"}},
-	"chroot": {spec: OptSpec{Long: long(map[string]ArgKind{
-		"userspec": RequiredArg, "groups": RequiredArg, "skip-chdir": NoArg, "help": NoArg, "version": NoArg})}, operands: 1},
-	"flock": {spec: OptSpec{Short: "sexnouFw:E:c:hV", Long: long(map[string]ArgKind{
+		"ignore": NoArg, "uid": RequiredArg, "help": NoArg, "version": NoArg}}, noRun: []string{"-p", "--pid", "-P", "--pgid", "-u", "--uid"}},
+	"taskset": {spec: OptSpec{Short: "acphV", Long: map[string]ArgKind{
+		"all-tasks": NoArg, "cpu-list": NoArg, "pid": NoArg, "help": NoArg, "version": NoArg}}, operands: 1, noRun: []string{"-p", "--pid"}},
+	"chroot": {spec: OptSpec{Long: map[string]ArgKind{
+		"userspec": RequiredArg, "groups": RequiredArg, "skip-chdir": NoArg, "help": NoArg, "version": NoArg}}, operands: 1},
+	"flock": {spec: OptSpec{Short: "sexnouFw:E:c:hV", Long: map[string]ArgKind{
 		"shared": NoArg, "exclusive": NoArg, "nonblock": NoArg, "close": NoArg, "unlock": NoArg,
 		"no-fork": NoArg, "timeout": RequiredArg, "conflict-exit-code": RequiredArg, "command": RequiredArg,
-		"verbose": NoArg, "help": NoArg, "version": NoArg})}, operands: 1},
-	"watch": {spec: OptSpec{Short: "bcCd::eghn:pq:rtvwx", Long: long(map[string]ArgKind{
+		"verbose": NoArg, "help": NoArg, "version": NoArg}}, operands: 1},
+	"watch": {spec: OptSpec{Short: "bcCd::eghn:pq:rtvwx", Long: map[string]ArgKind{
 		"beep": NoArg, "color": NoArg, "no-color": NoArg, "differences": OptionalArg, "errexit": NoArg,
 		"chgexit": NoArg, "interval": RequiredArg, "precise": NoArg, "equexit": RequiredArg,
-		"no-rerun": NoArg, "no-title": NoArg, "no-wrap": NoArg, "exec": NoArg, "help": NoArg, "version": NoArg})}},
+		"no-rerun": NoArg, "no-title": NoArg, "no-wrap": NoArg, "exec": NoArg, "help": NoArg, "version": NoArg}}},
 	"unbuffer": {spec: OptSpec{Short: "p"}},
 }
 
-// builtinNames are the builtins that "builtin NAME" can run.
+// isBuiltin reports whether name runs inside the shell: what "builtin
+// NAME" can run, and what needs no exec entry.
 func isBuiltin(name string) bool {
 	return shellBuiltins[name] || name == "eval" || name == "." || name == "source" || wrapperSpecs[name].builtin
 }
@@ -195,7 +196,7 @@ func (w wrapper) runs(name string, args []string) ([]nestedRun, error) {
 	var out []nestedRun
 	for _, o := range opts {
 		switch {
-		case containsName(w.noRun, o.Name):
+		case slices.Contains(w.noRun, o.Name):
 			return nil, nil
 		case name == "env" && (o.Name == "-S" || o.Name == "--split-string"):
 			words, err := splitEnvString(o.Value)
@@ -244,18 +245,9 @@ func isLegacyNice(a string) bool {
 	return strings.HasPrefix(a, "-") && isDigits(d)
 }
 
-func containsName(list []string, name string) bool {
-	for _, l := range list {
-		if l == name {
-			return true
-		}
-	}
-	return false
-}
-
 func hasOpt(opts []Opt, names ...string) bool {
 	for _, o := range opts {
-		if containsName(names, o.Name) {
+		if slices.Contains(names, o.Name) {
 			return true
 		}
 	}
