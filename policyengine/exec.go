@@ -89,10 +89,14 @@ func (e *Engine) checkLine(line string, depth int, dirs *[]string) (Decision, er
 	var allowed []string
 	for _, c := range cmds {
 		if c.Function != "" {
-			if st.functions == nil {
-				st.functions = map[string]bool{}
+			// A definition that may not be made leaves NAME to be the
+			// program: it is checked as one.
+			if !c.Conditional {
+				if st.functions == nil {
+					st.functions = map[string]bool{}
+				}
+				st.functions[c.Function] = true
 			}
-			st.functions[c.Function] = true
 			continue
 		}
 		d, err := e.checkCommand(c, depth, true, st)
@@ -158,6 +162,11 @@ func (e *Engine) checkCommand(c Command, depth int, inShell bool, st lineState) 
 	case inShell && (prog == "cd" || prog == "pushd" || prog == "popd"):
 		e.changeDir(prog, c.Args, st.dirs)
 		return Decision{Action: Allow, Reason: prog + " is a shell builtin"}, nil
+	case inShell && prog == "unset":
+		for _, a := range c.Args {
+			delete(st.functions, a) // unset -f NAME, or unset NAME
+		}
+		return Decision{Action: Allow, Reason: "unset is a shell builtin"}, nil
 	case inShell && shellBuiltins[prog] && prog != "trap" && prog != "alias":
 		return Decision{Action: Allow, Reason: prog + " is a shell builtin"}, nil
 	}

@@ -33,6 +33,11 @@ type Command struct {
 	// definition "NAME() BODY": the body's commands follow it as if they
 	// ran, and later commands named NAME may call it.
 	Function string `json:"function,omitempty"`
+	// Conditional marks a definition that may not define NAME in the
+	// line's shell: it is inside a compound command, a subshell or a
+	// substitution, follows && or ||, or is a part of a pipeline or
+	// runs in the background. A later NAME may then be the program.
+	Conditional bool `json:"conditional,omitempty"`
 }
 
 // ErrEmptyCommand is returned for a command line that runs nothing.
@@ -65,7 +70,7 @@ func SplitCommandLine(line string) ([]Command, error) {
 	// Most lines have a few commands and short words: sized so that
 	// neither grows.
 	var wordBuf [256]byte
-	s := shellSplitter{src: line, out: make([]Command, 0, 4), buf: wordBuf[:0]}
+	s := shellSplitter{src: line, out: make([]Command, 0, 4), buf: wordBuf[:0], lastFunc: -1}
 	if err := s.parseList(0, 0); err != nil {
 		return nil, fmt.Errorf("split command line: %w", err)
 	}
@@ -106,6 +111,15 @@ type shellSplitter struct {
 	notArith  map[int]bool
 	children  map[int]shellChildResult
 	tentative int
+	// compound counts the open compound commands (if, while, until,
+	// for, select, case, { }); afterAndOr is set after && and ||; and
+	// lastFunc is the entry of the last definition the line's shell
+	// makes for sure, until a separator at its level says whether it
+	// is part of a pipeline or backgrounded (lastFunc = -1: none).
+	compound                 int
+	afterAndOr               bool
+	lastFunc                 int
+	lastFuncDepth, lastFuncC int
 }
 
 type shellChildResult struct {
@@ -226,6 +240,7 @@ func (s *shellSplitter) parseList(closer byte, open int) error {
 			s.skipComment()
 		case '\n':
 			s.finish(&sc)
+			s.listBreak(";")
 			err = s.newline()
 		case ';', '|':
 			s.separator(&sc, cases)
@@ -292,6 +307,7 @@ func (s *shellSplitter) separator(sc *shellSimple, cases []shellCaseState) {
 		n = 2
 	}
 	s.finish(sc)
+	s.listBreak(rest[:n])
 	s.pos += n
 	if k := len(cases); endsBranch && k > 0 && cases[k-1] == shellCaseBody {
 		cases[k-1] = shellCasePattern
@@ -376,6 +392,7 @@ func (s *shellSplitter) casePattern(cases *[]shellCaseState) error {
 			s.pos++
 		} else if w.is("esac") {
 			*cases = (*cases)[:n-1]
+			s.compound = max(s.compound-1, 0)
 		}
 	}
 	return nil
@@ -604,8 +621,25 @@ func (s *shellSplitter) addWord(sc *shellSimple, w shellWord, cases *[]shellCase
 // defineFunction records the definition of function name, before the
 // commands of its body.
 func (s *shellSplitter) defineFunction(sc *shellSimple, name string) {
-	s.out = append(s.out, Command{Function: name})
+	cond := s.depth != 1 || s.compound > 0 || s.afterAndOr
+	s.out = append(s.out, Command{Function: name, Conditional: cond})
 	sc.mark = len(s.out)
+	if !cond {
+		s.lastFunc, s.lastFuncDepth, s.lastFuncC = len(s.out)-1, s.depth, s.compound
+	}
+}
+
+// listBreak notes the control operator op that ends a command: after
+// && and || a definition may not run; a definition that | or & follows
+// is made in a subshell.
+func (s *shellSplitter) listBreak(op string) {
+	if s.lastFunc >= 0 && s.depth == s.lastFuncDepth && s.compound == s.lastFuncC {
+		if (op == "|" || op == "|&" || op == "&") && s.lastFunc < len(s.out) && s.out[s.lastFunc].Function != "" {
+			s.out[s.lastFunc].Conditional = true
+		}
+		s.lastFunc = -1
+	}
+	s.afterAndOr = op == "&&" || op == "||"
 }
 
 // reservedWord handles a reserved word in command position and reports
@@ -615,16 +649,23 @@ func (s *shellSplitter) defineFunction(sc *shellSimple, name string) {
 // runs the time program, so it is reported as a program.
 func (s *shellSplitter) reservedWord(sc *shellSimple, word string, cases *[]shellCaseState) bool {
 	switch word {
-	case "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "{", "}", "!", "in", "coproc":
+	case "then", "else", "elif", "do", "!", "in", "coproc":
+	case "if", "while", "until", "{":
+		s.compound++
+	case "fi", "done", "}":
+		s.compound = max(s.compound-1, 0)
 	case "for", "select":
+		s.compound++
 		sc.mode = shellModeHeader
 	case "function":
 		sc.mode = shellModeSkipName
 	case "case":
+		s.compound++
 		*cases = append(*cases, shellCaseSubject)
 	case "esac":
 		if n := len(*cases); n > 0 {
 			*cases = (*cases)[:n-1]
+			s.compound = max(s.compound-1, 0)
 		}
 	default:
 		return false
@@ -1060,7 +1101,7 @@ func (s *shellSplitter) child(key int, text string, heredoc bool) error {
 		return r.err
 	}
 	n := len(s.out)
-	sub := shellSplitter{src: text, depth: s.depth, out: s.out, buf: s.buf}
+	sub := shellSplitter{src: text, depth: s.depth, out: s.out, buf: s.buf, lastFunc: -1}
 	var err error
 	if heredoc {
 		err = sub.scanHeredocBody()

@@ -107,6 +107,8 @@ var shellSplitCases = []struct {
 	{"group redirect", "{ ls; pwd; } 2>err", []Command{sc("ls"), sc("pwd"), sc("").to(">", "err")}},
 	{"function", "f() { rm x; }; f", []Command{fn("f"), sc("rm", "x"), sc("f")}},
 	{"function keyword", "function g { id; }", []Command{fn("g"), sc("id")}},
+	{"conditional function", "x && f() { id; }", []Command{sc("x"), {Function: "f", Conditional: true}, sc("id")}},
+	{"backgrounded function", "f() { id; } & g() { x; }", []Command{{Function: "f", Conditional: true}, sc("id"), fn("g"), sc("x")}},
 	{"conditional", "[[ -f x && $(id) < y ]] && ls", []Command{sc("[[", "-f", "x", "&&", "$(id)", "<", "y", "]]"), sc("id"), sc("ls")}},
 	{"arithmetic", "echo $((1+2))", []Command{sc("echo", "$((1+2))")}},
 	{"arithmetic with substitution", "echo $(( $(id -u) + 1 ))", []Command{sc("echo", "$(( $(id -u) + 1 ))"), sc("id", "-u")}},

@@ -68,6 +68,11 @@ var checkExecLines = []struct {
 	// Functions, command, exec, time.
 	{"f() { touch PWNED; }; f", true},
 	{"f() { ls; }; f", false},
+	{"false && touch() { ls; }; touch PWNED", true},
+	{"if false; then touch() { ls; }; fi; touch PWNED", true},
+	{"touch() { ls; } | ls; touch PWNED", true},
+	{"touch() { ls; }; unset -f touch; touch PWNED", true},
+	{"touch() { ls; } && touch PWNED", false},
 	{"command touch PWNED", true},
 	{"command -v touch", false},
 	{"command ls", false},
