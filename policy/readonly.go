@@ -275,12 +275,33 @@ func readOnly(seg segment) bool {
 		return false
 	}
 	name, args := seg.words[0], seg.words[1:]
+	first := 1 // index in words of args[0]
 	if name == "git" {
 		if len(args) == 0 {
 			return false
 		}
-		name, args = "git "+args[0], args[1:]
+		name, args, first = "git "+args[0], args[1:], 2
 	}
 	c, ok := readOnlyCommands[name]
-	return ok && c.readOnlyArgs(args) == nil
+	if !ok || expandsToOption(seg, first, c.check != nil) {
+		return false
+	}
+	return c.readOnlyArgs(args) == nil
+}
+
+// expandsToOption reports whether a word the shell expands may become an
+// option: one before "--" (anywhere for find, whose expression has no
+// "--"). "sort *" in a folder holding a file named
+// --compress-program=sh runs sh.
+func expandsToOption(seg segment, first int, noDashDash bool) bool {
+	end := len(seg.words)
+	if i := slices.Index(seg.words[first:], "--"); i >= 0 && !noDashDash {
+		end = first + i
+	}
+	for _, i := range seg.expanding {
+		if i >= first-1 && i < end {
+			return true
+		}
+	}
+	return false
 }

@@ -21,7 +21,8 @@ func TestBuiltinReadOnly(t *testing.T) {
 		"whoami", "date", "date +%s", "git status", "git status -s", "git diff HEAD~1",
 		"git diff --stat", "git show HEAD", "git log --oneline -5", "git rev-parse HEAD",
 		"git ls-files", "git grep -n foo", "cat < a", "grep x <<< \"$v\"",
-		"cat a | grep x | sort | head", "ls && pwd; whoami", "ls $(pwd)", "cat \"$(git rev-parse --show-toplevel)/go.mod\"",
+		"cat a | grep x | sort | head", "ls && pwd; whoami", "ls -- $(pwd)", "cat -- \"$(git rev-parse --show-toplevel)/go.mod\"",
+		"cat ./*.go", "ls a*", "grep -n x -- *.go", "cat \"a$X\"", "git diff -- $F",
 	} {
 		d := e.CheckExec(line)
 		wantDecision(t, line, d, policyengine.Allow, "-", "")
@@ -184,6 +185,11 @@ func TestBuiltinCannotRunPrograms(t *testing.T) {
 		// Options corral does not know, and values that look like options.
 		"ls --frobnicate", "cat --zzz a", "head --lines --output=x a", "git log --author --output=x",
 		"git log --frobnicate", "grep -e -x --devices=read f", "stat --format --printf=x a",
+		// Words the shell expands may be options: a file named
+		// --compress-program=sh, or $X holding "-o x".
+		"sort *", "sort * a", "cat $X", "sort a$X", "sort -k$X a", "sort \"$X\" a", "sort $(cat opts) a",
+		"sort `cat opts` a", "ls {-o,x}", "find * -name x", "find . -name x -- *", "git diff $X", "git log *",
+		"grep x *", "sort ?x", "sh -c 'sort *'",
 		// Shells that read startup files before the script.
 		"bash -i -c ls", "bash --rcfile x -c ls", "bash -l -c ls", "sh -o vi -c ls",
 		// Pagers and programs not on the list.

@@ -44,11 +44,12 @@ type segment struct {
 	// awords are words with the assignments before them: allow rules
 	// match these, so that {command: make} does not allow
 	// "LD_PRELOAD=x make"; only a rule that names the assignment does.
-	awords  []string
-	atext   string
-	redir   bool // has an output redirection
-	assigns bool // NAME=value before the program: it may run something else
-	shell   bool // sh -c or eval: allow rules look at the script's programs instead
+	awords    []string
+	atext     string
+	redir     bool  // has an output redirection
+	assigns   bool  // NAME=value before the program: it may run something else
+	expanding []int // indices in words the shell expands: they may be options
+	shell     bool  // sh -c or eval: allow rules look at the script's programs instead
 }
 
 // segments are every program the line runs, found the way the skills'
@@ -64,7 +65,7 @@ func segments(line string) ([]segment, error) {
 	for _, inv := range invs {
 		base := append([]string{inv.Name}, inv.Words[1:]...)
 		s := segment{words: inv.Words, base: base, text: strings.Join(inv.Words, " "), btext: strings.Join(base, " "),
-			assigns: len(inv.Assigns) > 0, shell: inv.Shell && plainShell(inv.Words)}
+			assigns: len(inv.Assigns) > 0, expanding: inv.Expanding, shell: inv.Shell && plainShell(inv.Words)}
 		s.awords, s.atext = s.words, s.text
 		if inv.Name != "" && s.assigns {
 			s.awords = append(slices.Clone(inv.Assigns), inv.Words...)

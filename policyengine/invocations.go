@@ -16,6 +16,9 @@ type Invocation struct {
 	Redirects []Redirect
 	// Assigns are the NAME=value words before the program.
 	Assigns []string
+	// Expanding are the indices in Words of the arguments whose start the
+	// shell decides (Command.Expanding): they may be options.
+	Expanding []int
 	// Wrapped is set when a wrapper, shell or eval ran the program.
 	Wrapped bool
 	// Shell is set on a shell's -c or eval: it only runs the script,
@@ -58,7 +61,11 @@ func invocationOf(c Command, depth int, isWrapped, inShell bool, out *[]Invocati
 		return nil
 	}
 	name := path.Base(c.Program)
-	*out = append(*out, Invocation{Name: name, Words: append([]string{c.Program}, c.Args...), Redirects: c.Redirects, Assigns: c.Assigns, Wrapped: isWrapped})
+	inv := Invocation{Name: name, Words: append([]string{c.Program}, c.Args...), Redirects: c.Redirects, Assigns: c.Assigns, Wrapped: isWrapped}
+	for _, i := range c.Expanding {
+		inv.Expanding = append(inv.Expanding, i+1)
+	}
+	*out = append(*out, inv)
 	self := len(*out) - 1
 	runs, err := nested(c, inShell)
 	if err != nil {

@@ -29,6 +29,12 @@ type Command struct {
 	// program's environment (GIT_PAGER=..., LD_PRELOAD=...), or the
 	// shell's variables when there is no program.
 	Assigns []string `json:"assigns,omitempty"`
+	// Expanding are the indices in Args of the words that start with an
+	// expansion ($x, "$(...)", `...`), an unquoted glob or a brace, or
+	// hold an unquoted expansion, which the shell splits into words: the
+	// shell decides how they start, so they may be options ("sort *"
+	// with a file named --compress-program=sh, "sort a$X").
+	Expanding []int `json:"expanding,omitempty"`
 	// Function is set, alone, on an entry that stands for a function
 	// definition "NAME() BODY": the body's commands follow it as if they
 	// ran, and later commands named NAME may call it.
@@ -120,6 +126,10 @@ type shellSplitter struct {
 	afterAndOr               bool
 	lastFunc                 int
 	lastFuncDepth, lastFuncC int
+	// wordStart is len(buf) where the word being read starts, and
+	// expanding is set when an expansion starts it (see shellWord).
+	wordStart int
+	expanding bool
 }
 
 type shellChildResult struct {
@@ -138,6 +148,10 @@ type shellWord struct {
 	value  string
 	quoted bool // some part was quoted or escaped: never a reserved word
 	assign bool // NAME=value
+	// expanding: the word starts with an expansion, a glob or a brace,
+	// or holds an unquoted expansion (split into words), so the shell
+	// decides how it or a word made of it starts (it may be "-o").
+	expanding bool
 }
 
 func (w shellWord) is(keyword string) bool { return !w.quoted && w.value == keyword }
@@ -599,6 +613,9 @@ func (s *shellSplitter) addWord(sc *shellSimple, w shellWord, cases *[]shellCase
 	}
 	switch {
 	case sc.hasProgram:
+		if w.expanding {
+			sc.cmd.Expanding = append(sc.cmd.Expanding, len(sc.cmd.Args))
+		}
 		sc.cmd.Args = append(sc.cmd.Args, w.value)
 		if sc.cond && w.is("]]") {
 			sc.cond = false
@@ -678,7 +695,9 @@ func (s *shellSplitter) reservedWord(sc *shellSimple, word string, cases *[]shel
 // expansions are kept as written.
 func (s *shellSplitter) readWord() (w shellWord, err error) {
 	start, base := s.pos, len(s.buf)
-	defer func() { s.buf = s.buf[:base] }()
+	outerStart, outerExpanding := s.wordStart, s.expanding
+	s.wordStart, s.expanding = base, false
+	defer func() { s.buf, s.wordStart, s.expanding = s.buf[:base], outerStart, outerExpanding }()
 	quotedAt := -1 // offset in the value of the first quote or escape
 	modified := false
 loop:
@@ -729,11 +748,18 @@ loop:
 				s.pos++
 				err, keepRaw = s.readDouble(true), false
 			default:
+				// Unquoted, its value is split into words anywhere
+				// in the word: a-$X can give "-o" as a word.
+				s.expanding = true
 				err = s.dollar(false)
 			}
 		case '`':
+			s.expanding = true
 			err = s.backquote(false)
 		default:
+			if strings.IndexByte("*?[{", c) >= 0 {
+				s.expansionAt() // a glob or a brace
+			}
 			s.buf = append(s.buf, c)
 			s.pos++
 			keepRaw = false
@@ -746,6 +772,7 @@ loop:
 		}
 	}
 	w.quoted = quotedAt >= 0
+	w.expanding = s.expanding
 	if modified {
 		w.value = string(s.buf[base:])
 	} else {
@@ -859,10 +886,15 @@ func (s *shellSplitter) readDouble(emit bool) error {
 			s.pos += 2
 			continue
 		case c == '$' && (s.at(s.pos+1) == '(' || s.at(s.pos+1) == '{'):
+			s.expansionAt()
 			err = s.dollar(true)
 		case c == '`':
+			s.expansionAt()
 			err = s.backquote(true)
 		default:
+			if c == '$' && emit {
+				s.expansionAt() // "$x"
+			}
 			s.appendIf(emit, c)
 			s.pos++
 			continue
@@ -880,6 +912,14 @@ func (s *shellSplitter) readDouble(emit bool) error {
 func (s *shellSplitter) appendIf(emit bool, b ...byte) {
 	if emit {
 		s.buf = append(s.buf, b...)
+	}
+}
+
+// expansionAt notes an expansion, glob or brace where the word being
+// read has nothing yet: the shell decides how the word starts.
+func (s *shellSplitter) expansionAt() {
+	if len(s.buf) == s.wordStart {
+		s.expanding = true
 	}
 }
 

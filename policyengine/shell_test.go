@@ -139,10 +139,42 @@ func TestSplitCommandLine(t *testing.T) {
 			if err != nil {
 				t.Fatalf("SplitCommandLine(%q): %v", tc.line, err)
 			}
+			for i := range got {
+				got[i].Expanding = nil // TestSplitCommandLineExpanding
+			}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("SplitCommandLine(%q)\n got %#v\nwant %#v", tc.line, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestSplitCommandLineExpanding: the arguments whose start the shell
+// decides (they may turn out to be options) are marked: those that start
+// with an expansion or glob, and those with an unquoted expansion, which
+// is split into words; quoted text, a tilde, a glob after the first
+// character and a double-quoted expansion after it are not.
+func TestSplitCommandLineExpanding(t *testing.T) {
+	for _, tt := range []struct {
+		line string
+		want []int
+	}{
+		{"sort * a", []int{0}},
+		{"sort ? [ab] {x,y}", []int{0, 1, 2}},
+		{"sort $X \"$Y\" ${Z} $(z) `z` \"$(z)\" \"`z`\"", []int{0, 1, 2, 3, 4, 5, 6}},
+		{"sort ''$X \"\"*", []int{0, 1}},
+		{"sort '*' \"*\" \\* '$X' \\$X a* ./* ~/x \"a$X\" -k\"$X\"", nil},
+		{"sort -k$X --o=$X a$(x) a`x`", []int{0, 1, 2, 3}},
+		{"sort $'\\x2d' $\"x\"", nil},
+		{"sort a $X b", []int{1}},
+	} {
+		cmds, err := SplitCommandLine(tt.line)
+		if err != nil {
+			t.Fatalf("SplitCommandLine(%q): %v", tt.line, err)
+		}
+		if !reflect.DeepEqual(cmds[0].Expanding, tt.want) {
+			t.Errorf("SplitCommandLine(%q) expanding %v, want %v (args %q)", tt.line, cmds[0].Expanding, tt.want, cmds[0].Args)
+		}
 	}
 }
 
