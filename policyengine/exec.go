@@ -186,16 +186,20 @@ func (e *Engine) checkCommand(c Command, depth int, inShell bool, st lineState) 
 		programs = nil
 	}
 	for _, r := range runs {
+		dirs := st.dirs
+		if r.chdir != "" {
+			dirs = movedDirs(*st.dirs, r.chdir)
+		}
 		var d Decision
 		switch {
 		case r.write != "":
 			d = e.checkRedirectIn(Redirect{Op: ">", Target: r.write}, *st.dirs)
 		case r.isLine:
-			d, err = e.checkLine(r.line, depth+1, st.dirs)
+			d, err = e.checkLine(r.line, depth+1, dirs)
 		default:
 			// A wrapper's program runs with no shell around it; only
 			// command and builtin run builtins.
-			d, err = e.checkCommand(r.cmd, depth+1, r.inShell, lineState{dirs: st.dirs})
+			d, err = e.checkCommand(r.cmd, depth+1, r.inShell, lineState{dirs: dirs})
 			if r.cmd.Program != "" {
 				programs = append(programs, r.cmd.Program)
 			}
@@ -205,6 +209,25 @@ func (e *Engine) checkCommand(c Command, depth int, inShell bool, st lineState) 
 		}
 	}
 	return e.allowAll(programs), nil
+}
+
+// movedDirs are the folders a wrapper's program runs in when the wrapper
+// changes to dir ("?": a folder that cannot be told).
+func movedDirs(from []string, dir string) *[]string {
+	if dir == "?" {
+		return &[]string{""}
+	}
+	if path.IsAbs(dir) {
+		return &[]string{path.Clean(dir)}
+	}
+	var out []string
+	for _, d := range from {
+		if d == "" {
+			return &[]string{""}
+		}
+		out = append(out, path.Join(d, dir))
+	}
+	return &out
 }
 
 // changeDir records where cd, pushd or popd may take the line: a literal

@@ -26,6 +26,9 @@ type nestedRun struct {
 	isLine  bool
 	inShell bool   // cmd runs as a builtin could (command, builtin)
 	write   string // a file the wrapper writes (time -o FILE)
+	// chdir is the folder it runs in when the wrapper changes it (env -C
+	// DIR); "?" when that cannot be told (find -execdir, chroot).
+	chdir string
 }
 
 // wrapper says how a wrapper's arguments are read.
@@ -194,6 +197,7 @@ func (w wrapper) runs(name string, args []string) ([]nestedRun, error) {
 		}
 	}
 	var out []nestedRun
+	chdir := ""
 	for _, o := range opts {
 		switch {
 		case slices.Contains(w.noRun, o.Name):
@@ -208,7 +212,15 @@ func (w wrapper) runs(name string, args []string) ([]nestedRun, error) {
 			return []nestedRun{{line: o.Value, isLine: true}}, nil
 		case name == "time" && (o.Name == "-o" || o.Name == "--output"):
 			out = append(out, nestedRun{write: o.Value})
+		case name == "env" && (o.Name == "-C" || o.Name == "--chdir"), name == "sudo" && (o.Name == "-D" || o.Name == "--chdir"):
+			chdir = o.Value
+			if unsure(chdir) {
+				chdir = "?"
+			}
 		}
+	}
+	if name == "chroot" {
+		chdir = "?" // every path is in another root
 	}
 	if name == "env" {
 		for len(operands) > 0 && (operands[0] == "-" || strings.Contains(operands[0], "=")) {
@@ -237,7 +249,7 @@ func (w wrapper) runs(name string, args []string) ([]nestedRun, error) {
 		return nil, fmt.Errorf("builtin %s: %q is not a shell builtin corral knows", operands[0], operands[0])
 	}
 	return append(out, nestedRun{cmd: Command{Program: operands[0], Args: operands[1:]},
-		inShell: name == "command" || name == "builtin"}), nil
+		inShell: name == "command" || name == "builtin", chdir: chdir}), nil
 }
 
 func isLegacyNice(a string) bool {
@@ -345,7 +357,11 @@ func findExec(c Command) ([]nestedRun, error) {
 		if end == i+1 {
 			return nil, fmt.Errorf("find %s names no program", c.Args[i])
 		}
-		out = append(out, nestedRun{cmd: Command{Program: c.Args[i+1], Args: c.Args[i+2 : end]}})
+		run := nestedRun{cmd: Command{Program: c.Args[i+1], Args: c.Args[i+2 : end]}}
+		if c.Args[i] == "-execdir" || c.Args[i] == "-okdir" {
+			run.chdir = "?" // the folder of each file found
+		}
+		out = append(out, run)
 		i = end
 	}
 	return out, nil

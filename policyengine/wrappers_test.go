@@ -215,7 +215,7 @@ func TestCheckArgvNested(t *testing.T) {
 // TestCheckExecCdRedirect: a relative redirection after cd is checked
 // in every folder the line may be in.
 func TestCheckExecCdRedirect(t *testing.T) {
-	e := perms(t, nil, []string{"/ws/**"}, nil, []string{"ls"}, nil)
+	e := perms(t, nil, []string{"/ws/**"}, nil, []string{"ls", "sh", "env", "find", "chroot"}, nil)
 	for _, tt := range []struct {
 		line string
 		want Action
@@ -242,6 +242,14 @@ func TestCheckExecCdRedirect(t *testing.T) {
 		{"sh -c 'cd /etc && ls > x'", Deny},
 		{"cd /etc && sh -c 'ls > x'", Deny},
 		{"eval 'cd /etc'; ls > x", Deny},
+		{"env -C /etc sh -c 'ls > x'", Deny},
+		{"env --chdir=/etc sh -c 'ls > x'", Deny},
+		{"env -C sub sh -c 'ls > x'", Allow},
+		{"env -C /etc ls > x", Allow}, // the shell opens x, in /ws
+		{"find . -execdir sh -c 'ls > x' \\;", Deny},
+		{"find . -exec sh -c 'ls > x' \\;", Allow},
+		{"find . -execdir sh -c 'ls > /ws/x' \\;", Allow},
+		{"chroot / sh -c 'ls > x'", Deny},
 	} {
 		if d := e.CheckExec(tt.line); d.Action != tt.want {
 			t.Errorf("CheckExec(%q) = %s (%s), want %s", tt.line, d.Action, d.Reason, tt.want)

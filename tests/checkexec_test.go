@@ -82,6 +82,8 @@ var checkExecLines = []struct {
 	{"cd /etc && ls > PWNED", true},
 	{"cd / && ls > PWNED", true},
 	{"cd sub && ls > out", false},
+	{"env -C /etc sh -c 'ls > PWNED'", true},
+	{"env -C sub sh -c 'ls > out'", false},
 }
 
 // TestCheckAgreesWithExec: for each line, `corral check exec LINE` and
