@@ -170,6 +170,9 @@ func (e *Engine) checkCommand(c Command, depth int, inShell bool, st lineState) 
 	case inShell && shellBuiltins[prog] && prog != "trap" && prog != "alias":
 		return Decision{Action: Allow, Reason: prog + " is a shell builtin"}, nil
 	}
+	if strings.Contains(prog, "/") && !path.IsAbs(prog) && e.perms.ExecRestricted() && (len(*st.dirs) != 1 || (*st.dirs)[0] != e.workDir) {
+		return Decision{Action: Deny, Reason: fmt.Sprintf("the relative program path %q follows a cd (or runs in a folder a wrapper chose), so which file it names cannot be told; write the path absolute", prog)}, nil
+	}
 	if !(inShell && isBuiltin(prog)) && e.perms.ExecRestricted() {
 		if _, ok := e.lookupProgram(prog); !ok {
 			if d := e.checkProgram(prog); d.Action != Allow {

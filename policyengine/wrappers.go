@@ -107,7 +107,16 @@ func isBuiltin(name string) bool {
 
 // shells are programs whose -c argument is itself a command line.
 var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "mksh": true,
-	"ash": true, "rbash": true, "yash": true, "posh": true, "lksh": true, "pdksh": true, "ksh93": true}
+	"ash": true, "rbash": true, "yash": true, "posh": true, "lksh": true, "pdksh": true, "ksh93": true,
+	"csh": true, "tcsh": true}
+
+// fishSpec is fish's options: -c and -C take the command line as their
+// value, not as an operand.
+var fishSpec = OptSpec{Short: "c:C:d:ilnNo:pPfhv", Long: map[string]ArgKind{
+	"command": RequiredArg, "init-command": RequiredArg, "debug": RequiredArg, "debug-output": RequiredArg,
+	"features": RequiredArg, "interactive": NoArg, "login": NoArg, "no-execute": NoArg, "no-config": NoArg,
+	"private": NoArg, "profile": RequiredArg, "profile-startup": RequiredArg, "print-rusage-self": NoArg,
+	"print-debug-categories": NoArg, "help": NoArg, "version": NoArg}}
 
 // bashLong are bash's long options; rcfile and init-file take a value.
 var bashLong = map[string]bool{"norc": false, "noprofile": false, "posix": false, "login": false,
@@ -167,12 +176,14 @@ func nested(c Command, inShell bool) (runs []nestedRun, err error) {
 			}
 		}
 		return out, nil
-	case name == "busybox":
+	case name == "busybox" || name == "toybox":
 		return busybox(c)
 	case name == "find":
 		return findExec(c)
 	case shells[name]:
 		return shellRuns(name, c.Args)
+	case name == "fish":
+		return fishRuns(c.Args)
 	}
 	w, ok := wrapperSpecs[name]
 	if !ok || w.builtin && (!inShell || c.Program != name) {
@@ -323,9 +334,25 @@ func shellRuns(name string, args []string) ([]nestedRun, error) {
 	return []nestedRun{{line: args[i], isLine: true}}, nil
 }
 
-// busybox reads "busybox APPLET ARGS": the applet runs inside busybox
-// itself, so what it runs in turn (sh -c, env, xargs...) is what busybox
-// runs.
+// fishRuns returns the command lines of fish's -c and -C (fish's syntax
+// is read as sh's: what sh cannot read is refused).
+func fishRuns(args []string) ([]nestedRun, error) {
+	opts, _, err := fishSpec.Parse(args)
+	if err != nil {
+		return nil, fmt.Errorf("fish: %w, so what it runs cannot be told", err)
+	}
+	var out []nestedRun
+	for _, o := range opts {
+		if o.Name == "-c" || o.Name == "--command" || o.Name == "-C" || o.Name == "--init-command" {
+			out = append(out, nestedRun{line: o.Value, isLine: true})
+		}
+	}
+	return out, nil
+}
+
+// busybox reads "busybox APPLET ARGS" (and toybox's): the applet runs
+// inside busybox itself, so what it runs in turn (sh -c, env, xargs...)
+// is what busybox runs.
 func busybox(c Command) ([]nestedRun, error) {
 	if len(c.Args) == 0 || strings.HasPrefix(c.Args[0], "-") {
 		return nil, nil // --list, --install, --help
@@ -334,7 +361,7 @@ func busybox(c Command) ([]nestedRun, error) {
 	if unsure(applet.Program) {
 		return nil, fmt.Errorf("busybox applet %q depends on a shell expansion", applet.Program)
 	}
-	if path.Base(applet.Program) == "busybox" {
+	if b := path.Base(applet.Program); b == "busybox" || b == "toybox" {
 		return []nestedRun{{cmd: applet}}, nil
 	}
 	return nested(applet, false)

@@ -12,7 +12,7 @@ import (
 // nice, nohup, stdbuf, setsid, find, busybox, cat and ls; curl is not.
 func TestCheckExecNested(t *testing.T) {
 	e := perms(t, nil, []string{"/ws/**"}, nil,
-		[]string{"sh", "bash", "env", "timeout", "xargs", "nice", "nohup", "stdbuf", "setsid", "find", "busybox", "cat", "ls", "echo", "flock", "watch"}, nil)
+		[]string{"sh", "bash", "env", "timeout", "xargs", "nice", "nohup", "stdbuf", "setsid", "find", "busybox", "toybox", "tcsh", "fish", "cat", "ls", "echo", "flock", "watch"}, nil)
 	for _, tt := range []struct {
 		line string
 		want Action
@@ -129,6 +129,12 @@ func TestCheckExecNested(t *testing.T) {
 		{"busybox sh -c 'ls'", Allow},
 		{"busybox ls", Allow},
 		{"busybox --list", Allow},
+		{"toybox sh -c 'curl x'", Deny},
+		{"tcsh -c 'curl x'", Deny},
+		{"fish -c 'curl x'", Deny},
+		{"fish --command='curl x'", Deny},
+		{"fish -C 'curl x' -c ls", Deny},
+		{"fish --frob -c ls", Deny},
 		// Builtins: command, builtin, exec.
 		{"command -v curl", Allow},
 		{"command -V curl", Allow},
@@ -242,6 +248,9 @@ func TestCheckExecCdRedirect(t *testing.T) {
 		{"sh -c 'cd /etc && ls > x'", Deny},
 		{"cd /etc && sh -c 'ls > x'", Deny},
 		{"eval 'cd /etc'; ls > x", Deny},
+		{"cd /tmp && ./ls", Deny},
+		{"cd sub && sub2/ls", Deny},
+		{"env -C /tmp ./ls", Deny},
 		{"env -C /etc sh -c 'ls > x'", Deny},
 		{"env --chdir=/etc sh -c 'ls > x'", Deny},
 		{"env -C sub sh -c 'ls > x'", Allow},
