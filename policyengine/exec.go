@@ -3,6 +3,7 @@ package policyengine
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strconv"
@@ -39,7 +40,7 @@ var errTooDeep = errors.New("the command nests shells, eval or wrappers too deep
 // only allowed programs and redirects only to allowed paths. Every segment
 // of every pipeline, list and substitution is checked.
 func (e *Engine) CheckExec(line string) Decision {
-	d, err := e.checkLine(line, 0, nil)
+	d, err := e.checkLine(line, 0, nil, nil)
 	if err != nil {
 		return Decision{Action: Deny, Reason: fmt.Sprintf("cannot check the command line: %v", err)}
 	}
@@ -74,7 +75,9 @@ type lineState struct {
 // redirection is refused.
 const maxDirs = 16
 
-func (e *Engine) checkLine(line string, depth int, dirs *[]string) (Decision, error) {
+// checkLine checks a command line; dirs and functions are what the shell
+// that reads it starts with (nil: the work dir, no functions).
+func (e *Engine) checkLine(line string, depth int, dirs *[]string, functions map[string]bool) (Decision, error) {
 	if depth > maxShellDepth {
 		return Decision{}, errTooDeep
 	}
@@ -85,7 +88,7 @@ func (e *Engine) checkLine(line string, depth int, dirs *[]string) (Decision, er
 	if dirs == nil {
 		dirs = &[]string{e.workDir}
 	}
-	st := lineState{dirs: dirs}
+	st := lineState{dirs: dirs, functions: maps.Clone(functions)}
 	var allowed []string
 	for _, c := range cmds {
 		if c.Function != "" {
@@ -197,8 +200,10 @@ func (e *Engine) checkCommand(c Command, depth int, inShell bool, st lineState) 
 		switch {
 		case r.write != "":
 			d = e.checkRedirectIn(Redirect{Op: ">", Target: r.write}, *st.dirs)
+		case r.isLine && r.sameShell:
+			d, err = e.checkLine(r.line, depth+1, dirs, st.functions)
 		case r.isLine:
-			d, err = e.checkLine(r.line, depth+1, dirs)
+			d, err = e.checkLine(r.line, depth+1, dirs, nil)
 		default:
 			// A wrapper's program runs with no shell around it; only
 			// command and builtin run builtins.

@@ -24,8 +24,11 @@ type nestedRun struct {
 	cmd     Command
 	line    string
 	isLine  bool
-	inShell bool   // cmd runs as a builtin could (command, builtin)
-	write   string // a file the wrapper writes (time -o FILE)
+	inShell bool // cmd runs as a builtin could (command, builtin)
+	// sameShell: the line runs in the shell that runs c (eval, trap,
+	// alias), which knows the functions defined so far.
+	sameShell bool
+	write     string // a file the wrapper writes (time -o FILE)
 	// chdir is the folder it runs in when the wrapper changes it (env -C
 	// DIR); "?" when that cannot be told (find -execdir, chroot).
 	chdir string
@@ -163,16 +166,16 @@ func nested(c Command, inShell bool) (runs []nestedRun, err error) {
 	name := path.Base(c.Program)
 	switch {
 	case inShell && c.Program == "eval":
-		return []nestedRun{{line: strings.Join(c.Args, " "), isLine: true}}, nil
+		return []nestedRun{{line: strings.Join(c.Args, " "), isLine: true, sameShell: true}}, nil
 	case inShell && c.Program == "trap" && len(c.Args) > 1 && !strings.HasPrefix(c.Args[0], "-"):
 		// trap ACTION SIGNAL...: the action is a command line run later.
-		return []nestedRun{{line: c.Args[0], isLine: true}}, nil
+		return []nestedRun{{line: c.Args[0], isLine: true, sameShell: true}}, nil
 	case inShell && c.Program == "alias":
 		// alias NAME=VALUE: the value runs wherever NAME is used.
 		var out []nestedRun
 		for _, a := range c.Args {
 			if _, value, ok := strings.Cut(a, "="); ok && strings.TrimSpace(value) != "" {
-				out = append(out, nestedRun{line: value, isLine: true})
+				out = append(out, nestedRun{line: value, isLine: true, sameShell: true})
 			}
 		}
 		return out, nil
