@@ -52,7 +52,8 @@ var wrapperPrograms = map[string]bool{"sudo": true, "doas": true, "env": true, "
 	"zsh": true, "eval": true, "exec": true, "xargs": true, "timeout": true, "nice": true, "nohup": true, "setsid": true,
 	"time": true, "command": true, "builtin": true, "stdbuf": true, "ionice": true, "taskset": true, "chroot": true,
 	"flock": true, "unbuffer": true, "watch": true, "busybox": true, "ksh": true, "mksh": true, "ash": true,
-	"toybox": true, "fish": true, "csh": true, "tcsh": true, "rbash": true, "yash": true, "posh": true}
+	"toybox": true, "fish": true, "csh": true, "tcsh": true, "rbash": true, "yash": true, "posh": true,
+	"script": true, "su": true, "runuser": true, "chrt": true}
 
 func subcommand(w string) bool {
 	if w == "" || w[0] == '-' || w[len(w)-1] == '-' {

@@ -100,7 +100,30 @@ var wrapperSpecs = map[string]wrapper{
 		"chgexit": NoArg, "interval": RequiredArg, "precise": NoArg, "equexit": RequiredArg,
 		"no-rerun": NoArg, "no-title": NoArg, "no-wrap": NoArg, "exec": NoArg, "help": NoArg, "version": NoArg}}},
 	"unbuffer": {spec: OptSpec{Short: "p"}},
+	"chrt": {spec: OptSpec{Short: "bdfiorRaT:P:D:pmvhV", Long: map[string]ArgKind{
+		"batch": NoArg, "deadline": NoArg, "fifo": NoArg, "idle": NoArg, "other": NoArg, "rr": NoArg,
+		"reset-on-fork": NoArg, "all-tasks": NoArg, "sched-runtime": RequiredArg, "sched-period": RequiredArg,
+		"sched-deadline": RequiredArg, "pid": NoArg, "max": NoArg, "verbose": NoArg, "help": NoArg, "version": NoArg}},
+		operands: 1, noRun: []string{"-p", "--pid", "-m", "--max"}},
+	// script, su and runuser run -c's command line with a shell, and
+	// nothing named otherwise (script's operand is its log file, su's
+	// the user).
+	"script": {spec: OptSpec{Short: "aB:c:eE:fI:O:qT:t::mhV", Long: map[string]ArgKind{
+		"append": NoArg, "log-io": RequiredArg, "command": RequiredArg, "return": NoArg, "echo": RequiredArg,
+		"flush": NoArg, "log-in": RequiredArg, "log-out": RequiredArg, "logging-format": RequiredArg,
+		"log-timing": RequiredArg, "timing": OptionalArg, "force": NoArg, "quiet": NoArg, "help": NoArg, "version": NoArg}},
+		operands: maxOperands},
+	"su":      {spec: suSpec, operands: maxOperands},
+	"runuser": {spec: suSpec, operands: maxOperands},
 }
+
+// maxOperands says that a wrapper names no program among its operands.
+const maxOperands = 1 << 30
+
+var suSpec = OptSpec{Short: "c:s:lmpg:G:wPhV", Permute: true, Long: map[string]ArgKind{
+	"command": RequiredArg, "session-command": RequiredArg, "shell": RequiredArg, "login": NoArg,
+	"preserve-environment": NoArg, "group": RequiredArg, "supp-group": RequiredArg,
+	"whitelist-environment": RequiredArg, "pty": NoArg, "help": NoArg, "version": NoArg}}
 
 // isBuiltin reports whether name runs inside the shell: what "builtin
 // NAME" can run, and what needs no exec entry.
@@ -205,7 +228,7 @@ func (w wrapper) runs(name string, args []string) ([]nestedRun, error) {
 		return nil, fmt.Errorf("%s: %w, so which program it runs cannot be told", name, err)
 	}
 	// The operands are the last words; the program is w.operands into them.
-	for _, a := range args[:min(len(args)-len(operands)+w.operands, len(args))] {
+	for _, a := range args[:len(args)-len(operands)+min(w.operands, len(operands))] {
 		if unsureOption(a) {
 			return nil, fmt.Errorf("%s's argument %q depends on a shell expansion, so which program it runs cannot be told", name, a)
 		}
@@ -224,6 +247,8 @@ func (w wrapper) runs(name string, args []string) ([]nestedRun, error) {
 			operands = append(words, operands...)
 		case name == "flock" && (o.Name == "-c" || o.Name == "--command"):
 			return []nestedRun{{line: o.Value, isLine: true}}, nil
+		case (name == "script" || name == "su" || name == "runuser") && (o.Name == "-c" || o.Name == "--command" || o.Name == "--session-command"):
+			out = append(out, nestedRun{line: o.Value, isLine: true})
 		case name == "time" && (o.Name == "-o" || o.Name == "--output"):
 			out = append(out, nestedRun{write: o.Value})
 		case name == "env" && (o.Name == "-C" || o.Name == "--chdir"), name == "sudo" && (o.Name == "-D" || o.Name == "--chdir"):

@@ -12,7 +12,7 @@ import (
 // nice, nohup, stdbuf, setsid, find, busybox, cat and ls; curl is not.
 func TestCheckExecNested(t *testing.T) {
 	e := perms(t, nil, []string{"/ws/**"}, nil,
-		[]string{"sh", "bash", "env", "timeout", "xargs", "nice", "nohup", "stdbuf", "setsid", "find", "busybox", "toybox", "tcsh", "fish", "cat", "ls", "echo", "flock", "watch"}, nil)
+		[]string{"sh", "bash", "env", "timeout", "xargs", "nice", "nohup", "stdbuf", "setsid", "find", "busybox", "toybox", "tcsh", "fish", "script", "su", "runuser", "chrt", "cat", "ls", "echo", "flock", "watch"}, nil)
 	for _, tt := range []struct {
 		line string
 		want Action
@@ -130,6 +130,15 @@ func TestCheckExecNested(t *testing.T) {
 		{"busybox ls", Allow},
 		{"busybox --list", Allow},
 		{"toybox sh -c 'curl x'", Deny},
+		{"script -qc 'curl x' /dev/null", Deny},
+		{"script -q -c 'ls' /dev/null", Allow},
+		{"script --command='curl x'", Deny},
+		{"su -c 'curl x' nobody", Deny},
+		{"su nobody -c 'curl x'", Deny},
+		{"runuser -u nobody -- curl", Deny},
+		{"chrt -f 10 curl", Deny},
+		{"chrt --rr 1 ls", Allow},
+		{"chrt -p 1234", Allow},
 		{"tcsh -c 'curl x'", Deny},
 		{"fish -c 'curl x'", Deny},
 		{"fish --command='curl x'", Deny},
