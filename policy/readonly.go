@@ -150,6 +150,12 @@ var readOnlyCommands = map[string]readOnlyCommand{
 		"max-count": req})),
 }
 
+// gitSafeGlobals are the git options before the subcommand that change
+// nothing but output and locking ("git --no-pager log"); -c, -C,
+// --exec-path, --git-dir and the rest need confirmation.
+var gitSafeGlobals = []string{"--no-pager", "-P", "--no-optional-locks", "--no-replace-objects",
+	"--literal-pathspecs", "--glob-pathspecs", "--noglob-pathspecs", "--icase-pathspecs"}
+
 // gitDiffShort are git diff's safe short options (-U3, -M50%, -Sfoo,
 // -Gre take their value attached).
 const gitDiffShort = "pusRzawbWU::M::C::B::S::G::l::"
@@ -277,10 +283,13 @@ func readOnly(seg segment) bool {
 	name, args := seg.words[0], seg.words[1:]
 	first := 1 // index in words of args[0]
 	if name == "git" {
+		for len(args) > 0 && slices.Contains(gitSafeGlobals, args[0]) {
+			args, first = args[1:], first+1
+		}
 		if len(args) == 0 {
 			return false
 		}
-		name, args, first = "git "+args[0], args[1:], 2
+		name, args, first = "git "+args[0], args[1:], first+1
 	}
 	c, ok := readOnlyCommands[name]
 	if !ok || expandsToOption(seg, first, c.check != nil) {

@@ -166,7 +166,7 @@ func TestBuiltinCannotRunPrograms(t *testing.T) {
 		"git log --output x", "git show --output=x", "git show -ox", "git log --show-signature",
 		"git diff --no-index /etc/passwd x", "git --exec-path=/tmp status", "git -c core.pager=sh log",
 		"git -c diff.external=sh diff", "git --config-env=core.pager=X log", "git -C / status",
-		"git --no-pager log", "git log --ext", "git diff --ext", "git status --porc=x --output=y",
+		"git --no-pager -c core.pager=sh log", "git -P --exec-path=. log", "git --no-pager", "git log --ext", "git diff --ext", "git status --porc=x --output=y",
 		// rg runs preprocessors and decompressors; it takes no
 		// abbreviations, so prefixes are unknown, not safe.
 		"rg --pre cat x", "rg --pre=./d x", "rg --pre-glob '*' x", "rg --hostname-bin=./x y",
@@ -219,7 +219,8 @@ func TestBuiltinOptionsRead(t *testing.T) {
 		"git log --author=me --since=2.weeks", "git show --stat HEAD", "git rev-parse --abbrev-ref HEAD",
 		"git ls-files -z --others --exclude-standard", "git grep -n -e foo -- '*.go'",
 		"sh -c 'git status'", "bash -euo pipefail -c 'ls -la'", "sh -ec 'cat a | wc -l'",
-		"rg -n --hidden TODO", "rg --type go -w x",
+		"rg -n --hidden TODO", "rg --type go -w x", "git --no-pager log -3", "git -P diff --stat",
+		"git --no-pager --no-optional-locks status -s",
 	} {
 		d := e.CheckExec(line)
 		wantDecision(t, line, d, policyengine.Allow, "-", "")
