@@ -54,8 +54,7 @@ func (e *Engine) CheckArgv(argv []string) Decision {
 	if len(argv) == 0 || argv[0] == "" {
 		return Decision{Action: Deny, Reason: "empty command"}
 	}
-	dirs := []string{e.workDir}
-	d, err := e.checkCommand(Command{Program: argv[0], Args: argv[1:]}, 0, false, lineState{dirs: &dirs})
+	d, err := e.checkCommand(Command{Program: argv[0], Args: argv[1:]}, 0, false, lineState{cwd: e.startCwd()})
 	if err != nil {
 		return Decision{Action: Deny, Reason: fmt.Sprintf("cannot check the command: %v", err)}
 	}
@@ -66,18 +65,41 @@ func (e *Engine) CheckArgv(argv []string) Decision {
 type lineState struct {
 	// functions are the names the line defines as shell functions.
 	functions map[string]bool
-	// dirs are the folders the line may be in when a command runs: the
-	// work dir, and every cd target ("" for one that cannot be told).
-	dirs *[]string
+	// cwd is where the line may be when a command runs; nested lines
+	// share it, so that what one learns the others see.
+	cwd *cwdState
+}
+
+// cwdState is where a line may be: the work dir, and every cd target
+// ("" for one that cannot be told). CDPATH set sends a relative cd
+// elsewhere: then such a cd goes where corral cannot tell.
+type cwdState struct {
+	dirs   []string
+	cdpath bool
+}
+
+// envPassed reports whether the sandbox passes the variable name in.
+func (e *Engine) envPassed(name string) bool {
+	for _, x := range e.env {
+		if envMatch(x.Value, name) {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *Engine) startCwd() *cwdState {
+	// CDPATH passed into the sandbox applies from the start.
+	return &cwdState{dirs: []string{e.workDir}, cdpath: e.envPassed("CDPATH")}
 }
 
 // maxDirs bounds the folders tracked for cd; past it a relative
 // redirection is refused.
 const maxDirs = 16
 
-// checkLine checks a command line; dirs and functions are what the shell
+// checkLine checks a command line; cwd and functions are what the shell
 // that reads it starts with (nil: the work dir, no functions).
-func (e *Engine) checkLine(line string, depth int, dirs *[]string, functions map[string]bool) (Decision, error) {
+func (e *Engine) checkLine(line string, depth int, cwd *cwdState, functions map[string]bool) (Decision, error) {
 	if depth > maxShellDepth {
 		return Decision{}, errTooDeep
 	}
@@ -85,10 +107,10 @@ func (e *Engine) checkLine(line string, depth int, dirs *[]string, functions map
 	if err != nil {
 		return Decision{}, err
 	}
-	if dirs == nil {
-		dirs = &[]string{e.workDir}
+	if cwd == nil {
+		cwd = e.startCwd()
 	}
-	st := lineState{dirs: dirs, functions: maps.Clone(functions)}
+	st := lineState{cwd: cwd, functions: maps.Clone(functions)}
 	var allowed []string
 	for _, c := range cmds {
 		if c.Function != "" {
@@ -145,10 +167,11 @@ func (e *Engine) checkCommand(c Command, depth int, inShell bool, st lineState) 
 		return Decision{}, errTooDeep
 	}
 	for _, r := range c.Redirects {
-		if d := e.checkRedirectIn(r, *st.dirs); d.Action != Allow {
+		if d := e.checkRedirectIn(r, st.cwd.dirs); d.Action != Allow {
 			return d, nil
 		}
 	}
+	st.cwd.notice(c)
 	prog := c.Program
 	if prog == "" {
 		return Decision{Action: Allow, Reason: "only redirections and assignments"}, nil
@@ -163,7 +186,7 @@ func (e *Engine) checkCommand(c Command, depth int, inShell bool, st lineState) 
 			return Decision{Action: Deny, Reason: fmt.Sprintf("%q runs a script file whose commands corral cannot inspect; run it as 'sh FILE' instead", prog)}, nil
 		}
 	case inShell && (prog == "cd" || prog == "pushd" || prog == "popd"):
-		e.changeDir(prog, c.Args, st.dirs)
+		st.cwd.change(prog, c.Args)
 		return Decision{Action: Allow, Reason: prog + " is a shell builtin"}, nil
 	case inShell && prog == "unset":
 		for _, a := range c.Args {
@@ -173,7 +196,7 @@ func (e *Engine) checkCommand(c Command, depth int, inShell bool, st lineState) 
 	case inShell && shellBuiltins[prog] && prog != "trap" && prog != "alias":
 		return Decision{Action: Allow, Reason: prog + " is a shell builtin"}, nil
 	}
-	if strings.Contains(prog, "/") && !path.IsAbs(prog) && e.perms.ExecRestricted() && (len(*st.dirs) != 1 || (*st.dirs)[0] != e.workDir) {
+	if strings.Contains(prog, "/") && !path.IsAbs(prog) && e.perms.ExecRestricted() && (len(st.cwd.dirs) != 1 || st.cwd.dirs[0] != e.workDir) {
 		return Decision{Action: Deny, Reason: fmt.Sprintf("the relative program path %q follows a cd (or runs in a folder a wrapper chose), so which file it names cannot be told; write the path absolute", prog)}, nil
 	}
 	if !(inShell && isBuiltin(prog)) && e.perms.ExecRestricted() {
@@ -192,22 +215,22 @@ func (e *Engine) checkCommand(c Command, depth int, inShell bool, st lineState) 
 		programs = nil
 	}
 	for _, r := range runs {
-		dirs := st.dirs
+		cwd := st.cwd
 		if r.chdir != "" {
-			dirs = movedDirs(*st.dirs, r.chdir)
+			cwd = st.cwd.moved(r.chdir)
 		}
 		var d Decision
 		switch {
 		case r.write != "":
-			d = e.checkRedirectIn(Redirect{Op: ">", Target: r.write}, *st.dirs)
+			d = e.checkRedirectIn(Redirect{Op: ">", Target: r.write}, st.cwd.dirs)
 		case r.isLine && r.sameShell:
-			d, err = e.checkLine(r.line, depth+1, dirs, st.functions)
+			d, err = e.checkLine(r.line, depth+1, cwd, st.functions)
 		case r.isLine:
-			d, err = e.checkLine(r.line, depth+1, dirs, nil)
+			d, err = e.checkLine(r.line, depth+1, cwd, nil)
 		default:
 			// A wrapper's program runs with no shell around it; only
 			// command and builtin run builtins.
-			d, err = e.checkCommand(r.cmd, depth+1, r.inShell, lineState{dirs: dirs})
+			d, err = e.checkCommand(r.cmd, depth+1, r.inShell, lineState{cwd: cwd})
 			if r.cmd.Program != "" {
 				programs = append(programs, r.cmd.Program)
 			}
@@ -219,28 +242,43 @@ func (e *Engine) checkCommand(c Command, depth int, inShell bool, st lineState) 
 	return e.allowAll(programs), nil
 }
 
-// movedDirs are the folders a wrapper's program runs in when the wrapper
-// changes to dir ("?": a folder that cannot be told).
-func movedDirs(from []string, dir string) *[]string {
-	if dir == "?" {
-		return &[]string{""}
-	}
-	if path.IsAbs(dir) {
-		return &[]string{path.Clean(dir)}
-	}
-	var out []string
-	for _, d := range from {
-		if d == "" {
-			return &[]string{""}
+// moved is where a wrapper's program runs when the wrapper changes to
+// dir ("?": a folder that cannot be told).
+func (c *cwdState) moved(dir string) *cwdState {
+	out := &cwdState{cdpath: c.cdpath}
+	switch {
+	case dir == "?" || slices.Contains(c.dirs, ""):
+		out.dirs = []string{""}
+	case path.IsAbs(dir):
+		out.dirs = []string{path.Clean(dir)}
+	default:
+		for _, d := range c.dirs {
+			out.dirs = append(out.dirs, path.Join(d, dir))
 		}
-		out = append(out, path.Join(d, dir))
 	}
-	return &out
+	return out
 }
 
-// changeDir records where cd, pushd or popd may take the line: a literal
+// notice records a command that sets CDPATH (CDPATH=x, export CDPATH=x,
+// declare ... CDPATH).
+func (c *cwdState) notice(cmd Command) {
+	sets := func(w string) bool {
+		return w == "CDPATH" || strings.HasPrefix(w, "CDPATH=") || strings.HasPrefix(w, "CDPATH+=")
+	}
+	if slices.ContainsFunc(cmd.Assigns, sets) {
+		c.cdpath = true
+	}
+	switch cmd.Program {
+	case "export", "declare", "typeset", "readonly", "local", "read", "eval", "set":
+		if slices.ContainsFunc(cmd.Args, func(a string) bool { return strings.Contains(a, "CDPATH") }) {
+			c.cdpath = true
+		}
+	}
+}
+
+// change records where cd, pushd or popd may take the line: a literal
 // folder joined to every folder the line may be in, or "" (unknown).
-func (e *Engine) changeDir(prog string, args []string, dirs *[]string) {
+func (c *cwdState) change(prog string, args []string) {
 	target := ""
 	for _, a := range args {
 		if a == "--" || strings.HasPrefix(a, "-") && len(a) > 1 && prog != "popd" {
@@ -250,17 +288,18 @@ func (e *Engine) changeDir(prog string, args []string, dirs *[]string) {
 		break
 	}
 	add := func(d string) {
-		if !slices.Contains(*dirs, d) {
-			*dirs = append(*dirs, d)
+		if !slices.Contains(c.dirs, d) {
+			c.dirs = append(c.dirs, d)
 		}
 	}
+	relative := !path.IsAbs(target) && target != "." && target != ".." && !strings.HasPrefix(target, "./") && !strings.HasPrefix(target, "../")
 	switch {
-	case prog == "popd", target == "", target == "-", unsure(target), len(*dirs) >= maxDirs:
+	case prog == "popd", target == "", target == "-", unsure(target), len(c.dirs) >= maxDirs, c.cdpath && relative:
 		add("")
 	case path.IsAbs(target):
 		add(path.Clean(target))
 	default:
-		for _, d := range slices.Clone(*dirs) {
+		for _, d := range slices.Clone(c.dirs) {
 			if d != "" {
 				add(path.Join(d, target))
 			}
