@@ -207,7 +207,7 @@ func nested(c Command, inShell bool) (runs []nestedRun, err error) {
 	case name == "find":
 		return findExec(c)
 	case shells[name]:
-		return shellRuns(name, c.Args)
+		return shellRuns(name, c.Args, c.Redirects)
 	case name == "fish":
 		return fishRuns(c.Args)
 	}
@@ -318,9 +318,10 @@ func splitEnvString(s string) ([]string, error) {
 // shellRuns reads a shell's options: "sh [options] -c SCRIPT [NAME
 // [ARGS]]" runs SCRIPT, with -c anywhere among the options (-ec, -c -e,
 // -o pipefail -c, --norc -c, -c -- SCRIPT). Without -c the shell runs a
-// script file or its standard input, which the kernel still confines.
-func shellRuns(name string, args []string) ([]nestedRun, error) {
-	hasC := false
+// script file or its standard input, which the kernel still confines;
+// a here-string script (sh <<< 'cmd') is read as -c's.
+func shellRuns(name string, args []string, redirects []Redirect) ([]nestedRun, error) {
+	hasC, hasS := false, false
 	i := 0
 	for ; i < len(args); i++ {
 		a := args[i]
@@ -351,15 +352,34 @@ func shellRuns(name string, args []string) ([]nestedRun, error) {
 			switch f {
 			case 'c':
 				hasC = true
+			case 's':
+				hasS = true
 			case 'o', 'O':
 				i++ // -o OPTION and -O SHOPT take the next word
 			}
 		}
 	}
-	if !hasC || i >= len(args) {
-		return nil, nil
+	if hasC {
+		if i >= len(args) {
+			return nil, nil
+		}
+		return []nestedRun{{line: args[i], isLine: true}}, nil
 	}
-	return []nestedRun{{line: args[i], isLine: true}}, nil
+	if i < len(args) && !hasS {
+		return nil, nil // a script file, which the kernel confines
+	}
+	// The script comes on standard input: a here-string on the line is
+	// read like -c's script; a here-document's body is not kept.
+	var out []nestedRun
+	for _, r := range redirects {
+		switch r.Op {
+		case "<<<":
+			out = append(out, nestedRun{line: r.Target, isLine: true})
+		case "<<":
+			return nil, fmt.Errorf("%s reads its script from a here-document, which corral does not read; pass it with -c", name)
+		}
+	}
+	return out, nil
 }
 
 // fishRuns returns the command lines of fish's -c and -C (fish's syntax

@@ -35,6 +35,13 @@ func TestCheckExecNested(t *testing.T) {
 		{"sh -o pipefail -c 'cat a | ls'", Allow},
 		{"bash --norc -c 'ls'", Allow},
 		{"sh -c -- 'ls'", Allow},
+		{"sh <<< 'curl x'", Deny},
+		{"bash -s <<< 'curl x'", Deny},
+		{"bash -s a b <<< 'curl x'", Deny},
+		{"sh <<< 'ls'", Allow},
+		{"sh <<EOF\ncurl x\nEOF", Deny},
+		{"sh <<'EOF'\nls\nEOF", Deny},        // the body is not kept
+		{"sh script.sh <<< 'curl x'", Allow}, // runs script.sh
 		// Wrappers' options that take values.
 		{"timeout --kill-after 1 5 curl x", Deny},
 		{"timeout --kill-after=1 5 curl x", Deny},
