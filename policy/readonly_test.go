@@ -1,7 +1,10 @@
 package policy
 
 import (
+	"os/exec"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"corral/policyengine"
@@ -255,4 +258,31 @@ func TestUnclearProgramConfirms(t *testing.T) {
 		{"env -S '\"ls\"'", policyengine.Confirm, ""},
 		{"timeout 5 rm -rf /", policyengine.Deny, "-"},
 	})
+}
+
+// TestReadOnlyKnowsEveryLongOption: a GNU tool takes a unique prefix of a
+// long option for the option, and an exact name before a prefix; so the
+// list must know every long option the installed tool has, or a word
+// corral resolves to a safe option by prefix could be another, unsafe
+// option's exact name there.
+func TestReadOnlyKnowsEveryLongOption(t *testing.T) {
+	longOpt := regexp.MustCompile(`(?m)(?:^|[\s,\[])--([a-z0-9][a-z0-9-]*)`)
+	checked := 0
+	for name, c := range readOnlyCommands {
+		if c.check != nil || c.spec.Exact || strings.Contains(name, " ") {
+			continue
+		}
+		bin, err := exec.LookPath(name)
+		if err != nil {
+			continue
+		}
+		out, _ := exec.Command(bin, "--help").CombinedOutput()
+		for _, m := range longOpt.FindAllStringSubmatch(string(out), -1) {
+			checked++
+			if _, ok := c.spec.Long[m[1]]; !ok {
+				t.Errorf("%s --help lists --%s, which the read-only list does not know", bin, m[1])
+			}
+		}
+	}
+	t.Logf("%d long options of the installed tools checked", checked)
 }
