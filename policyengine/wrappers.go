@@ -3,6 +3,7 @@ package policyengine
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -108,22 +109,31 @@ var wrapperSpecs = map[string]wrapper{
 	// script, su and runuser run -c's command line with a shell, and
 	// nothing named otherwise (script's operand is its log file, su's
 	// the user).
-	"script": {spec: OptSpec{Short: "aB:c:eE:fI:O:qT:t::mhV", Long: map[string]ArgKind{
+	"script": {spec: OptSpec{Short: "aB:c:eE:fI:O:o:qT:t::mhV", Long: map[string]ArgKind{
 		"append": NoArg, "log-io": RequiredArg, "command": RequiredArg, "return": NoArg, "echo": RequiredArg,
 		"flush": NoArg, "log-in": RequiredArg, "log-out": RequiredArg, "logging-format": RequiredArg,
-		"log-timing": RequiredArg, "timing": OptionalArg, "force": NoArg, "quiet": NoArg, "help": NoArg, "version": NoArg}},
+		"log-timing": RequiredArg, "timing": OptionalArg, "force": NoArg, "quiet": NoArg, "output-limit": RequiredArg,
+		"help": NoArg, "version": NoArg}},
 		operands: maxOperands},
 	"su":      {spec: suSpec, operands: maxOperands},
-	"runuser": {spec: suSpec, operands: maxOperands},
+	"runuser": {spec: runuserSpec, operands: maxOperands},
 }
 
 // maxOperands says that a wrapper names no program among its operands.
 const maxOperands = 1 << 30
 
-var suSpec = OptSpec{Short: "c:s:lmpg:G:wPhV", Permute: true, Long: map[string]ArgKind{
+var suSpec = OptSpec{Short: "c:fs:lmpg:G:wPhV", Permute: true, Long: map[string]ArgKind{
 	"command": RequiredArg, "session-command": RequiredArg, "shell": RequiredArg, "login": NoArg,
-	"preserve-environment": NoArg, "group": RequiredArg, "supp-group": RequiredArg,
+	"fast": NoArg, "preserve-environment": NoArg, "group": RequiredArg, "supp-group": RequiredArg,
 	"whitelist-environment": RequiredArg, "pty": NoArg, "help": NoArg, "version": NoArg}}
+
+// runuserSpec is su's and -u USER: runuser -u USER [--] PROGRAM [ARGS]
+// runs PROGRAM with no shell.
+var runuserSpec = func() OptSpec {
+	s := OptSpec{Short: suSpec.Short + "u:", Permute: suSpec.Permute, Long: maps.Clone(suSpec.Long)}
+	s.Long["user"] = RequiredArg
+	return s
+}()
 
 // isBuiltin reports whether name runs inside the shell: what "builtin
 // NAME" can run, and what needs no exec entry.
@@ -260,6 +270,9 @@ func (w wrapper) runs(name string, args []string) ([]nestedRun, error) {
 	}
 	if name == "chroot" {
 		chdir = "?" // every path is in another root
+	}
+	if name == "runuser" && hasOpt(opts, "-u", "--user") {
+		w.operands = 0 // runuser -u USER PROGRAM
 	}
 	if name == "env" {
 		for len(operands) > 0 && (operands[0] == "-" || strings.Contains(operands[0], "=")) {

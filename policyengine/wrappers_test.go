@@ -1,6 +1,8 @@
 package policyengine
 
 import (
+	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -143,6 +145,10 @@ func TestCheckExecNested(t *testing.T) {
 		{"su -c 'curl x' nobody", Deny},
 		{"su nobody -c 'curl x'", Deny},
 		{"runuser -u nobody -- curl", Deny},
+		{"runuser -u nobody curl", Deny},
+		{"runuser --user=nobody -- ls", Allow},
+		{"runuser nobody -c 'curl x'", Deny},
+		{"su -f -c 'curl x'", Deny},
 		{"chrt -f 10 curl", Deny},
 		{"chrt --rr 1 ls", Allow},
 		{"chrt -p 1234", Allow},
@@ -357,4 +363,30 @@ func TestCheckExecInterpreters(t *testing.T) {
 	if d := e.CheckProgram("python3"); d.Action != Allow || !strings.Contains(d.Reason, "interpreter") {
 		t.Errorf("CheckProgram(python3) = %s (%s)", d.Action, d.Reason)
 	}
+}
+
+// TestWrappersKnowEveryLongOption: a wrapper's long option may be
+// abbreviated, and an exact name wins over a prefix, so the specs must
+// know every long option of the installed wrappers, or corral could take
+// a word for another option and the wrong word for the program.
+func TestWrappersKnowEveryLongOption(t *testing.T) {
+	longOpt := regexp.MustCompile(`(?m)(?:^|[\s,\[])--([a-z0-9][a-z0-9-]*)`)
+	checked := 0
+	for name, w := range wrapperSpecs {
+		if w.builtin {
+			continue
+		}
+		bin, err := exec.LookPath(name)
+		if err != nil {
+			continue
+		}
+		out, _ := exec.Command(bin, "--help").CombinedOutput()
+		for _, m := range longOpt.FindAllStringSubmatch(string(out), -1) {
+			checked++
+			if _, ok := w.spec.Long[m[1]]; !ok {
+				t.Errorf("%s --help lists --%s, which its wrapper spec does not know", bin, m[1])
+			}
+		}
+	}
+	t.Logf("%d long options of the installed wrappers checked", checked)
 }
