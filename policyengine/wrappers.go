@@ -109,7 +109,7 @@ var wrapperSpecs = map[string]wrapper{
 	// script, su and runuser run -c's command line with a shell, and
 	// nothing named otherwise (script's operand is its log file, su's
 	// the user).
-	"script": {spec: OptSpec{Short: "aB:c:eE:fI:O:o:qT:t::mhV", Long: map[string]ArgKind{
+	"script": {spec: OptSpec{Short: "aB:c:eE:fI:O:o:qT:t::m:hV", Long: map[string]ArgKind{
 		"append": NoArg, "log-io": RequiredArg, "command": RequiredArg, "return": NoArg, "echo": RequiredArg,
 		"flush": NoArg, "log-in": RequiredArg, "log-out": RequiredArg, "logging-format": RequiredArg,
 		"log-timing": RequiredArg, "timing": OptionalArg, "force": NoArg, "quiet": NoArg, "output-limit": RequiredArg,
@@ -122,7 +122,7 @@ var wrapperSpecs = map[string]wrapper{
 // maxOperands says that a wrapper names no program among its operands.
 const maxOperands = 1 << 30
 
-var suSpec = OptSpec{Short: "c:fs:lmpg:G:wPhV", Permute: true, Long: map[string]ArgKind{
+var suSpec = OptSpec{Short: "c:fs:lmpg:G:w:PhV", Permute: true, Long: map[string]ArgKind{
 	"command": RequiredArg, "session-command": RequiredArg, "shell": RequiredArg, "login": NoArg,
 	"fast": NoArg, "preserve-environment": NoArg, "group": RequiredArg, "supp-group": RequiredArg,
 	"whitelist-environment": RequiredArg, "pty": NoArg, "help": NoArg, "version": NoArg}}
