@@ -19,6 +19,7 @@ import (
 
 	"corral/policy"
 	"corral/policyengine"
+	"corral/sandbox"
 	"corral/skill"
 )
 
@@ -71,7 +72,9 @@ func LoadSkills(paths []string, d Dirs) (*Skills, error) {
 }
 
 func withPerms(list []*skill.Skill, perms policyengine.Permissions, vars skill.Variables) (*Skills, error) {
-	engine, err := policyengine.New(perms, policyengine.Options{WorkDir: vars.WorkDir})
+	// The kernel's exec rule is on files: the engine asks what else it
+	// lets run (links to an allowed program, #! interpreters).
+	engine, err := policyengine.New(perms, policyengine.Options{WorkDir: vars.WorkDir, KernelExec: sandbox.KernelExec(perms, vars.WorkDir)})
 	if err != nil {
 		return nil, err
 	}

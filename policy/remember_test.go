@@ -29,7 +29,7 @@ func TestRememberCommands(t *testing.T) {
 		{"go -C dir build", []string{"go"}},
 		{"docker compose up -d", []string{"docker compose"}},
 		{"cargo build --release && ./target/release/app", []string{"cargo build", "./target/release/app"}},
-		{"FOO=1 make build", []string{"make build"}},
+		{"FOO=1 make build", []string{"FOO=1 make build"}},
 		{"make $TARGET", []string{"make"}},
 		{"make 'two words'", []string{"make"}},
 		{"kubectl get pods -A", []string{"kubectl get"}},

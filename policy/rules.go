@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,50 +13,10 @@ import (
 var SystemTools = []string{"read", "grep", "glob", "search"}
 
 // SystemCommands are commands allowed without a rule: they only read
-// (see readOnly for the flags that would make them write or run others).
+// (readOnlyCommands has the options each may take).
 var SystemCommands = []string{"pwd", "ls", "rg", "grep", "find", "sort", "cat", "head", "tail", "wc", "stat",
 	"file", "uname", "whoami", "date", "git status", "git diff", "git show", "git log", "git rev-parse",
 	"git ls-files", "git grep"}
-
-// writingOptions make an otherwise read-only command write files, run
-// other programs or change the system. Long options match with or without
-// "=value"; short ones also bundled ("-uo") or with the value attached
-// ("-oFILE").
-var writingOptions = map[string]struct{ long, short []string }{
-	"find": {long: []string{"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"}},
-	"sort": {long: []string{"--output", "--compress-program"}, short: []string{"o"}},
-	"git":  {long: []string{"--output", "--ext-diff", "--textconv", "--open-files-in-pager", "--exec-path", "--upload-pack", "--config-env"}, short: []string{"o", "O", "c"}},
-	"rg":   {long: []string{"--pre", "--hostname-bin", "--search-zip"}, short: []string{"z"}},
-	"file": {long: []string{"--compile"}, short: []string{"C"}},
-	"date": {long: []string{"--set"}, short: []string{"s"}},
-	"grep": {long: []string{"--devices"}},
-}
-
-// writes reports whether word is one of the command's writing options.
-func writes(name, word string) bool {
-	o := writingOptions[name]
-	if strings.HasPrefix(word, "--") {
-		for _, l := range o.long {
-			if word == l || strings.HasPrefix(word, l+"=") {
-				return true
-			}
-		}
-		return false
-	}
-	if strings.HasPrefix(word, "-") {
-		for _, l := range o.long { // find's single-dash long options
-			if word == l {
-				return true
-			}
-		}
-		for _, sh := range o.short {
-			if strings.Contains(word[1:], sh) {
-				return true
-			}
-		}
-	}
-	return false
-}
 
 // compiledRule is a Rule with its layer.
 type compiledRule struct {
@@ -80,8 +41,15 @@ func (r compiledRule) text() string {
 type segment struct {
 	words, base []string
 	text, btext string
-	redir       bool // has an output redirection
-	shell       bool // sh -c or eval: allow rules look at the script's programs instead
+	// awords are words with the assignments before them: allow rules
+	// match these, so that {command: make} does not allow
+	// "LD_PRELOAD=x make"; only a rule that names the assignment does.
+	awords    []string
+	atext     string
+	redir     bool  // has an output redirection
+	assigns   bool  // NAME=value before the program: it may run something else
+	expanding []int // indices in words the shell expands: they may be options
+	shell     bool  // sh -c or eval: allow rules look at the script's programs instead
 }
 
 // segments are every program the line runs, found the way the skills'
@@ -96,7 +64,13 @@ func segments(line string) ([]segment, error) {
 	var out []segment
 	for _, inv := range invs {
 		base := append([]string{inv.Name}, inv.Words[1:]...)
-		s := segment{words: inv.Words, base: base, text: strings.Join(inv.Words, " "), btext: strings.Join(base, " "), shell: inv.Shell}
+		s := segment{words: inv.Words, base: base, text: strings.Join(inv.Words, " "), btext: strings.Join(base, " "),
+			assigns: len(inv.Assigns) > 0, expanding: inv.Expanding, shell: inv.Shell && plainShell(inv.Words)}
+		s.awords, s.atext = s.words, s.text
+		if inv.Name != "" && s.assigns {
+			s.awords = append(slices.Clone(inv.Assigns), inv.Words...)
+			s.atext = strings.Join(s.awords, " ")
+		}
 		for _, r := range inv.Redirects {
 			if r.Op != "<" && r.Op != "<<" && r.Op != "<<<" && r.Op != "<&" {
 				s.redir = true
@@ -158,7 +132,7 @@ func (s *segment) wordsFor(deny bool) ([]string, string) {
 		}
 		return s.base, s.btext
 	}
-	return s.words, s.text
+	return s.awords, s.atext
 }
 
 // gitValueOptions are git's global options that take a separate value.
@@ -181,23 +155,39 @@ func gitSubcommand(words []string) []string {
 	return append([]string{"git"}, words[i:]...)
 }
 
-// readOnly reports whether the built-in allowlist covers the segment.
-func readOnly(seg segment) bool {
-	if seg.redir {
-		return false
-	}
-	name := seg.words[0]
-	if len(seg.words) > 1 && slices.Contains(SystemCommands, name+" "+seg.words[1]) {
-		// "git status" and friends.
-	} else if name == "git" || !slices.Contains(SystemCommands, name) {
-		return false
-	}
-	for _, w := range seg.words[1:] {
-		if writes(name, w) {
+// plainShell reports whether a shell's words before its -c script only
+// set options that change nothing but error handling and tracing (sh -c,
+// bash -euo pipefail -c): then the script's programs decide. -i, -l,
+// --rcfile and the like read startup files, which no rule has seen.
+func plainShell(words []string) bool {
+	safeSet := []string{"pipefail", "errexit", "nounset", "xtrace", "noglob", "noclobber"}
+	for i := 1; i < len(words); i++ {
+		w := words[i]
+		if w == "--norc" || w == "--noprofile" || w == "--posix" {
+			continue
+		}
+		if len(w) < 2 || w[0] != '-' && w[0] != '+' {
 			return false
 		}
+		hasC := false
+		for _, f := range w[1:] {
+			switch {
+			case f == 'c':
+				hasC = true
+			case f == 'o':
+				if i+1 >= len(words) || !slices.Contains(safeSet, words[i+1]) {
+					return false
+				}
+				i++
+			case !strings.ContainsRune("euxvfnC", f):
+				return false
+			}
+		}
+		if hasC {
+			return true
+		}
 	}
-	return true
+	return false
 }
 
 // decideCommand applies the rules to a shell line run by tool: a deny rule
@@ -205,6 +195,11 @@ func readOnly(seg segment) bool {
 // read-only list) allows; anything else needs confirmation.
 func decideCommand(allow, deny []compiledRule, tool, line string, skills []string) policyengine.Decision {
 	segs, err := segments(line)
+	if errors.Is(err, policyengine.ErrUnclear) {
+		// No rule can be matched to a program that cannot be told.
+		return policyengine.Decision{Action: policyengine.Confirm,
+			Reason: fmt.Sprintf("cannot tell which programs %q runs (%v): ask the user", strings.Join(strings.Fields(line), " "), err)}
+	}
 	if err != nil {
 		return policyengine.Decision{Action: policyengine.Deny, Reason: fmt.Sprintf("cannot check the command line: %v", err)}
 	}
@@ -220,7 +215,7 @@ func decideCommand(allow, deny []compiledRule, tool, line string, skills []strin
 	var unsure []string
 	var by, layers []string
 	for i := range segs {
-		if segs[i].shell && !segs[i].redir {
+		if segs[i].shell && !segs[i].redir && !segs[i].assigns {
 			continue // its script's programs are the next segments
 		}
 		ok := false
@@ -239,7 +234,7 @@ func decideCommand(allow, deny []compiledRule, tool, line string, skills []strin
 			by = append(by, "the built-in read-only list")
 		}
 		if !ok {
-			unsure = append(unsure, segs[i].text)
+			unsure = append(unsure, segs[i].atext)
 		}
 	}
 	if len(unsure) > 0 {

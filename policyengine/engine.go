@@ -19,6 +19,7 @@ type Engine struct {
 	hosts   []hostRule            // wildcard, IP and preset rules, tried in turn
 	exact   map[string][]hostRule // exact-name rules by host
 	exec    map[string]Entry      // program name or absolute path → its entry
+	kernel  func(prog string) (string, bool)
 	env     []Entry
 	host    HostAddrs // nil: no address is known to be the host's
 
@@ -97,6 +98,14 @@ var DefaultEnv = []string{"PATH", "HOME", "TMPDIR", "LANG", "LANGUAGE", "LC_*", 
 type Options struct {
 	// WorkDir resolves relative paths in checks and in shell redirections.
 	WorkDir string
+	// KernelExec tells whether the kernel lets prog run although no exec
+	// entry names it, and why: the kernel's rule is on the file, so a
+	// program that is the same file as an allowed one (a busybox applet's
+	// symlink, python3.11 for python3) runs, and so does the #!
+	// interpreter of an allowed script, which needs the execute right to
+	// start the script (sandbox.KernelExec reads the file system). It is
+	// asked only for programs the exec list does not name.
+	KernelExec func(prog string) (why string, ok bool)
 }
 
 // New compiles p into an Engine.
@@ -130,6 +139,7 @@ func New(p Permissions, opts Options) (*Engine, error) {
 	for _, x := range p.Exec {
 		e.exec[x.Value] = x
 	}
+	e.kernel = opts.KernelExec
 	e.env = append(e.env, p.Env...)
 	e.env = append(e.env, NewEntries("default", DefaultEnv)...)
 	return e, nil

@@ -3,6 +3,7 @@ package policyengine
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strconv"
@@ -26,24 +27,6 @@ var shellBuiltins = map[string]bool{
 	"times": true, "kill": true,
 }
 
-// wrappers are programs (or builtins) that run the program named in their
-// arguments; both the wrapper and the wrapped program must be allowed.
-// The value is the set of options that take a separate argument.
-var wrappers = map[string]map[string]bool{
-	"exec": {"-a": true}, "command": {}, "builtin": {}, "time": {"-f": true, "-o": true},
-	"env": {"-u": true, "-C": true, "-S": true}, "nice": {"-n": true},
-	"nohup": {}, "setsid": {}, "stdbuf": {"-i": true, "-o": true, "-e": true},
-	"timeout": {"-s": true, "-k": true}, "xargs": {"-I": true, "-n": true, "-P": true, "-d": true, "-L": true, "-s": true, "-a": true, "-E": true},
-	"sudo": {"-u": true, "-g": true}, "doas": {"-u": true}, "ionice": {"-c": true, "-n": true},
-	"taskset": {}, "chroot": {}, "flock": {}, "unbuffer": {}, "watch": {"-n": true},
-}
-
-// builtinWrappers are wrappers that are shell builtins themselves.
-var builtinWrappers = map[string]bool{"exec": true, "command": true, "builtin": true, "time": true}
-
-// shells are programs whose -c argument is itself a command line.
-var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "mksh": true, "ash": true, "busybox": true}
-
 // sandboxPath is the PATH inside the sandbox: a bare program name in an
 // exec list matches these absolute locations too.
 var sandboxPath = []string{"/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin"}
@@ -57,7 +40,7 @@ var errTooDeep = errors.New("the command nests shells, eval or wrappers too deep
 // only allowed programs and redirects only to allowed paths. Every segment
 // of every pipeline, list and substitution is checked.
 func (e *Engine) CheckExec(line string) Decision {
-	d, err := e.checkLine(line, 0)
+	d, err := e.checkLine(line, 0, nil, nil)
 	if err != nil {
 		return Decision{Action: Deny, Reason: fmt.Sprintf("cannot check the command line: %v", err)}
 	}
@@ -71,14 +54,52 @@ func (e *Engine) CheckArgv(argv []string) Decision {
 	if len(argv) == 0 || argv[0] == "" {
 		return Decision{Action: Deny, Reason: "empty command"}
 	}
-	d, err := e.checkCommand(Command{Program: argv[0], Args: argv[1:]}, 0, false)
+	d, err := e.checkCommand(Command{Program: argv[0], Args: argv[1:]}, 0, false, lineState{cwd: e.startCwd()})
 	if err != nil {
 		return Decision{Action: Deny, Reason: fmt.Sprintf("cannot check the command: %v", err)}
 	}
 	return d
 }
 
-func (e *Engine) checkLine(line string, depth int) (Decision, error) {
+// lineState is what checking one command line learns as it goes.
+type lineState struct {
+	// functions are the names the line defines as shell functions.
+	functions map[string]bool
+	// cwd is where the line may be when a command runs; nested lines
+	// share it, so that what one learns the others see.
+	cwd *cwdState
+}
+
+// cwdState is where a line may be: the work dir, and every cd target
+// ("" for one that cannot be told). CDPATH set sends a relative cd
+// elsewhere: then such a cd goes where corral cannot tell.
+type cwdState struct {
+	dirs   []string
+	cdpath bool
+}
+
+// envPassed reports whether the sandbox passes the variable name in.
+func (e *Engine) envPassed(name string) bool {
+	for _, x := range e.env {
+		if envMatch(x.Value, name) {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *Engine) startCwd() *cwdState {
+	// CDPATH passed into the sandbox applies from the start.
+	return &cwdState{dirs: []string{e.workDir}, cdpath: e.envPassed("CDPATH")}
+}
+
+// maxDirs bounds the folders tracked for cd; past it a relative
+// redirection is refused.
+const maxDirs = 16
+
+// checkLine checks a command line; cwd and functions are what the shell
+// that reads it starts with (nil: the work dir, no functions).
+func (e *Engine) checkLine(line string, depth int, cwd *cwdState, functions map[string]bool) (Decision, error) {
 	if depth > maxShellDepth {
 		return Decision{}, errTooDeep
 	}
@@ -86,13 +107,28 @@ func (e *Engine) checkLine(line string, depth int) (Decision, error) {
 	if err != nil {
 		return Decision{}, err
 	}
+	if cwd == nil {
+		cwd = e.startCwd()
+	}
+	st := lineState{cwd: cwd, functions: maps.Clone(functions)}
 	var allowed []string
 	for _, c := range cmds {
-		d, err := e.checkCommand(c, depth, true)
+		if c.Function != "" {
+			// A definition that may not be made leaves NAME to be the
+			// program: it is checked as one.
+			if !c.Conditional {
+				if st.functions == nil {
+					st.functions = map[string]bool{}
+				}
+				st.functions[c.Function] = true
+			}
+			continue
+		}
+		d, err := e.checkCommand(c, depth, true, st)
 		if err != nil || d.Action != Allow {
 			return d, err
 		}
-		if c.Program != "" {
+		if c.Program != "" && !st.functions[c.Program] {
 			allowed = append(allowed, c.Program)
 		}
 	}
@@ -103,76 +139,172 @@ func (e *Engine) allowAll(programs []string) Decision {
 	if !e.perms.ExecRestricted() {
 		return Decision{Action: Allow, Reason: "no skill declares an exec list, so any program may run"}
 	}
-	return Decision{Action: Allow, Reason: "every program (" + strings.Join(dedupe(programs), ", ") + ") is in the exec list"}
+	if len(programs) == 0 {
+		return Decision{Action: Allow, Reason: "the command runs no program"}
+	}
+	var listed, kernel []string
+	for _, p := range dedupe(programs) {
+		if _, ok := e.lookupProgram(p); ok {
+			listed = append(listed, p)
+		} else if why, ok := e.kernelExec(p); ok {
+			kernel = append(kernel, why)
+		}
+	}
+	reason := "every program (" + strings.Join(listed, ", ") + ") is in the exec list"
+	switch {
+	case len(listed) == 0:
+		reason = "the kernel lets it run: " + strings.Join(kernel, "; ")
+	case len(kernel) > 0:
+		reason += ", and the kernel lets it run: " + strings.Join(kernel, "; ")
+	}
+	return Decision{Action: Allow, Reason: reason}
 }
 
 // checkCommand checks one simple command: its redirections, its program,
 // and what the program runs in turn (sh -c, eval, wrappers, find -exec).
-func (e *Engine) checkCommand(c Command, depth int, inShell bool) (Decision, error) {
+func (e *Engine) checkCommand(c Command, depth int, inShell bool, st lineState) (Decision, error) {
 	if depth > maxShellDepth {
 		return Decision{}, errTooDeep
 	}
 	for _, r := range c.Redirects {
-		if d := e.checkRedirect(r); d.Action != Allow {
+		if d := e.checkRedirectIn(r, st.cwd.dirs); d.Action != Allow {
 			return d, nil
 		}
 	}
+	st.cwd.notice(c)
 	prog := c.Program
 	if prog == "" {
-		return Decision{Action: Allow, Reason: "only redirections"}, nil
+		return Decision{Action: Allow, Reason: "only redirections and assignments"}, nil
 	}
 	name := path.Base(prog)
 	switch {
+	case inShell && st.functions[prog]:
+		// Its body was checked where it was defined.
+		return Decision{Action: Allow, Reason: prog + " is a shell function defined on the line"}, nil
 	case name == "." || name == "source":
 		if inShell && !strings.Contains(prog, "/") {
 			return Decision{Action: Deny, Reason: fmt.Sprintf("%q runs a script file whose commands corral cannot inspect; run it as 'sh FILE' instead", prog)}, nil
 		}
-	case name == "eval" && inShell && prog == "eval":
-		return e.checkLine(strings.Join(c.Args, " "), depth+1)
-	case inShell && prog == "trap" && len(c.Args) > 1 && c.Args[0] != "-" && !strings.HasPrefix(c.Args[0], "-"):
-		// trap ACTION SIGNAL...: the action is a command line run later.
-		if strings.TrimSpace(c.Args[0]) == "" {
-			return Decision{Action: Allow, Reason: "trap with an empty action"}, nil
-		}
-		return e.checkLine(c.Args[0], depth+1)
-	case inShell && prog == "alias":
-		// alias NAME=VALUE: the value runs wherever NAME is used.
+	case inShell && (prog == "cd" || prog == "pushd" || prog == "popd"):
+		st.cwd.change(prog, c.Args)
+		return Decision{Action: Allow, Reason: prog + " is a shell builtin"}, nil
+	case inShell && prog == "unset":
 		for _, a := range c.Args {
-			if _, value, ok := strings.Cut(a, "="); ok && strings.TrimSpace(value) != "" {
-				if d, err := e.checkLine(value, depth+1); err != nil || d.Action != Allow {
-					return d, err
-				}
-			}
+			delete(st.functions, a) // unset -f NAME, or unset NAME
 		}
-		return Decision{Action: Allow, Reason: "every alias runs allowed programs"}, nil
-	case inShell && shellBuiltins[prog]:
+		return Decision{Action: Allow, Reason: "unset is a shell builtin"}, nil
+	case inShell && shellBuiltins[prog] && prog != "trap" && prog != "alias":
 		return Decision{Action: Allow, Reason: prog + " is a shell builtin"}, nil
 	}
-	if !(inShell && builtinWrappers[prog]) && e.perms.ExecRestricted() {
+	if strings.Contains(prog, "/") && !path.IsAbs(prog) && e.perms.ExecRestricted() && (len(st.cwd.dirs) != 1 || st.cwd.dirs[0] != e.workDir) {
+		return Decision{Action: Deny, Reason: fmt.Sprintf("the relative program path %q follows a cd (or runs in a folder a wrapper chose), so which file it names cannot be told; write the path absolute", prog)}, nil
+	}
+	if !(inShell && isBuiltin(prog)) && e.perms.ExecRestricted() {
 		if _, ok := e.lookupProgram(prog); !ok {
-			return e.checkProgram(prog), nil
-		}
-	}
-	if opts, ok := wrappers[name]; ok {
-		if inner, rest := wrapped(name, c.Args, opts); inner != "" {
-			return e.checkCommand(Command{Program: inner, Args: rest}, depth+1, false)
-		}
-	}
-	if shells[name] {
-		if script, ok := shellScript(c.Args); ok {
-			return e.checkLine(script, depth+1)
-		}
-	}
-	if name == "find" {
-		for i, a := range c.Args {
-			if (a == "-exec" || a == "-execdir" || a == "-ok" || a == "-okdir") && i+1 < len(c.Args) {
-				if d, err := e.checkCommand(Command{Program: c.Args[i+1]}, depth+1, false); err != nil || d.Action != Allow {
-					return d, err
-				}
+			if d := e.checkProgram(prog); d.Action != Allow {
+				return d, nil
 			}
 		}
 	}
-	return e.allowAll([]string{prog}), nil
+	runs, err := nested(c, inShell)
+	if err != nil {
+		return Decision{Action: Deny, Reason: fmt.Sprintf("cannot tell what %q runs: %v", prog, err)}, nil
+	}
+	programs := []string{prog}
+	if inShell && isBuiltin(prog) {
+		programs = nil
+	}
+	for _, r := range runs {
+		cwd := st.cwd
+		if r.chdir != "" {
+			cwd = st.cwd.moved(r.chdir)
+		}
+		var d Decision
+		switch {
+		case r.write != "":
+			d = e.checkRedirectIn(Redirect{Op: ">", Target: r.write}, st.cwd.dirs)
+		case r.isLine && r.sameShell:
+			d, err = e.checkLine(r.line, depth+1, cwd, st.functions)
+		case r.isLine:
+			d, err = e.checkLine(r.line, depth+1, cwd, nil)
+		default:
+			// A wrapper's program runs with no shell around it; only
+			// command and builtin run builtins.
+			d, err = e.checkCommand(r.cmd, depth+1, r.inShell, lineState{cwd: cwd})
+			if r.cmd.Program != "" {
+				programs = append(programs, r.cmd.Program)
+			}
+		}
+		if err != nil || d.Action != Allow {
+			return d, err
+		}
+	}
+	return e.allowAll(programs), nil
+}
+
+// moved is where a wrapper's program runs when the wrapper changes to
+// dir ("?": a folder that cannot be told).
+func (c *cwdState) moved(dir string) *cwdState {
+	out := &cwdState{cdpath: c.cdpath}
+	switch {
+	case dir == "?" || slices.Contains(c.dirs, ""):
+		out.dirs = []string{""}
+	case path.IsAbs(dir):
+		out.dirs = []string{path.Clean(dir)}
+	default:
+		for _, d := range c.dirs {
+			out.dirs = append(out.dirs, path.Join(d, dir))
+		}
+	}
+	return out
+}
+
+// notice records a command that sets CDPATH (CDPATH=x, export CDPATH=x,
+// declare ... CDPATH).
+func (c *cwdState) notice(cmd Command) {
+	sets := func(w string) bool {
+		return w == "CDPATH" || strings.HasPrefix(w, "CDPATH=") || strings.HasPrefix(w, "CDPATH+=")
+	}
+	if slices.ContainsFunc(cmd.Assigns, sets) {
+		c.cdpath = true
+	}
+	switch cmd.Program {
+	case "export", "declare", "typeset", "readonly", "local", "read", "eval", "set":
+		if slices.ContainsFunc(cmd.Args, func(a string) bool { return strings.Contains(a, "CDPATH") }) {
+			c.cdpath = true
+		}
+	}
+}
+
+// change records where cd, pushd or popd may take the line: a literal
+// folder joined to every folder the line may be in, or "" (unknown).
+func (c *cwdState) change(prog string, args []string) {
+	target := ""
+	for _, a := range args {
+		if a == "--" || strings.HasPrefix(a, "-") && len(a) > 1 && prog != "popd" {
+			continue
+		}
+		target = a
+		break
+	}
+	add := func(d string) {
+		if !slices.Contains(c.dirs, d) {
+			c.dirs = append(c.dirs, d)
+		}
+	}
+	relative := !path.IsAbs(target) && target != "." && target != ".." && !strings.HasPrefix(target, "./") && !strings.HasPrefix(target, "../")
+	switch {
+	case prog == "popd", target == "", target == "-", unsure(target), len(c.dirs) >= maxDirs, c.cdpath && relative:
+		add("")
+	case path.IsAbs(target):
+		add(path.Clean(target))
+	default:
+		for _, d := range slices.Clone(c.dirs) {
+			if d != "" {
+				add(path.Join(d, target))
+			}
+		}
+	}
 }
 
 // CheckProgram decides whether the program (a name or a path) may run.
@@ -186,6 +318,10 @@ func (e *Engine) checkProgram(prog string) Decision {
 	}
 	if x, ok := e.lookupProgram(prog); ok {
 		return Decision{Action: Allow, Reason: prog + " is in the exec list as " + x.Value + " (from " + strings.Join(x.From, ", ") + ")", Rule: x.Value}
+	}
+	if why, ok := e.kernelExec(prog); ok {
+		return Decision{Action: Allow, Reason: prog + " is not in the exec list, but the kernel lets it run: " + why +
+			"; to refuse it, remove that entry from permissions.exec"}
 	}
 	grant := path.Base(prog)
 	if strings.Contains(prog, "/") && !strings.HasPrefix(prog, "/") {
@@ -216,6 +352,15 @@ func (e *Engine) lookupProgram(prog string) (Entry, bool) {
 	return Entry{}, false
 }
 
+// kernelExec asks Options.KernelExec about a program the exec list does
+// not name. A word a shell expansion decides is never asked about.
+func (e *Engine) kernelExec(prog string) (string, bool) {
+	if e.kernel == nil || prog == "" || unsure(prog) {
+		return "", false
+	}
+	return e.kernel(prog)
+}
+
 func onSandboxPath(dir string) bool {
 	for _, d := range sandboxPath {
 		if d == dir {
@@ -225,8 +370,9 @@ func onSandboxPath(dir string) bool {
 	return false
 }
 
-// checkRedirect checks a redirection target as a write (or a read for <).
-func (e *Engine) checkRedirect(r Redirect) Decision {
+// checkRedirectIn checks a redirection target as a write (or a read for
+// <); a relative target in every folder the line may be in.
+func (e *Engine) checkRedirectIn(r Redirect, dirs []string) Decision {
 	t := r.Target
 	switch r.Op {
 	case "<<", "<<<":
@@ -239,50 +385,27 @@ func (e *Engine) checkRedirect(r Redirect) Decision {
 	if strings.ContainsAny(t, "$`*?[~") {
 		return Decision{Action: Deny, Reason: fmt.Sprintf("the redirection target %q depends on a shell expansion that corral cannot check; write the path literally", t)}
 	}
+	check := e.CheckWrite
 	if r.Op == "<" || r.Op == "<&" {
-		return e.CheckRead(t)
+		check = e.CheckRead
 	}
-	return e.CheckWrite(t)
-}
-
-// wrapped returns the program a wrapper runs and its arguments, skipping
-// the wrapper's options (and, for env, VAR=value; for timeout, chroot,
-// flock and taskset, their first operand: duration, root, lock, mask).
-func wrapped(name string, args []string, optsWithValue map[string]bool) (string, []string) {
-	skipOperand := name == "timeout" || name == "chroot" || name == "flock" || name == "taskset"
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--":
-			if i+1 < len(args) {
-				return args[i+1], args[i+2:]
-			}
-			return "", nil
-		case strings.HasPrefix(a, "-") && len(a) > 1:
-			if optsWithValue[a] {
-				i++
-			}
-		case name == "env" && strings.Contains(a, "="):
-		case skipOperand:
-			skipOperand = false
-		default:
-			return a, args[i+1:]
+	if path.IsAbs(t) {
+		return check(t)
+	}
+	var first Decision
+	for i, dir := range dirs {
+		if dir == "" {
+			return Decision{Action: Deny, Reason: fmt.Sprintf("the relative redirection target %q follows a cd to a folder corral cannot tell; write the path absolute", t)}
+		}
+		d := check(path.Join(dir, t))
+		if d.Action != Allow {
+			return d
+		}
+		if i == 0 {
+			first = d
 		}
 	}
-	return "", nil
-}
-
-// shellScript returns the script of "sh [options] -c SCRIPT".
-func shellScript(args []string) (string, bool) {
-	for i, a := range args {
-		if !strings.HasPrefix(a, "-") {
-			return "", false
-		}
-		if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "c") && i+1 < len(args) {
-			return args[i+1], true
-		}
-	}
-	return "", false
+	return first
 }
 
 func isDigits(s string) bool {

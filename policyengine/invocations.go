@@ -1,20 +1,24 @@
 package policyengine
 
-import (
-	"path"
-	"strings"
-)
+import "path"
 
 // Invocation is one program a command line runs, found the way CheckExec
 // finds them: inside sh -c scripts, eval, wrappers (env, sudo, timeout,
 // xargs...), find -exec, trap and alias.
 type Invocation struct {
-	// Name is the program's base name ("rm" for "/bin/rm").
+	// Name is the program's base name ("rm" for "/bin/rm"); "" for a
+	// command that only assigns variables.
 	Name string
-	// Words are the program as written and its arguments.
+	// Words are the program as written and its arguments (the
+	// assignments, for a command that only assigns).
 	Words []string
 	// Redirects are the invocation's redirections.
 	Redirects []Redirect
+	// Assigns are the NAME=value words before the program.
+	Assigns []string
+	// Expanding are the indices in Words of the arguments whose start the
+	// shell decides (Command.Expanding): they may be options.
+	Expanding []int
 	// Wrapped is set when a wrapper, shell or eval ran the program.
 	Wrapped bool
 	// Shell is set on a shell's -c or eval: it only runs the script,
@@ -22,7 +26,8 @@ type Invocation struct {
 	Shell bool
 }
 
-// Invocations lists every program line runs, outermost first.
+// Invocations lists every program line runs, outermost first. Where the
+// words do not tell which program a wrapper runs, it is an error.
 func Invocations(line string) ([]Invocation, error) {
 	var out []Invocation
 	err := invocationsOf(line, 0, false, &out)
@@ -50,52 +55,36 @@ func invocationOf(c Command, depth int, isWrapped, inShell bool, out *[]Invocati
 		return errTooDeep
 	}
 	if c.Program == "" {
+		if len(c.Assigns) > 0 {
+			*out = append(*out, Invocation{Words: c.Assigns, Redirects: c.Redirects, Assigns: c.Assigns, Wrapped: isWrapped})
+		}
 		return nil
 	}
 	name := path.Base(c.Program)
-	*out = append(*out, Invocation{Name: name, Words: append([]string{c.Program}, c.Args...), Redirects: c.Redirects, Wrapped: isWrapped})
+	inv := Invocation{Name: name, Words: append([]string{c.Program}, c.Args...), Redirects: c.Redirects, Assigns: c.Assigns, Wrapped: isWrapped}
+	for _, i := range c.Expanding {
+		inv.Expanding = append(inv.Expanding, i+1)
+	}
+	*out = append(*out, inv)
 	self := len(*out) - 1
-	switch {
-	case name == "eval" && inShell:
-		(*out)[self].Shell = true
-		return invocationsOf(strings.Join(c.Args, " "), depth+1, true, out)
-	case inShell && name == "trap" && len(c.Args) > 1 && !strings.HasPrefix(c.Args[0], "-"):
-		return invocationsOf(c.Args[0], depth+1, true, out)
-	case inShell && name == "alias":
-		for _, a := range c.Args {
-			if _, value, ok := strings.Cut(a, "="); ok && strings.TrimSpace(value) != "" {
-				if err := invocationsOf(value, depth+1, true, out); err != nil {
-					return err
-				}
+	runs, err := nested(c, inShell)
+	if err != nil {
+		return err
+	}
+	for _, r := range runs {
+		switch {
+		case r.write != "":
+			(*out)[self].Redirects = append((*out)[self].Redirects, Redirect{Op: ">", Target: r.write})
+		case r.isLine:
+			if name == "eval" || shells[name] || name == "busybox" && len(c.Args) > 0 && shells[c.Args[0]] {
+				(*out)[self].Shell = true
 			}
+			err = invocationsOf(r.line, depth+1, true, out)
+		default:
+			err = invocationOf(r.cmd, depth+1, true, r.inShell, out)
 		}
-		return nil
-	}
-	if opts, ok := wrappers[name]; ok {
-		if inner, rest := wrapped(name, c.Args, opts); inner != "" {
-			return invocationOf(Command{Program: inner, Args: rest}, depth+1, true, false, out)
-		}
-	}
-	if shells[name] {
-		if script, ok := shellScript(c.Args); ok {
-			(*out)[self].Shell = true
-			return invocationsOf(script, depth+1, true, out)
-		}
-	}
-	if name == "find" {
-		for i, a := range c.Args {
-			if (a == "-exec" || a == "-execdir" || a == "-ok" || a == "-okdir") && i+1 < len(c.Args) {
-				end := len(c.Args)
-				for j := i + 1; j < len(c.Args); j++ {
-					if c.Args[j] == ";" || c.Args[j] == "+" {
-						end = j
-						break
-					}
-				}
-				if err := invocationOf(Command{Program: c.Args[i+1], Args: c.Args[i+2 : end]}, depth+1, true, false, out); err != nil {
-					return err
-				}
-			}
+		if err != nil {
+			return err
 		}
 	}
 	return nil

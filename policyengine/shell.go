@@ -25,6 +25,25 @@ type Command struct {
 	// `...`, ${...}) are kept as written since their value is unknown.
 	Args      []string   `json:"args,omitempty"`
 	Redirects []Redirect `json:"redirects,omitempty"`
+	// Assigns are the leading NAME=value words, unquoted: they set the
+	// program's environment (GIT_PAGER=..., LD_PRELOAD=...), or the
+	// shell's variables when there is no program.
+	Assigns []string `json:"assigns,omitempty"`
+	// Expanding are the indices in Args of the words that start with an
+	// expansion ($x, "$(...)", `...`), an unquoted glob or a brace, or
+	// hold an unquoted expansion, which the shell splits into words: the
+	// shell decides how they start, so they may be options ("sort *"
+	// with a file named --compress-program=sh, "sort a$X").
+	Expanding []int `json:"expanding,omitempty"`
+	// Function is set, alone, on an entry that stands for a function
+	// definition "NAME() BODY": the body's commands follow it as if they
+	// ran, and later commands named NAME may call it.
+	Function string `json:"function,omitempty"`
+	// Conditional marks a definition that may not define NAME in the
+	// line's shell: it is inside a compound command, a subshell or a
+	// substitution, follows && or ||, or is a part of a pipeline or
+	// runs in the background. A later NAME may then be the program.
+	Conditional bool `json:"conditional,omitempty"`
 }
 
 // ErrEmptyCommand is returned for a command line that runs nothing.
@@ -57,7 +76,7 @@ func SplitCommandLine(line string) ([]Command, error) {
 	// Most lines have a few commands and short words: sized so that
 	// neither grows.
 	var wordBuf [256]byte
-	s := shellSplitter{src: line, out: make([]Command, 0, 4), buf: wordBuf[:0]}
+	s := shellSplitter{src: line, out: make([]Command, 0, 4), buf: wordBuf[:0], lastFunc: -1}
 	if err := s.parseList(0, 0); err != nil {
 		return nil, fmt.Errorf("split command line: %w", err)
 	}
@@ -98,6 +117,19 @@ type shellSplitter struct {
 	notArith  map[int]bool
 	children  map[int]shellChildResult
 	tentative int
+	// compound counts the open compound commands (if, while, until,
+	// for, select, case, { }); afterAndOr is set after && and ||; and
+	// lastFunc is the entry of the last definition the line's shell
+	// makes for sure, until a separator at its level says whether it
+	// is part of a pipeline or backgrounded (lastFunc = -1: none).
+	compound                 int
+	afterAndOr               bool
+	lastFunc                 int
+	lastFuncDepth, lastFuncC int
+	// wordStart is len(buf) where the word being read starts, and
+	// expanding is set when an expansion starts it (see shellWord).
+	wordStart int
+	expanding bool
 }
 
 type shellChildResult struct {
@@ -116,6 +148,10 @@ type shellWord struct {
 	value  string
 	quoted bool // some part was quoted or escaped: never a reserved word
 	assign bool // NAME=value
+	// expanding: the word starts with an expansion, a glob or a brace,
+	// or holds an unquoted expansion (split into words), so the shell
+	// decides how it or a word made of it starts (it may be "-o").
+	expanding bool
 }
 
 func (w shellWord) is(keyword string) bool { return !w.quoted && w.value == keyword }
@@ -139,7 +175,6 @@ const (
 	shellModeHeader                 // for/select NAME in WORDS: not a command
 	shellModeForIn                  // "for x" ended the line; "in WORDS" may follow
 	shellModeSkipName               // function NAME
-	shellModeTime                   // time [-p]
 )
 
 // shellSimple is the simple command being collected.
@@ -219,6 +254,7 @@ func (s *shellSplitter) parseList(closer byte, open int) error {
 			s.skipComment()
 		case '\n':
 			s.finish(&sc)
+			s.listBreak(";")
 			err = s.newline()
 		case ';', '|':
 			s.separator(&sc, cases)
@@ -285,6 +321,7 @@ func (s *shellSplitter) separator(sc *shellSimple, cases []shellCaseState) {
 		n = 2
 	}
 	s.finish(sc)
+	s.listBreak(rest[:n])
 	s.pos += n
 	if k := len(cases); endsBranch && k > 0 && cases[k-1] == shellCaseBody {
 		cases[k-1] = shellCasePattern
@@ -294,7 +331,7 @@ func (s *shellSplitter) separator(sc *shellSimple, cases []shellCaseState) {
 // finish records the current command if it runs a program or redirects,
 // before the commands found nested in its words, and starts the next.
 func (s *shellSplitter) finish(sc *shellSimple) {
-	if sc.hasProgram || len(sc.cmd.Redirects) > 0 {
+	if sc.hasProgram || len(sc.cmd.Redirects) > 0 || len(sc.cmd.Assigns) > 0 {
 		s.out = append(s.out, Command{})
 		copy(s.out[sc.mark+1:], s.out[sc.mark:])
 		s.out[sc.mark] = sc.cmd
@@ -369,6 +406,7 @@ func (s *shellSplitter) casePattern(cases *[]shellCaseState) error {
 			s.pos++
 		} else if w.is("esac") {
 			*cases = (*cases)[:n-1]
+			s.compound = max(s.compound-1, 0)
 		}
 	}
 	return nil
@@ -388,6 +426,7 @@ func (s *shellSplitter) openParen(sc *shellSimple) error {
 		}
 		// NAME() BODY defines a function: NAME runs nothing now, and the
 		// body is reported as if it ran, since it may be called.
+		s.defineFunction(sc, sc.cmd.Program)
 		sc.cmd.Program, sc.hasProgram = "", false
 		s.pos = end + 1
 		return nil
@@ -563,12 +602,8 @@ func (s *shellSplitter) addWord(sc *shellSimple, w shellWord, cases *[]shellCase
 		return nil
 	case shellModeSkipName:
 		sc.mode = shellModeCommand
+		s.defineFunction(sc, w.value)
 		return nil
-	case shellModeTime:
-		sc.mode = shellModeCommand
-		if w.is("-p") {
-			return nil
-		}
 	case shellModeForIn:
 		sc.mode = shellModeCommand
 		if w.is("in") {
@@ -578,12 +613,16 @@ func (s *shellSplitter) addWord(sc *shellSimple, w shellWord, cases *[]shellCase
 	}
 	switch {
 	case sc.hasProgram:
+		if w.expanding {
+			sc.cmd.Expanding = append(sc.cmd.Expanding, len(sc.cmd.Args))
+		}
 		sc.cmd.Args = append(sc.cmd.Args, w.value)
 		if sc.cond && w.is("]]") {
 			sc.cond = false
 		}
 	case w.assign:
 		sc.assigns = true
+		sc.cmd.Assigns = append(sc.cmd.Assigns, w.value)
 	case !sc.assigns && !w.quoted && s.reservedWord(sc, w.value, cases):
 	case w.value == "":
 		// bash fails on an empty command name and runs nothing after it;
@@ -596,23 +635,54 @@ func (s *shellSplitter) addWord(sc *shellSimple, w shellWord, cases *[]shellCase
 	return nil
 }
 
+// defineFunction records the definition of function name, before the
+// commands of its body.
+func (s *shellSplitter) defineFunction(sc *shellSimple, name string) {
+	cond := s.depth != 1 || s.compound > 0 || s.afterAndOr
+	s.out = append(s.out, Command{Function: name, Conditional: cond})
+	sc.mark = len(s.out)
+	if !cond {
+		s.lastFunc, s.lastFuncDepth, s.lastFuncC = len(s.out)-1, s.depth, s.compound
+	}
+}
+
+// listBreak notes the control operator op that ends a command: after
+// && and || a definition may not run; a definition that | or & follows
+// is made in a subshell.
+func (s *shellSplitter) listBreak(op string) {
+	if s.lastFunc >= 0 && s.depth == s.lastFuncDepth && s.compound == s.lastFuncC {
+		if (op == "|" || op == "|&" || op == "&") && s.lastFunc < len(s.out) && s.out[s.lastFunc].Function != "" {
+			s.out[s.lastFunc].Conditional = true
+		}
+		s.lastFunc = -1
+	}
+	s.afterAndOr = op == "&&" || op == "||"
+}
+
 // reservedWord handles a reserved word in command position and reports
 // whether word was one. Reserved words run nothing themselves; what they
-// introduce is read as ordinary commands.
+// introduce is read as ordinary commands. "time" is not one here: bash
+// reads it as a keyword, but POSIX sh (dash, which sh -c runs on Debian)
+// runs the time program, so it is reported as a program.
 func (s *shellSplitter) reservedWord(sc *shellSimple, word string, cases *[]shellCaseState) bool {
 	switch word {
-	case "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "{", "}", "!", "in", "coproc":
-	case "time":
-		sc.mode = shellModeTime
+	case "then", "else", "elif", "do", "!", "in", "coproc":
+	case "if", "while", "until", "{":
+		s.compound++
+	case "fi", "done", "}":
+		s.compound = max(s.compound-1, 0)
 	case "for", "select":
+		s.compound++
 		sc.mode = shellModeHeader
 	case "function":
 		sc.mode = shellModeSkipName
 	case "case":
+		s.compound++
 		*cases = append(*cases, shellCaseSubject)
 	case "esac":
 		if n := len(*cases); n > 0 {
 			*cases = (*cases)[:n-1]
+			s.compound = max(s.compound-1, 0)
 		}
 	default:
 		return false
@@ -625,7 +695,9 @@ func (s *shellSplitter) reservedWord(sc *shellSimple, word string, cases *[]shel
 // expansions are kept as written.
 func (s *shellSplitter) readWord() (w shellWord, err error) {
 	start, base := s.pos, len(s.buf)
-	defer func() { s.buf = s.buf[:base] }()
+	outerStart, outerExpanding := s.wordStart, s.expanding
+	s.wordStart, s.expanding = base, false
+	defer func() { s.buf, s.wordStart, s.expanding = s.buf[:base], outerStart, outerExpanding }()
 	quotedAt := -1 // offset in the value of the first quote or escape
 	modified := false
 loop:
@@ -676,11 +748,18 @@ loop:
 				s.pos++
 				err, keepRaw = s.readDouble(true), false
 			default:
+				// Unquoted, its value is split into words anywhere
+				// in the word: a-$X can give "-o" as a word.
+				s.expanding = true
 				err = s.dollar(false)
 			}
 		case '`':
+			s.expanding = true
 			err = s.backquote(false)
 		default:
+			if strings.IndexByte("*?[{", c) >= 0 {
+				s.expansionAt() // a glob or a brace
+			}
 			s.buf = append(s.buf, c)
 			s.pos++
 			keepRaw = false
@@ -693,6 +772,7 @@ loop:
 		}
 	}
 	w.quoted = quotedAt >= 0
+	w.expanding = s.expanding
 	if modified {
 		w.value = string(s.buf[base:])
 	} else {
@@ -806,10 +886,15 @@ func (s *shellSplitter) readDouble(emit bool) error {
 			s.pos += 2
 			continue
 		case c == '$' && (s.at(s.pos+1) == '(' || s.at(s.pos+1) == '{'):
+			s.expansionAt()
 			err = s.dollar(true)
 		case c == '`':
+			s.expansionAt()
 			err = s.backquote(true)
 		default:
+			if c == '$' && emit {
+				s.expansionAt() // "$x"
+			}
 			s.appendIf(emit, c)
 			s.pos++
 			continue
@@ -827,6 +912,14 @@ func (s *shellSplitter) readDouble(emit bool) error {
 func (s *shellSplitter) appendIf(emit bool, b ...byte) {
 	if emit {
 		s.buf = append(s.buf, b...)
+	}
+}
+
+// expansionAt notes an expansion, glob or brace where the word being
+// read has nothing yet: the shell decides how the word starts.
+func (s *shellSplitter) expansionAt() {
+	if len(s.buf) == s.wordStart {
+		s.expanding = true
 	}
 }
 
@@ -1048,7 +1141,7 @@ func (s *shellSplitter) child(key int, text string, heredoc bool) error {
 		return r.err
 	}
 	n := len(s.out)
-	sub := shellSplitter{src: text, depth: s.depth, out: s.out, buf: s.buf}
+	sub := shellSplitter{src: text, depth: s.depth, out: s.out, buf: s.buf, lastFunc: -1}
 	var err error
 	if heredoc {
 		err = sub.scanHeredocBody()

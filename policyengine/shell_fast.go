@@ -32,7 +32,6 @@ var plainReserved = map[string]bool{
 	"if": true, "then": true, "else": true, "elif": true, "fi": true, "do": true,
 	"done": true, "while": true, "until": true, "for": true, "select": true,
 	"function": true, "case": true, "esac": true, "in": true, "coproc": true,
-	"time": true,
 }
 
 // splitPlain splits a plain pipeline, or reports ok=false when the line is

@@ -34,8 +34,8 @@ func FuzzSplitCommandLine(f *testing.F) {
 			t.Fatalf("SplitCommandLine(%q) returned no commands and no error", line)
 		}
 		for i, c := range cmds {
-			if c.Program == "" && len(c.Redirects) == 0 {
-				t.Errorf("SplitCommandLine(%q)[%d] = %#v runs and redirects nothing", line, i, c)
+			if c.Program == "" && len(c.Redirects) == 0 && len(c.Assigns) == 0 && c.Function == "" {
+				t.Errorf("SplitCommandLine(%q)[%d] = %#v runs, redirects, assigns and defines nothing", line, i, c)
 			}
 			for _, r := range c.Redirects {
 				if !shellFuzzRedirectOps[r.Op] {

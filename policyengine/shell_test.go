@@ -17,6 +17,15 @@ func sc(program string, args ...string) Command {
 	return Command{Program: program, Args: args}
 }
 
+// set adds expected leading assignments.
+func (c Command) set(assigns ...string) Command {
+	c.Assigns = append(append([]string(nil), c.Assigns...), assigns...)
+	return c
+}
+
+// fn is an expected function definition.
+func fn(name string) Command { return Command{Function: name} }
+
 // to adds an expected redirection.
 func (c Command) to(op, target string) Command {
 	c.Redirects = append(append([]Redirect(nil), c.Redirects...), Redirect{Op: op, Target: target})
@@ -48,11 +57,12 @@ var shellSplitCases = []struct {
 	{"escaped backquotes nest", "echo `echo \\`id\\``", []Command{sc("echo", "`echo \\`id\\``"), sc("echo", "`id`"), sc("id")}},
 	{"process substitution", "diff <(ls a) <(ls b)", []Command{sc("diff", "<(ls a)", "<(ls b)"), sc("ls", "a"), sc("ls", "b")}},
 	{"output process substitution", "tee >(gzip > x.gz)", []Command{sc("tee", ">(gzip > x.gz)"), sc("gzip").to(">", "x.gz")}},
-	{"assignments skipped", "FOO=1 BAR='a b' python3 x", []Command{sc("python3", "x")}},
-	{"assignment with substitution", "X=$(id) ls", []Command{sc("ls"), sc("id")}},
-	{"array assignment", "a=(x $(id) y) ls", []Command{sc("ls"), sc("id")}},
+	{"assignments kept", "FOO=1 BAR='a b' python3 x", []Command{sc("python3", "x").set("FOO=1", "BAR=a b")}},
+	{"assignment with substitution", "X=$(id) ls", []Command{sc("ls").set("X=$(id)"), sc("id")}},
+	{"array assignment", "a=(x $(id) y) ls", []Command{sc("ls").set("a=(x $(id) y)"), sc("id")}},
 	{"quoted name is no assignment", `"FOO"=1 ls`, []Command{sc("FOO=1", "ls")}},
-	{"assignment only", "FOO=$(whoami)", []Command{sc("whoami")}},
+	{"assignment only", "FOO=$(whoami)", []Command{sc("").set("FOO=$(whoami)"), sc("whoami")}},
+	{"assignments only", "A=1 B=2", []Command{sc("").set("A=1", "B=2")}},
 	{"redirect first", "2>/dev/null ls", []Command{sc("ls").to(">", "/dev/null")}},
 	{"redirect anywhere", ">out cmd arg", []Command{sc("cmd", "arg").to(">", "out")}},
 	{"fd redirects", "cat < in > out 2>&1", []Command{sc("cat").to("<", "in").to(">", "out").to(">&", "1")}},
@@ -68,7 +78,7 @@ var shellSplitCases = []struct {
 	{"heredoc expands", "cat <<EOF\n$(id) 'x\nEOF", []Command{sc("cat").to("<<", "EOF"), sc("id")}},
 	{"heredoc quoted literal", "cat <<\"EOF\"\n$(id)\nEOF", []Command{sc("cat").to("<<", "EOF")}},
 	{"two heredocs", "a <<X; b <<Y\nrm\nX\nrm\nY\nc", []Command{sc("a").to("<<", "X"), sc("b").to("<<", "Y"), sc("c")}},
-	{"heredoc inside substitution", "x=$(cat <<EOF\nhi)\nEOF\n); ls", []Command{sc("cat").to("<<", "EOF"), sc("ls")}},
+	{"heredoc inside substitution", "x=$(cat <<EOF\nhi)\nEOF\n); ls", []Command{sc("").set("x=$(cat <<EOF\nhi)\nEOF\n)"), sc("cat").to("<<", "EOF"), sc("ls")}},
 	{"heredoc body after substitution", "echo $(cat <<EOF) x\nrm\nEOF", []Command{sc("echo", "$(cat <<EOF)", "x"), sc("cat").to("<<", "EOF")}},
 	{"heredoc cut by backquotes", "echo `cat <<EOF`\nrm\nEOF", []Command{sc("echo", "`cat <<EOF`"), sc("cat").to("<<", "EOF"), sc("rm"), sc("EOF")}},
 	{"here-string", "grep x <<< \"$v\"", []Command{sc("grep", "x").to("<<<", "$v")}},
@@ -88,15 +98,17 @@ var shellSplitCases = []struct {
 	{"select", "select x in a b; do echo $x; done", []Command{sc("echo", "$x")}},
 	{"coproc", "coproc ls -l", []Command{sc("ls", "-l")}},
 	{"negation", "! grep x f", []Command{sc("grep", "x", "f")}},
-	{"time", "time -p ls", []Command{sc("ls")}},
+	{"time is a program in sh", "time -p ls", []Command{sc("time", "-p", "ls")}},
 	{"quoted keyword is a program", `"if" x`, []Command{sc("if", "x")}},
 	{"keyword as argument", "echo if then fi", []Command{sc("echo", "if", "then", "fi")}},
 	{"subshell", "(cd /tmp && ls)", []Command{sc("cd", "/tmp"), sc("ls")}},
 	{"subshell redirect", "(ls) > out", []Command{sc("ls"), sc("").to(">", "out")}},
 	{"group", "{ ls; }", []Command{sc("ls")}},
 	{"group redirect", "{ ls; pwd; } 2>err", []Command{sc("ls"), sc("pwd"), sc("").to(">", "err")}},
-	{"function", "f() { rm x; }; f", []Command{sc("rm", "x"), sc("f")}},
-	{"function keyword", "function g { id; }", []Command{sc("id")}},
+	{"function", "f() { rm x; }; f", []Command{fn("f"), sc("rm", "x"), sc("f")}},
+	{"function keyword", "function g { id; }", []Command{fn("g"), sc("id")}},
+	{"conditional function", "x && f() { id; }", []Command{sc("x"), {Function: "f", Conditional: true}, sc("id")}},
+	{"backgrounded function", "f() { id; } & g() { x; }", []Command{{Function: "f", Conditional: true}, sc("id"), fn("g"), sc("x")}},
 	{"conditional", "[[ -f x && $(id) < y ]] && ls", []Command{sc("[[", "-f", "x", "&&", "$(id)", "<", "y", "]]"), sc("id"), sc("ls")}},
 	{"arithmetic", "echo $((1+2))", []Command{sc("echo", "$((1+2))")}},
 	{"arithmetic with substitution", "echo $(( $(id -u) + 1 ))", []Command{sc("echo", "$(( $(id -u) + 1 ))"), sc("id", "-u")}},
@@ -127,10 +139,42 @@ func TestSplitCommandLine(t *testing.T) {
 			if err != nil {
 				t.Fatalf("SplitCommandLine(%q): %v", tc.line, err)
 			}
+			for i := range got {
+				got[i].Expanding = nil // TestSplitCommandLineExpanding
+			}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("SplitCommandLine(%q)\n got %#v\nwant %#v", tc.line, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestSplitCommandLineExpanding: the arguments whose start the shell
+// decides (they may turn out to be options) are marked: those that start
+// with an expansion or glob, and those with an unquoted expansion, which
+// is split into words; quoted text, a tilde, a glob after the first
+// character and a double-quoted expansion after it are not.
+func TestSplitCommandLineExpanding(t *testing.T) {
+	for _, tt := range []struct {
+		line string
+		want []int
+	}{
+		{"sort * a", []int{0}},
+		{"sort ? [ab] {x,y}", []int{0, 1, 2}},
+		{"sort $X \"$Y\" ${Z} $(z) `z` \"$(z)\" \"`z`\"", []int{0, 1, 2, 3, 4, 5, 6}},
+		{"sort ''$X \"\"*", []int{0, 1}},
+		{"sort '*' \"*\" \\* '$X' \\$X a* ./* ~/x \"a$X\" -k\"$X\"", nil},
+		{"sort -k$X --o=$X a$(x) a`x`", []int{0, 1, 2, 3}},
+		{"sort $'\\x2d' $\"x\"", nil},
+		{"sort a $X b", []int{1}},
+	} {
+		cmds, err := SplitCommandLine(tt.line)
+		if err != nil {
+			t.Fatalf("SplitCommandLine(%q): %v", tt.line, err)
+		}
+		if !reflect.DeepEqual(cmds[0].Expanding, tt.want) {
+			t.Errorf("SplitCommandLine(%q) expanding %v, want %v (args %q)", tt.line, cmds[0].Expanding, tt.want, cmds[0].Args)
+		}
 	}
 }
 
@@ -144,7 +188,6 @@ var shellSplitErrors = []struct {
 	{"blanks", "   \t\n ", true},
 	{"only separators", " ; & ;; ", true},
 	{"only comment", "# ls", true},
-	{"only assignment", "A=1 B=2", true},
 	{"empty subshell", "()", true},
 	{"unterminated double quote", `echo "abc`, false},
 	{"unterminated single quote", "echo 'abc", false},

@@ -33,3 +33,16 @@ func BenchmarkNestedRepos(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkKernelExec is what the first question about a program the
+// exec list does not name costs (check and the preflight ask only then).
+func BenchmarkKernelExec(b *testing.B) {
+	p := policyengine.Permissions{
+		Exec:         policyengine.NewEntries("bench", []string{"sh", "git", "grep", "cat", "ls", "head", "wc", "true"}),
+		Declared:     []string{"bench"},
+		ExecDeclared: []string{"bench"},
+	}
+	for b.Loop() {
+		KernelExec(p, "/tmp")("curl")
+	}
+}

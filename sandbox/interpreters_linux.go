@@ -1,0 +1,154 @@
+package sandbox
+
+import (
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"corral/policyengine"
+)
+
+// KernelExec returns what tells check and the exec preflight which
+// programs the kernel lets run although no exec entry names them. The
+// Landlock rule the plan adds is on a file, so:
+//   - a program that is the same file as an allowed one runs under any
+//     name: a symlink or hard link to it (every applet name of a busybox
+//     that is allowed as sh), python3.11 when python3 is allowed;
+//   - the #! interpreter of an allowed script (and what
+//     #!/usr/bin/env NAME finds) needs the execute right to start the
+//     script, and so can be started directly too, with any arguments.
+//
+// It reads as Facts.program does (the sandbox's PATH, the #! line), only
+// the first bytes of each program, and only the first time it is asked: a
+// command whose programs are all listed never pays for it. ELF
+// interpreters (ld.so) are left out: with the exec allowlist they load no
+// program the command could not run anyway (see the README's exec row).
+func KernelExec(p policyengine.Permissions, workDir string) func(prog string) (string, bool) {
+	if !p.ExecRestricted() {
+		return nil
+	}
+	allowed := sync.OnceValue(func() map[fileID]string { return allowedFiles(p, workDir) })
+	noexec := []string{"/tmp", "/dev/shm", workDir}
+	for _, w := range p.Write {
+		if g, err := policyengine.CompileGlob(w.Value); err == nil {
+			noexec = append(noexec, g.Base())
+		}
+	}
+	return func(prog string) (string, bool) {
+		found := findProgram(prog, workDir)
+		if found == "" {
+			return "", false
+		}
+		// A hard link in a granted folder is the same file, but that
+		// folder is mounted noexec: the kernel refuses it there.
+		real, err := filepath.EvalSymlinks(found)
+		if err != nil || slices.ContainsFunc(noexec, func(d string) bool { return isUnder(real, d) }) {
+			return "", false
+		}
+		id, ok := idOf(real)
+		if !ok {
+			return "", false
+		}
+		why, ok := allowed()[id]
+		if !ok {
+			return "", false
+		}
+		return prog + " is " + why, true
+	}
+}
+
+// fileID is a file as the kernel's rule sees it.
+type fileID struct{ dev, ino uint64 }
+
+func idOf(p string) (fileID, bool) {
+	var st unix.Stat_t
+	if err := unix.Stat(p, &st); err != nil {
+		return fileID{}, false
+	}
+	return fileID{st.Dev, st.Ino}, true
+}
+
+// allowedFiles are the files the plan makes executable for the exec
+// entries, each with why.
+func allowedFiles(p policyengine.Permissions, workDir string) map[fileID]string {
+	out := map[fileID]string{}
+	for _, e := range p.Exec {
+		found := findProgram(e.Value, workDir)
+		if found == "" {
+			continue
+		}
+		if id, ok := idOf(found); ok {
+			if _, seen := out[id]; !seen {
+				out[id] = "the file of exec entry " + e.Value
+			}
+		}
+		for _, in := range scriptInterpreters(found, 0) {
+			if id, ok := idOf(in); ok {
+				if _, seen := out[id]; !seen {
+					out[id] = "the #! interpreter of exec entry " + e.Value
+				}
+			}
+		}
+	}
+	return out
+}
+
+// findProgram finds prog as the sandbox does: a path (relative to the
+// work dir), or a name on the sandbox's PATH.
+func findProgram(prog, workDir string) string {
+	if strings.Contains(prog, "/") {
+		if c := absIn(workDir, prog); isExecutable(c) {
+			return c
+		}
+		return ""
+	}
+	for _, dir := range strings.Split(policyengine.SandboxPATH, ":") {
+		if c := dir + "/" + prog; isExecutable(c) {
+			return c
+		}
+	}
+	return ""
+}
+
+// scriptInterpreters returns p's #! interpreter (and that one's, for an
+// interpreter that is a script itself).
+func scriptInterpreters(p string, depth int) []string {
+	if depth > 4 {
+		return nil
+	}
+	fh, err := os.Open(p)
+	if err != nil {
+		return nil
+	}
+	head := make([]byte, 256)
+	n, _ := fh.Read(head)
+	fh.Close()
+	line, ok := strings.CutPrefix(string(head[:n]), "#!")
+	if !ok {
+		return nil
+	}
+	line, _, _ = strings.Cut(line, "\n")
+	fields := strings.Fields(line)
+	if len(fields) == 0 {
+		return nil
+	}
+	interps := []string{fields[0]}
+	if path.Base(fields[0]) == "env" && len(fields) > 1 {
+		if c := findProgram(fields[1], "/"); c != "" {
+			interps = append(interps, c) // #!/usr/bin/env python3
+		}
+	}
+	var out []string
+	for _, in := range interps {
+		out = append(out, in)
+		if real, err := filepath.EvalSymlinks(in); err == nil {
+			out = append(out, scriptInterpreters(real, depth+1)...)
+		}
+	}
+	return out
+}

@@ -1,0 +1,81 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"corral/policyengine"
+)
+
+// TestKernelExec: the kernel's exec rule is on files, so a link to an
+// allowed program, the #! interpreter of an allowed script (also through
+// #!/usr/bin/env and a symlinked interpreter) and that one's interpreter
+// run; other programs, a copy, and a file in a noexec folder do not.
+func TestKernelExec(t *testing.T) {
+	// Not under /tmp, which the sandbox replaces with its own.
+	dir, err := os.MkdirTemp(".", "kernelexec-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if dir, err = filepath.Abs(dir); err != nil {
+		t.Fatal(err)
+	}
+	work := filepath.Join(dir, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	inner := write("inner", "#!/bin/sh\necho\n")
+	if err := os.Symlink("inner", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	outer := write("outer", "#!"+filepath.Join(dir, "link")+" -x\n")
+	envScript := write("envy", "#!/usr/bin/env bash\n")
+	if err := os.Symlink("/usr/bin/ls", filepath.Join(work, "myls")); err != nil {
+		t.Fatal(err)
+	}
+	lsCopy, _ := os.ReadFile("/usr/bin/ls")
+	if err := os.WriteFile(filepath.Join(work, "lscopy"), lsCopy, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := policyengine.Permissions{Exec: policyengine.NewEntries("t", []string{outer, envScript, "ls"}), ExecDeclared: []string{"t"},
+		Write: policyengine.NewEntries("t", []string{work + "/**"})}
+	kernel := KernelExec(p, work)
+	for _, tt := range []struct {
+		prog string
+		want string // "" for refused
+	}{
+		{inner, "#! interpreter of exec entry " + outer},
+		{filepath.Join(dir, "link"), "#! interpreter of exec entry " + outer},
+		{"sh", "#! interpreter"}, // inner's own interpreter
+		{"/bin/sh", "#! interpreter"},
+		{"dash", "#! interpreter"},
+		{"bash", "#! interpreter of exec entry " + envScript},
+		{"/usr/bin/env", "#! interpreter of exec entry " + envScript},
+		{"/usr/bin/ls", "the file of exec entry ls"},
+		{"./myls", "the file of exec entry ls"},
+		{"./lscopy", ""},
+		{"cat", ""},
+		{"/usr/bin/cat", ""},
+		{"/tmp/../usr/bin/ls", "the file of exec entry ls"},
+		{"nonexistent-program", ""},
+	} {
+		why, ok := kernel(tt.prog)
+		if ok != (tt.want != "") || !strings.Contains(why, tt.want) {
+			t.Errorf("KernelExec(%q) = %q, %v; want %q", tt.prog, why, ok, tt.want)
+		}
+	}
+	p.ExecDeclared = nil
+	if KernelExec(p, work) != nil {
+		t.Errorf("without an exec list KernelExec answers")
+	}
+}
