@@ -1,6 +1,9 @@
 package policyengine
 
-import "path"
+import (
+	"errors"
+	"path"
+)
 
 // Invocation is one program a command line runs, found the way CheckExec
 // finds them: inside sh -c scripts, eval, wrappers (env, sudo, timeout,
@@ -39,6 +42,9 @@ func invocationsOf(line string, depth int, wrapped bool, out *[]Invocation) erro
 		return errTooDeep
 	}
 	cmds, err := SplitCommandLine(line)
+	if errors.Is(err, ErrEmptyCommand) && depth > 0 {
+		return nil // a nested line that runs nothing (trap '' TERM)
+	}
 	if err != nil {
 		return err
 	}

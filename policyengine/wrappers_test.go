@@ -188,6 +188,13 @@ func TestCheckExecNested(t *testing.T) {
 		{"f() { ls; }; eval f", Allow},
 		{"f() { ls; }; sh -c f", Deny},
 		{"f() { ls; }; trap f EXIT", Allow},
+		// Nested lines that run nothing.
+		{"trap '' TERM; ls", Allow},
+		{"trap - TERM; ls", Allow},
+		{"trap '' INT TERM; while :; do sleep 0.1; done", Deny},
+		{"eval ''", Allow},
+		{"sh -c ''", Allow},
+		{"trap 'curl x' EXIT", Deny},
 		{"eval 'curl() { ls; }'; curl", Deny},
 		{"f() { ls; }\nf", Allow},
 		{"f; f() { ls; }", Deny},
