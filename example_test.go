@@ -13,7 +13,7 @@ import (
 // Load skills and ask the policy engine questions without running
 // anything.
 func ExampleLoadSkills() {
-	skills, err := corral.LoadSkills([]string{"../shared/skills/web-fetch"}, corral.Dirs{WorkDir: os.TempDir()})
+	skills, err := corral.LoadSkills([]string{"skills/web-fetch"}, corral.Dirs{WorkDir: os.TempDir()})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -30,7 +30,7 @@ func ExampleLoadSkills() {
 // An agent policy caps what the skills ask for: a decision is allowed only
 // where both allow.
 func ExampleCombine() {
-	skills, _ := corral.LoadSkills([]string{"../shared/skills/web-fetch"}, corral.Dirs{WorkDir: os.TempDir()})
+	skills, _ := corral.LoadSkills([]string{"skills/web-fetch"}, corral.Dirs{WorkDir: os.TempDir()})
 	p, err := policy.Parse("inline", []byte(`{"url": {"default": "deny", "allow": ["https://api.example.com/*"]}}`))
 	if err != nil {
 		fmt.Println(err)

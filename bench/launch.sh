@@ -19,7 +19,7 @@ runs=${1:-200}
 bash scripts/build.sh bin/corral
 ws=$(mktemp -d)
 trap 'rm -rf "$ws"' EXIT
-skills=$(realpath ../shared/skills)
+skills=$PWD/skills
 cd "$ws"
 corral=$OLDPWD/bin/corral
 bench_skill=$OLDPWD/bench/skills/bench-true

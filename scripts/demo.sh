@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 . scripts/deps.sh
 bash scripts/build.sh bin/corral
 C=$PWD/bin/corral
-skills=$(realpath "$PWD/../shared/skills")
+skills=$PWD/skills
 ws=$(mktemp -d /tmp/corral-demo.XXXXXX)
 mkdir -p "$ws/data"
 printf 'a,b\n1,2\n3,4\n' > "$ws/data/one.csv"

@@ -15,9 +15,8 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
-// sampleSkills are the sample skills (copies of ../../shared/skills in
-// testdata/skills, so the golden files do not depend on where the
-// repository is).
+// sampleSkills are the sample skills kept in the repository's skills
+// folder (copies of the shared reference skills).
 var sampleSkills = []string{"api-a", "api-b", "plain", "python-data", "repo-review", "web-fetch"}
 
 // goldenVars are the path variables of every golden profile: a macOS
@@ -30,7 +29,7 @@ func samplePerms(t testing.TB, names ...string) policyengine.Permissions {
 	t.Helper()
 	var list []*skill.Skill
 	for _, n := range names {
-		s, err := skill.Load(filepath.Join("testdata", "skills", n))
+		s, err := skill.Load(filepath.Join("..", "skills", n))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,20 +129,20 @@ func firstDiff(got, want string) string {
 	return "(same lines)"
 }
 
-// TestSampleSkillCopies keeps testdata/skills equal to the shared sample
-// skills, when they are beside the repository.
+// TestSampleSkillCopies keeps the repository's skills equal to the shared
+// sample skills, when they are beside the repository.
 func TestSampleSkillCopies(t *testing.T) {
 	for _, s := range sampleSkills {
 		shared, err := os.ReadFile(filepath.Join("..", "..", "shared", "skills", s, "SKILL.md"))
 		if err != nil {
 			t.Skipf("the shared sample skills are not beside the repository: %v", err)
 		}
-		local, err := os.ReadFile(filepath.Join("testdata", "skills", s, "SKILL.md"))
+		local, err := os.ReadFile(filepath.Join("..", "skills", s, "SKILL.md"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(shared, local) {
-			t.Errorf("testdata/skills/%s/SKILL.md differs from ../shared/skills/%s/SKILL.md: copy it and run go test ./seatbelt -update", s, s)
+			t.Errorf("skills/%s/SKILL.md differs from ../shared/skills/%s/SKILL.md: copy it and run go test ./seatbelt -update", s, s)
 		}
 	}
 }

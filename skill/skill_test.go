@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// sharedSkills is the folder of sample skills beside the repository.
-const sharedSkills = "../../shared/skills"
+// sharedSkills is the repository's folder of sample skills.
+const sharedSkills = "../skills"
 
 func writeSkill(t *testing.T, text string) string {
 	t.Helper()

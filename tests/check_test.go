@@ -10,15 +10,16 @@ import (
 	"testing"
 )
 
-// sharedSkill is a sample skill of ../shared/skills, used in place.
+// sharedSkill is a sample skill of the repository's skills folder, used
+// in place.
 func sharedSkill(t *testing.T, name string) string {
 	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", "..", "shared", "skills", name))
+	dir, err := filepath.Abs(filepath.Join("..", "skills", name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "SKILL.md")); err != nil {
-		t.Skipf("the sample skills are not beside the repository: %v", err)
+		t.Fatal(err)
 	}
 	return dir
 }

@@ -34,7 +34,7 @@ func runCaptured(t *testing.T, args ...string) (int, string, string) {
 
 // sampleSkill is a copy of a sample skill in seatbelt's testdata.
 func sampleSkill(name string) string {
-	return filepath.Join("..", "..", "seatbelt", "testdata", "skills", name)
+	return filepath.Join("..", "..", "skills", name)
 }
 
 func writeSkillFile(t *testing.T, frontmatter string) string {
