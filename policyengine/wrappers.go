@@ -7,6 +7,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // A command can run other programs: a wrapper (env, timeout, xargs...)
@@ -51,73 +52,75 @@ type wrapper struct {
 	fallback string
 }
 
-var wrapperSpecs = map[string]wrapper{
-	"exec":    {spec: OptSpec{Short: "cla:"}, builtin: true},
-	"command": {spec: OptSpec{Short: "pvV"}, noRun: []string{"-v", "-V"}, builtin: true},
-	"builtin": {spec: OptSpec{}, builtin: true},
-	"time": {spec: OptSpec{Short: "af:o:pqvhV", Long: map[string]ArgKind{
-		"append": NoArg, "format": RequiredArg, "output": RequiredArg, "portability": NoArg,
-		"quiet": NoArg, "verbose": NoArg, "help": NoArg, "version": NoArg}}},
-	"env": {spec: OptSpec{Short: "i0u:C:S:v", Long: map[string]ArgKind{
-		"ignore-environment": NoArg, "null": NoArg, "unset": RequiredArg, "chdir": RequiredArg,
-		"split-string": RequiredArg, "block-signal": OptionalArg, "default-signal": OptionalArg,
-		"ignore-signal": OptionalArg, "list-signal-handling": NoArg, "debug": NoArg, "help": NoArg, "version": NoArg}}},
-	"nice":  {spec: OptSpec{Short: "n:", Long: map[string]ArgKind{"adjustment": RequiredArg, "help": NoArg, "version": NoArg}}},
-	"nohup": {spec: OptSpec{Long: map[string]ArgKind{"help": NoArg, "version": NoArg}}},
-	"setsid": {spec: OptSpec{Short: "cfwhV", Long: map[string]ArgKind{
-		"ctty": NoArg, "fork": NoArg, "wait": NoArg, "help": NoArg, "version": NoArg}}},
-	"stdbuf": {spec: OptSpec{Short: "i:o:e:", Long: map[string]ArgKind{
-		"input": RequiredArg, "output": RequiredArg, "error": RequiredArg, "help": NoArg, "version": NoArg}}},
-	"timeout": {spec: OptSpec{Short: "fk:ps:v", Long: map[string]ArgKind{
-		"foreground": NoArg, "kill-after": RequiredArg, "preserve-status": NoArg, "signal": RequiredArg,
-		"verbose": NoArg, "help": NoArg, "version": NoArg}}, operands: 1},
-	"xargs": {spec: OptSpec{Short: "0a:E:e::i::I:l::L:n:prs:txP:d:o", Long: map[string]ArgKind{
-		"null": NoArg, "arg-file": RequiredArg, "delimiter": RequiredArg, "eof": OptionalArg,
-		"replace": OptionalArg, "max-lines": RequiredArg, "max-args": RequiredArg, "open-tty": NoArg,
-		"max-procs": RequiredArg, "interactive": NoArg, "process-slot-var": RequiredArg,
-		"no-run-if-empty": NoArg, "max-chars": RequiredArg, "show-limits": NoArg, "verbose": NoArg,
-		"exit": NoArg, "help": NoArg, "version": NoArg}}, fallback: "echo"},
-	"sudo": {spec: OptSpec{Short: "AbEeHiKklnPSVvh::C:D:g:p:R:r:T:t:U:u:", Long: map[string]ArgKind{
-		"askpass": NoArg, "background": NoArg, "preserve-env": OptionalArg, "edit": NoArg, "set-home": NoArg,
-		"login": NoArg, "reset-timestamp": NoArg, "remove-timestamp": NoArg, "list": NoArg, "non-interactive": NoArg,
-		"preserve-groups": NoArg, "shell": NoArg, "stdin": NoArg, "validate": NoArg, "version": NoArg, "help": OptionalArg,
-		"close-from": RequiredArg, "chdir": RequiredArg, "group": RequiredArg, "prompt": RequiredArg,
-		"chroot": RequiredArg, "role": RequiredArg, "type": RequiredArg, "command-timeout": RequiredArg,
-		"other-user": RequiredArg, "user": RequiredArg}}, noRun: []string{"-l", "--list", "-v", "--validate", "-k", "-K", "-V", "-e", "--edit"}},
-	"doas": {spec: OptSpec{Short: "nsu:C:L"}, noRun: []string{"-L", "-C"}},
-	"ionice": {spec: OptSpec{Short: "c:n:p:P:tu:hV", Long: map[string]ArgKind{
-		"class": RequiredArg, "classdata": RequiredArg, "pid": RequiredArg, "pgid": RequiredArg,
-		"ignore": NoArg, "uid": RequiredArg, "help": NoArg, "version": NoArg}}, noRun: []string{"-p", "--pid", "-P", "--pgid", "-u", "--uid"}},
-	"taskset": {spec: OptSpec{Short: "acphV", Long: map[string]ArgKind{
-		"all-tasks": NoArg, "cpu-list": NoArg, "pid": NoArg, "help": NoArg, "version": NoArg}}, operands: 1, noRun: []string{"-p", "--pid"}},
-	"chroot": {spec: OptSpec{Long: map[string]ArgKind{
-		"userspec": RequiredArg, "groups": RequiredArg, "skip-chdir": NoArg, "help": NoArg, "version": NoArg}}, operands: 1},
-	"flock": {spec: OptSpec{Short: "sexnouFw:E:c:hV", Long: map[string]ArgKind{
-		"shared": NoArg, "exclusive": NoArg, "nonblock": NoArg, "close": NoArg, "unlock": NoArg,
-		"no-fork": NoArg, "timeout": RequiredArg, "conflict-exit-code": RequiredArg, "command": RequiredArg,
-		"verbose": NoArg, "help": NoArg, "version": NoArg}}, operands: 1},
-	"watch": {spec: OptSpec{Short: "bcCd::eghn:pq:rtvwx", Long: map[string]ArgKind{
-		"beep": NoArg, "color": NoArg, "no-color": NoArg, "differences": OptionalArg, "errexit": NoArg,
-		"chgexit": NoArg, "interval": RequiredArg, "precise": NoArg, "equexit": RequiredArg,
-		"no-rerun": NoArg, "no-title": NoArg, "no-wrap": NoArg, "exec": NoArg, "help": NoArg, "version": NoArg}}},
-	"unbuffer": {spec: OptSpec{Short: "p"}},
-	"chrt": {spec: OptSpec{Short: "bdfiorRaT:P:D:pmvhV", Long: map[string]ArgKind{
-		"batch": NoArg, "deadline": NoArg, "fifo": NoArg, "idle": NoArg, "other": NoArg, "rr": NoArg,
-		"reset-on-fork": NoArg, "all-tasks": NoArg, "sched-runtime": RequiredArg, "sched-period": RequiredArg,
-		"sched-deadline": RequiredArg, "pid": NoArg, "max": NoArg, "verbose": NoArg, "help": NoArg, "version": NoArg}},
-		operands: 1, noRun: []string{"-p", "--pid", "-m", "--max"}},
-	// script, su and runuser run -c's command line with a shell, and
-	// nothing named otherwise (script's operand is its log file, su's
-	// the user).
-	"script": {spec: OptSpec{Short: "aB:c:eE:fI:O:o:qT:t::m:hV", Long: map[string]ArgKind{
-		"append": NoArg, "log-io": RequiredArg, "command": RequiredArg, "return": NoArg, "echo": RequiredArg,
-		"flush": NoArg, "log-in": RequiredArg, "log-out": RequiredArg, "logging-format": RequiredArg,
-		"log-timing": RequiredArg, "timing": OptionalArg, "force": NoArg, "quiet": NoArg, "output-limit": RequiredArg,
-		"help": NoArg, "version": NoArg}},
-		operands: maxOperands},
-	"su":      {spec: suSpec, operands: maxOperands},
-	"runuser": {spec: runuserSpec, operands: maxOperands},
-}
+var wrapperSpecs = sync.OnceValue(func() map[string]wrapper {
+	return map[string]wrapper{
+		"exec":    {spec: OptSpec{Short: "cla:"}, builtin: true},
+		"command": {spec: OptSpec{Short: "pvV"}, noRun: []string{"-v", "-V"}, builtin: true},
+		"builtin": {spec: OptSpec{}, builtin: true},
+		"time": {spec: OptSpec{Short: "af:o:pqvhV", Long: map[string]ArgKind{
+			"append": NoArg, "format": RequiredArg, "output": RequiredArg, "portability": NoArg,
+			"quiet": NoArg, "verbose": NoArg, "help": NoArg, "version": NoArg}}},
+		"env": {spec: OptSpec{Short: "i0u:C:S:v", Long: map[string]ArgKind{
+			"ignore-environment": NoArg, "null": NoArg, "unset": RequiredArg, "chdir": RequiredArg,
+			"split-string": RequiredArg, "block-signal": OptionalArg, "default-signal": OptionalArg,
+			"ignore-signal": OptionalArg, "list-signal-handling": NoArg, "debug": NoArg, "help": NoArg, "version": NoArg}}},
+		"nice":  {spec: OptSpec{Short: "n:", Long: map[string]ArgKind{"adjustment": RequiredArg, "help": NoArg, "version": NoArg}}},
+		"nohup": {spec: OptSpec{Long: map[string]ArgKind{"help": NoArg, "version": NoArg}}},
+		"setsid": {spec: OptSpec{Short: "cfwhV", Long: map[string]ArgKind{
+			"ctty": NoArg, "fork": NoArg, "wait": NoArg, "help": NoArg, "version": NoArg}}},
+		"stdbuf": {spec: OptSpec{Short: "i:o:e:", Long: map[string]ArgKind{
+			"input": RequiredArg, "output": RequiredArg, "error": RequiredArg, "help": NoArg, "version": NoArg}}},
+		"timeout": {spec: OptSpec{Short: "fk:ps:v", Long: map[string]ArgKind{
+			"foreground": NoArg, "kill-after": RequiredArg, "preserve-status": NoArg, "signal": RequiredArg,
+			"verbose": NoArg, "help": NoArg, "version": NoArg}}, operands: 1},
+		"xargs": {spec: OptSpec{Short: "0a:E:e::i::I:l::L:n:prs:txP:d:o", Long: map[string]ArgKind{
+			"null": NoArg, "arg-file": RequiredArg, "delimiter": RequiredArg, "eof": OptionalArg,
+			"replace": OptionalArg, "max-lines": RequiredArg, "max-args": RequiredArg, "open-tty": NoArg,
+			"max-procs": RequiredArg, "interactive": NoArg, "process-slot-var": RequiredArg,
+			"no-run-if-empty": NoArg, "max-chars": RequiredArg, "show-limits": NoArg, "verbose": NoArg,
+			"exit": NoArg, "help": NoArg, "version": NoArg}}, fallback: "echo"},
+		"sudo": {spec: OptSpec{Short: "AbEeHiKklnPSVvh::C:D:g:p:R:r:T:t:U:u:", Long: map[string]ArgKind{
+			"askpass": NoArg, "background": NoArg, "preserve-env": OptionalArg, "edit": NoArg, "set-home": NoArg,
+			"login": NoArg, "reset-timestamp": NoArg, "remove-timestamp": NoArg, "list": NoArg, "non-interactive": NoArg,
+			"preserve-groups": NoArg, "shell": NoArg, "stdin": NoArg, "validate": NoArg, "version": NoArg, "help": OptionalArg,
+			"close-from": RequiredArg, "chdir": RequiredArg, "group": RequiredArg, "prompt": RequiredArg,
+			"chroot": RequiredArg, "role": RequiredArg, "type": RequiredArg, "command-timeout": RequiredArg,
+			"other-user": RequiredArg, "user": RequiredArg}}, noRun: []string{"-l", "--list", "-v", "--validate", "-k", "-K", "-V", "-e", "--edit"}},
+		"doas": {spec: OptSpec{Short: "nsu:C:L"}, noRun: []string{"-L", "-C"}},
+		"ionice": {spec: OptSpec{Short: "c:n:p:P:tu:hV", Long: map[string]ArgKind{
+			"class": RequiredArg, "classdata": RequiredArg, "pid": RequiredArg, "pgid": RequiredArg,
+			"ignore": NoArg, "uid": RequiredArg, "help": NoArg, "version": NoArg}}, noRun: []string{"-p", "--pid", "-P", "--pgid", "-u", "--uid"}},
+		"taskset": {spec: OptSpec{Short: "acphV", Long: map[string]ArgKind{
+			"all-tasks": NoArg, "cpu-list": NoArg, "pid": NoArg, "help": NoArg, "version": NoArg}}, operands: 1, noRun: []string{"-p", "--pid"}},
+		"chroot": {spec: OptSpec{Long: map[string]ArgKind{
+			"userspec": RequiredArg, "groups": RequiredArg, "skip-chdir": NoArg, "help": NoArg, "version": NoArg}}, operands: 1},
+		"flock": {spec: OptSpec{Short: "sexnouFw:E:c:hV", Long: map[string]ArgKind{
+			"shared": NoArg, "exclusive": NoArg, "nonblock": NoArg, "close": NoArg, "unlock": NoArg,
+			"no-fork": NoArg, "timeout": RequiredArg, "conflict-exit-code": RequiredArg, "command": RequiredArg,
+			"verbose": NoArg, "help": NoArg, "version": NoArg}}, operands: 1},
+		"watch": {spec: OptSpec{Short: "bcCd::eghn:pq:rtvwx", Long: map[string]ArgKind{
+			"beep": NoArg, "color": NoArg, "no-color": NoArg, "differences": OptionalArg, "errexit": NoArg,
+			"chgexit": NoArg, "interval": RequiredArg, "precise": NoArg, "equexit": RequiredArg,
+			"no-rerun": NoArg, "no-title": NoArg, "no-wrap": NoArg, "exec": NoArg, "help": NoArg, "version": NoArg}}},
+		"unbuffer": {spec: OptSpec{Short: "p"}},
+		"chrt": {spec: OptSpec{Short: "bdfiorRaT:P:D:pmvhV", Long: map[string]ArgKind{
+			"batch": NoArg, "deadline": NoArg, "fifo": NoArg, "idle": NoArg, "other": NoArg, "rr": NoArg,
+			"reset-on-fork": NoArg, "all-tasks": NoArg, "sched-runtime": RequiredArg, "sched-period": RequiredArg,
+			"sched-deadline": RequiredArg, "pid": NoArg, "max": NoArg, "verbose": NoArg, "help": NoArg, "version": NoArg}},
+			operands: 1, noRun: []string{"-p", "--pid", "-m", "--max"}},
+		// script, su and runuser run -c's command line with a shell, and
+		// nothing named otherwise (script's operand is its log file, su's
+		// the user).
+		"script": {spec: OptSpec{Short: "aB:c:eE:fI:O:o:qT:t::m:hV", Long: map[string]ArgKind{
+			"append": NoArg, "log-io": RequiredArg, "command": RequiredArg, "return": NoArg, "echo": RequiredArg,
+			"flush": NoArg, "log-in": RequiredArg, "log-out": RequiredArg, "logging-format": RequiredArg,
+			"log-timing": RequiredArg, "timing": OptionalArg, "force": NoArg, "quiet": NoArg, "output-limit": RequiredArg,
+			"help": NoArg, "version": NoArg}},
+			operands: maxOperands},
+		"su":      {spec: suSpec, operands: maxOperands},
+		"runuser": {spec: runuserSpec, operands: maxOperands},
+	}
+})
 
 // maxOperands says that a wrapper names no program among its operands.
 const maxOperands = 1 << 30
@@ -138,7 +141,7 @@ var runuserSpec = func() OptSpec {
 // isBuiltin reports whether name runs inside the shell: what "builtin
 // NAME" can run, and what needs no exec entry.
 func isBuiltin(name string) bool {
-	return shellBuiltins[name] || name == "eval" || name == "." || name == "source" || wrapperSpecs[name].builtin
+	return shellBuiltins[name] || name == "eval" || name == "." || name == "source" || wrapperSpecs()[name].builtin
 }
 
 // shells are programs whose -c argument is itself a command line.
@@ -221,7 +224,7 @@ func nested(c Command, inShell bool) (runs []nestedRun, err error) {
 	case name == "fish":
 		return fishRuns(c.Args)
 	}
-	w, ok := wrapperSpecs[name]
+	w, ok := wrapperSpecs()[name]
 	if !ok || w.builtin && (!inShell || c.Program != name) {
 		return nil, nil
 	}

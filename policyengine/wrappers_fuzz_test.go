@@ -42,7 +42,7 @@ func FuzzCheckExecNested(f *testing.F) {
 func FuzzOptSpecParse(f *testing.F) {
 	f.Add("-ak1 --kill-a=2 x -- -y")
 	f.Add("--rep --k -i")
-	s := wrapperSpecs["xargs"].spec
+	s := wrapperSpecs()["xargs"].spec
 	f.Fuzz(func(t *testing.T, args string) {
 		words := strings.Fields(args)
 		opts, ops, err := s.Parse(words)

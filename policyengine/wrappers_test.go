@@ -381,7 +381,7 @@ func TestWrappersKnowEveryLongOption(t *testing.T) {
 	// "-k, --kill-after=DURATION", "-i, --replace[=R]", "-c, --command <command>"
 	pairOpt := regexp.MustCompile(`(?m)^\s*-([a-zA-Z0-9]), --([a-z0-9][a-z0-9-]*)(\[=|=| <)?`)
 	checked := 0
-	for name, w := range wrapperSpecs {
+	for name, w := range wrapperSpecs() {
 		if w.builtin {
 			continue
 		}
