@@ -548,11 +548,10 @@ static int open_source(const struct mount_step *m) {
 }
 
 // read_only_tmpfs reports whether the private tmpfs m ends up read-only:
-// /dev, which holds only the bound devices, and the empty ones that hide
-// folders of /proc about the host (maskedDirs in build.go); /tmp and
-// /dev/shm stay writable.
+// /dev, which holds only the bound devices; /tmp and /dev/shm stay
+// writable.
 static int read_only_tmpfs(const struct mount_step *m) {
-	return m->kind == 't' && (strcmp(m->target, "/dev") == 0 || strncmp(m->target, "/proc/", 6) == 0);
+	return m->kind == 't' && strcmp(m->target, "/dev") == 0;
 }
 
 // ro_above reports whether the folder that holds mount i's target is

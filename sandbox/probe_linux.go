@@ -56,9 +56,6 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 	for _, p := range maskedProc {
 		f.stat(p)
 	}
-	for _, p := range maskedDirs {
-		f.stat(p)
-	}
 	if f.Uid == 0 {
 		for _, p := range rootOnlyProc {
 			f.stat(p)

@@ -12,19 +12,12 @@ import (
 )
 
 // hostProc are /proc files that describe the host (its kernel build,
-// symbols, keyrings, hardware, disks, other processes' locks) and that no
-// sandboxed command needs; README.md lists what stays visible.
+// symbols, modules, keyrings, memory map, boot) and that no sandboxed
+// command needs; README.md lists what stays visible.
 var hostProc = []string{
-	"config.gz", "kallsyms", "modules", "keys", "key-users", "iomem", "ioports",
-	"interrupts", "softirqs", "dma", "mtrr", "devices", "misc", "consoles",
-	"partitions", "diskstats", "swaps", "zoneinfo", "buddyinfo", "locks",
+	"config.gz", "kallsyms", "modules", "keys", "key-users", "iomem",
 	"sched_debug", "cmdline", "sys/kernel/random/boot_id",
 }
-
-// hostProcDirs are /proc folders about the host's hardware and file
-// systems (PCI devices, IRQs, per-device ext4 options, nfsd): empty in
-// the sandbox.
-var hostProcDirs = []string{"acpi", "asound", "bus", "driver", "fs", "irq", "scsi"}
 
 // procPaths are ways to name /proc/NAME from inside the sandbox: the
 // mount, through the process's own /proc entries, and through PID 1's
@@ -44,12 +37,6 @@ func TestProcHostFacts(t *testing.T) {
 			for _, p := range procPaths {
 				path := fmt.Sprintf(p, name)
 				fmt.Fprintf(&script, "echo \"PROC %s $(cat %s 2>/dev/null | wc -c)\"\n", path, path)
-			}
-		}
-		for _, name := range hostProcDirs {
-			for _, p := range procPaths {
-				path := fmt.Sprintf(p, name)
-				fmt.Fprintf(&script, "echo \"PROC %s/ $(ls -A %s 2>/dev/null | wc -l)\"\n", path, path)
 			}
 		}
 		r := runScript(t, u, f.work, nil, script.String())
@@ -73,19 +60,7 @@ func TestProcHostFacts(t *testing.T) {
 				}
 			}
 		}
-		for _, name := range hostProcDirs {
-			if entries, err := os.ReadDir("/proc/" + name); err != nil || len(entries) == 0 {
-				continue
-			}
-			checked++
-			for _, p := range procPaths {
-				path := fmt.Sprintf(p, name) + "/"
-				if n, ok := got[path]; !ok || n != "0" {
-					t.Errorf("%s: the sandbox lists %s entries of the host's /proc/%s", path, n, name)
-				}
-			}
-		}
-		if checked < 10 {
+		if checked < 5 {
 			t.Fatalf("only %d of the host's /proc files exist here: the test checks too little", checked)
 		}
 	})
@@ -113,7 +88,7 @@ func TestProcStillUseful(t *testing.T) {
 
 // TestProcHiddenDespiteOldCache leaves, in the mount cache, the layout a
 // corral before these masks saved: the same mounts without the ones that
-// hide /proc's host files and folders. The init builds that root ahead,
+// hide /proc's host files. The init builds that root ahead,
 // but it is not the plan's, so the run must get the plan's root with
 // everything hidden, not resurrect the older one.
 func TestProcHiddenDespiteOldCache(t *testing.T) {
@@ -133,21 +108,16 @@ func TestProcHiddenDespiteOldCache(t *testing.T) {
 			}
 			old = append(old, rec...)
 		}
-		if dropped < 10 {
+		if dropped < 5 {
 			t.Fatalf("the cache holds %d mounts below /proc, want the masks:\n%q", dropped, honest)
 		}
 		writeCache(t, u, file, old)
-		r := cachedRun(t, u, f.work, f.skills, env, "cat /proc/kallsyms /proc/config.gz /proc/iomem > leaked 2>/dev/null; ls -A /proc/bus /proc/fs > listed 2>/dev/null; true")
+		r := cachedRun(t, u, f.work, f.skills, env, "cat /proc/kallsyms /proc/config.gz /proc/iomem > leaked 2>/dev/null; true")
 		if r.ahead != "built" || r.pivot {
 			t.Errorf("ahead %q, pivot %v: want the old root built and then dropped", r.ahead, r.pivot)
 		}
 		if leaked := readFile(t, filepath.Join(f.work, "leaked")); leaked != "" {
 			t.Errorf("the sandbox read %d bytes of host /proc files through the old cache", len(leaked))
-		}
-		for _, l := range strings.Split(readFile(t, filepath.Join(f.work, "listed")), "\n") {
-			if l != "" && !strings.HasSuffix(l, ":") {
-				t.Errorf("the sandbox lists %q in /proc/bus or /proc/fs through the old cache", l)
-			}
 		}
 		if !strings.Contains(r.mounts, "/proc/kallsyms") {
 			t.Errorf("the sandbox's mounts have no mask on /proc/kallsyms:\n%s", r.mounts)
