@@ -264,6 +264,34 @@ func (c *Cgroup) Usage() (peak int64, oomKills int) {
 	return peak, int(readKey(filepath.Join(c.memDir, "memory.oom_control"), "oom_kill"))
 }
 
+// Drain kills whatever is left in the cgroup and waits, at most d, until
+// it is empty; it reports whether it is. Run calls it when the sandbox
+// ended without PID 1's report (killed, timed out), before corral looks
+// at what the command left: nothing of the sandbox may still be writing.
+func (c *Cgroup) Drain(d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for i := 0; ; i++ {
+		empty := true
+		for _, dir := range c.dirs {
+			procs := filepath.Join(dir, "cgroup.procs")
+			if len(readPids(procs)) == 0 {
+				continue
+			}
+			empty = false
+			if os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0) != nil {
+				killMembers(procs)
+			}
+		}
+		if empty {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(time.Duration(min(i+1, 10)) * time.Millisecond)
+	}
+}
+
 // Remove kills whatever is left in the cgroup and removes it. (It does
 // not use the library's Delete, which walks every file of the cgroup and
 // retries after 10 ms sleeps: a run's cgroup is normally empty by now, and

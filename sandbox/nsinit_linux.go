@@ -8,12 +8,15 @@ package sandbox
 import "C"
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -157,6 +160,54 @@ func (p *initProc) Signal(sig os.Signal) error {
 }
 
 func (p *initProc) Kill() error { return p.Signal(syscall.SIGKILL) }
+
+// KillSandbox kills the sandbox's PID 1, the shim's one child, rather
+// than the shim: the kernel completes PID 1's exit only once every process
+// of its PID namespace is gone, and the shim, which waits for PID 1, exits
+// after that; so once the shim is reaped nothing of the sandbox runs.
+// Killing the shim left PID 1 to die later by its PR_SET_PDEATHSIG, and
+// the command's processes went on writing while corral swept the writable
+// roots and quarantined what they left. Without the child's pid (no
+// /proc/PID/task/PID/children), the shim is killed as before.
+func (p *initProc) KillSandbox() error {
+	if err := killOnlyChild(p.pid); err == nil {
+		return nil
+	}
+	return p.Kill()
+}
+
+// killOnlyChild sends SIGKILL to parent's one child through a pidfd,
+// checked to be parent's child after it was opened, so a pid reused
+// meanwhile is never signalled.
+func killOnlyChild(parent int) error {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", parent, parent))
+	if err != nil {
+		return err
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 1 {
+		return fmt.Errorf("%d children", len(f))
+	}
+	child, err := strconv.Atoi(f[0])
+	if err != nil {
+		return err
+	}
+	fd, err := unix.PidfdOpen(child, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child))
+	if err != nil {
+		return err
+	}
+	// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+	rest := stat[bytes.LastIndexByte(stat, ')')+1:]
+	if fields := strings.Fields(string(rest)); len(fields) < 2 || fields[1] != strconv.Itoa(parent) {
+		return fmt.Errorf("%d is no longer %d's child", child, parent)
+	}
+	return unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+}
 
 // Wait reaps the init and returns how it ended. Reaping by pid is safe:
 // the pid stays the init's until this reaps it, and signals go through

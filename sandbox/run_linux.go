@@ -300,10 +300,10 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 		l.timedOut = true
 		l.mu.Unlock()
 		// SIGTERM reaches the command through the shim and PID 1; SIGKILL
-		// to the shim takes PID 1 (PR_SET_PDEATHSIG) and with it every
-		// process of the PID namespace, however it double-forked.
+		// to PID 1 takes every process of the PID namespace, however it
+		// double-forked, before the shim (which waits for it) exits.
 		l.proc.Signal(unix.SIGTERM)
-		time.AfterFunc(opts.KillGrace, func() { l.proc.Kill() })
+		time.AfterFunc(opts.KillGrace, func() { l.proc.KillSandbox() })
 	}
 	if opts.Timeout > 0 {
 		timer := time.AfterFunc(opts.Timeout, end)
@@ -346,6 +346,12 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 	} else {
 		var ws syscall.WaitStatus
 		ws, werr = l.reap()
+		// The shim exits after PID 1, whose exit waits for the whole PID
+		// namespace; the cgroup says so too, also when the shim itself
+		// was killed from outside and PID 1 dies by PR_SET_PDEATHSIG.
+		if cg != nil && !cg.Drain(2*time.Second) && plan.Trace {
+			fmt.Fprintln(os.Stderr, "corral exec: the run's cgroup still had processes 2 s after the sandbox ended")
+		}
 		if !gotExit && res.Started && werr == nil {
 			// PID 1 died before it reported the command's end (killed
 			// from outside, or by the timeout): the shim's status says
