@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"corral/netns"
 	"corral/policy"
 	"corral/policyengine"
 	"corral/sandbox"
@@ -87,7 +88,9 @@ func (s *Skills) Capped(ev *policy.Evaluator) (*Skills, []string, error) {
 	if ev == nil || ev.Empty() {
 		return s, nil, nil
 	}
-	perms, notes := ev.Narrow(s.Perms)
+	// The machine's own addresses: a cap naming one must not turn a
+	// skill's wildcard, which never reaches them, into a grant that does.
+	perms, notes := ev.WithHostAddrs(netns.SystemHostAddrs()).Narrow(s.Perms)
 	c, err := withPerms(s.List, perms, s.Vars)
 	return c, notes, err
 }

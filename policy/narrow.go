@@ -30,7 +30,7 @@ func (e *Evaluator) Narrow(p policyengine.Permissions) (policyengine.Permissions
 		}
 		if c.network {
 			var n []string
-			p.Network, n = narrowHosts(p.Network, c.perms.Network, source)
+			p.Network, n = narrowHosts(p.Network, c.perms.Network, source, e.host)
 			notes = append(notes, n...)
 		}
 		if c.exec {
@@ -130,8 +130,11 @@ func under(p, root string) bool {
 	return p == root || root == "/" || strings.HasPrefix(p, root+"/")
 }
 
-// narrowHosts intersects host patterns with cap patterns.
-func narrowHosts(entries, caps []policyengine.Entry, source string) ([]policyengine.Entry, []string) {
+// narrowHosts intersects host patterns with cap patterns. A wildcard
+// never grants the machine's own addresses (host, when known), so a cap
+// naming one of them does not narrow it to that address: the
+// intersection is empty there.
+func narrowHosts(entries, caps []policyengine.Entry, source string, host policyengine.HostAddrs) ([]policyengine.Entry, []string) {
 	var out []policyengine.Entry
 	var notes []string
 	for _, e := range entries {
@@ -151,7 +154,11 @@ func narrowHosts(entries, caps []policyengine.Entry, source string) ([]policyeng
 				kept = true
 				break
 			}
-			if hp.Covers(cp) {
+			covers := hp.Covers(cp)
+			if cp.IsIP() && host != nil && host.IsHost(cp.Addr()) {
+				covers = hp.CoversHostAddr(cp)
+			}
+			if covers {
 				wider = append(wider, policyengine.Entry{Value: c.Value, From: append(append([]string(nil), e.From...), source)})
 			}
 		}

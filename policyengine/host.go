@@ -566,6 +566,9 @@ func (p HostPattern) Preset() Category {
 // IsIP reports whether the pattern's host part is an IP literal.
 func (p HostPattern) IsIP() bool { return p.kind == patIP }
 
+// Addr is the address of an IP literal pattern (the zero Addr otherwise).
+func (p HostPattern) Addr() netip.Addr { return p.addr }
+
 // Match reports whether host (as returned by CanonicalHost; other forms are
 // canonicalised first, at some cost) and port match the pattern.
 //
@@ -623,6 +626,16 @@ func (p HostPattern) matchClassified(name string, addr netip.Addr, isIP bool, ca
 			name[len(name)-len(p.host):] == p.host
 	}
 	return false
+}
+
+// CoversHostAddr is Covers for a q that is an IP literal of the machine's
+// own (CatHost, which only a HostAddrs can tell): only preset:host or the
+// same literal covers it.
+func (p HostPattern) CoversHostAddr(q HostPattern) bool {
+	if q.kind != patIP || (p.port != 0 && p.port != q.port) {
+		return false
+	}
+	return (p.kind == patPreset && p.preset == CatHost) || (p.kind == patIP && p.addr == q.addr)
 }
 
 // Covers reports whether every host:port that q matches, p matches too
