@@ -77,17 +77,22 @@ echo "peak RSS is the largest single process (corral's parent or its init stage;
 echo
 echo "interleaved, ${runs} rounds (one run of each per round), medians:"
 python3 - "$runs" "${cmds[bwrap]}" "${cmds[corral-default]}" "${cmds[corral]}" <<'PY'
-import statistics, subprocess, sys, time
+import resource, statistics, subprocess, sys, time
 runs, cmds = int(sys.argv[1]), sys.argv[2:]
 names = ["bwrap", "corral-default", "corral"]
-times = [[] for _ in cmds]
+wall = [[] for _ in cmds]
+cpu = [[] for _ in cmds]
 for _ in range(runs):
     for i, c in enumerate(cmds):
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
         subprocess.run(c.split(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        times[i].append((time.perf_counter() - t) * 1e3)
-med = [statistics.median(t) for t in times]
-for n, m in zip(names, med):
-    print(f"  {n}: {m:.2f} ms ({m / med[0]:.2f}x bwrap)")
-print("  (each includes about 0.5 ms of Python's fork and exec; the ratios are of these totals)")
+        wall[i].append((time.perf_counter() - t) * 1e3)
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu[i].append((r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime) * 1e3)
+w = [statistics.median(x) for x in wall]
+c = [statistics.mean(x) for x in cpu]
+for n, wm, cm in zip(names, w, c):
+    print(f"  {n}: wall {wm:.2f} ms ({wm / w[0]:.2f}x bwrap), CPU {cm:.2f} ms ({cm / c[0]:.2f}x bwrap)")
+print("  (wall: medians, each including about 0.5 ms of Python's fork and exec; CPU: means of user+system time of the process and its children)")
 PY
