@@ -12,8 +12,6 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
-
-	"corral/sandbox"
 )
 
 // The git sweep: after every run, corral walks each writable root whole
@@ -323,29 +321,16 @@ func (s *sweep) under(p string) bool {
 	return false
 }
 
-// quarantine renames dir/name (dirfd) to a name git never reads, mode
-// 0400 if it is a file, and records why.
+// quarantine moves dir/name (dirfd) aside with moveAsideAt, mode 0400
+// if it is a file, and records why.
 func (s *sweep) quarantine(dirfd int, dir, name, why string) {
-	target := name + sandbox.QuarantineSuffix
-	var err error
-	var dst unix.Stat_t
-	for i := 2; ; i++ {
-		err = unix.Renameat2(dirfd, name, dirfd, target, unix.RENAME_NOREPLACE)
-		if err == unix.EACCES && unix.Fstat(dirfd, &dst) == nil && int(dst.Uid) == s.uid && dst.Mode&0o200 == 0 {
-			// The command made the folder read-only; it is corral's
-			// user's, so corral may write it for the rename.
-			if unix.Fchmod(dirfd, dst.Mode&0o7777|0o300) == nil {
-				err = unix.Renameat2(dirfd, name, dirfd, target, unix.RENAME_NOREPLACE)
-				unix.Fchmod(dirfd, dst.Mode&0o7777)
-			}
-		}
-		if err != unix.EEXIST || i > 100 {
-			break
-		}
-		target = fmt.Sprintf("%s%s.%d", name, sandbox.QuarantineSuffix, i)
-	}
+	target, removed, err := moveAsideAt(dirfd, dir, name, s.uid)
 	if err != nil {
 		s.Errs = append(s.Errs, fmt.Sprintf("%s/%s %s, and quarantining it failed: %v", dir, name, why, err))
+		return
+	}
+	if removed {
+		s.Moved = append(s.Moved, Quarantined{Path: dir + "/" + name, Why: why + "; no name to move it to was free, so corral REMOVED it"})
 		return
 	}
 	var st unix.Stat_t
