@@ -24,6 +24,9 @@ func (e gitEntry) pattern() string {
 // a way to hide a key from it.
 var errGitConfig = errors.New("not plain git config syntax")
 
+// errGitContinued is a value whose line ends in a backslash.
+var errGitContinued = errors.New("continued on the next line")
+
 // inertGitKeys are the git config keys a sandboxed command may leave in a
 // repository's config: what git init, clone, remote, branch and submodule
 // write, and nothing that names a program, a hook, a pager, a driver, an
@@ -76,7 +79,7 @@ func transportURL(url string) bool {
 }
 
 // parseGitConfig reads git config text strictly: a subset of what git
-// accepts (no continuation lines, no keys after a section header on its
+// accepts (no keys after a section header on its
 // line, no unknown escapes); anything else is errGitConfig.
 func parseGitConfig(data []byte) ([]gitEntry, error) {
 	text := strings.TrimPrefix(string(data), "\xef\xbb\xbf")
@@ -85,8 +88,9 @@ func parseGitConfig(data []byte) ([]gitEntry, error) {
 	}
 	var out []gitEntry
 	section, sub, inSection := "", "", false
-	for _, line := range strings.Split(text, "\n") {
-		line = strings.TrimSuffix(line, "\r")
+	lines := strings.Split(text, "\n")
+	for n := 0; n < len(lines); n++ {
+		line := strings.TrimSuffix(lines[n], "\r")
 		line = strings.TrimLeft(line, " \t")
 		switch {
 		case line == "" || line[0] == '#' || line[0] == ';':
@@ -103,8 +107,16 @@ func parseGitConfig(data []byte) ([]gitEntry, error) {
 			return nil, errGitConfig
 		}
 		key, value, err := gitKeyValue(line)
+		// A value whose line ends in a backslash goes on on the next
+		// line, as git reads it (the backslash and the line end are
+		// dropped).
+		for err == errGitContinued && n+1 < len(lines) {
+			n++
+			line = strings.TrimSuffix(line, "\\") + strings.TrimSuffix(lines[n], "\r")
+			key, value, err = gitKeyValue(line)
+		}
 		if err != nil {
-			return nil, err
+			return nil, errGitConfig
 		}
 		out = append(out, gitEntry{Section: section, Sub: sub, Key: key, Value: value})
 	}
@@ -188,7 +200,7 @@ func gitKeyValue(line string) (key, value string, err error) {
 		case c == '\\':
 			j++
 			if j == len(rest) {
-				return "", "", errGitConfig // a continuation line
+				return "", "", errGitContinued
 			}
 			esc, ok := map[byte]byte{'n': '\n', 't': '\t', 'b': '\b', '\\': '\\', '"': '"'}[rest[j]]
 			if !ok {
