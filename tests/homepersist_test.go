@@ -434,3 +434,61 @@ mv .local local.old; mkdir -p .local/bin && echo evil > .local/bin/ls
 		checkQuarantined(t, got, []string{"dotfiles/config/systemd", "dotfiles/config/autostart", ".zshrc", ".config", ".local"})
 	})
 }
+
+// TestHomeLinkCannotBeFollowed: ~/.bashrc is a stow-style symlink at
+// launch; the command re-points it where corral cannot follow it (a path
+// longer than PATH_MAX through relative links, which the kernel resolves
+// one link at a time; a missing file; a loop). Each is taken as
+// re-pointed and quarantined, with a warning.
+func TestHomeLinkCannotBeFollowed(t *testing.T) {
+	for _, tc := range []struct{ name, script string }{
+		{"longer than PATH_MAX", `
+n=$(printf "%0200d" 0); rel=""; for i in $(seq 15); do rel="$rel$n/"; done
+mkdir -p "$rel" && (cd "$rel" && mkdir -p "$rel" && echo evil > "$rel/evil" && ln -s "${rel}evil" L2)
+rm .bashrc && ln -s "${rel}L2" .bashrc`},
+		{"missing target", `rm .bashrc && ln -s nowhere/bashrc .bashrc`},
+		{"loop", `rm .bashrc && ln -s .bashrc .bashrc`},
+	} {
+		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
+			users(t, func(t *testing.T, u user) {
+				attack(t, "persistence", "re-point a protected symlink where corral cannot follow it: "+tc.name)
+				home := newDir(t, u, "home")
+				writeFile(t, filepath.Join(home, "dotfiles/bashrc"), "# bashrc\n", 0o644)
+				if err := os.Symlink("dotfiles/bashrc", filepath.Join(home, ".bashrc")); err != nil {
+					t.Fatal(err)
+				}
+				own(t, u, home)
+				r := runScriptArgs(t, u, home, homeEnv(home), nil, tc.script)
+				if _, err := os.Lstat(filepath.Join(home, ".bashrc")); err == nil {
+					t.Errorf("~/.bashrc, re-pointed where corral cannot follow it, is still there:\n%s", r)
+				}
+				if !strings.Contains(r.stderr, "cannot follow") {
+					t.Errorf("no warning that corral cannot follow ~/.bashrc:\n%s", r)
+				}
+			})
+		})
+	}
+}
+
+// TestHomeNewStartupFiles creates start-up files that run commands in
+// tools other than shells (less, bash-completion, sqlite3, pdb, gh): each
+// is quarantined.
+func TestHomeNewStartupFiles(t *testing.T) {
+	users(t, func(t *testing.T, u user) {
+		attack(t, "persistence", "create ~/.lesskey, ~/.bash_completion, ~/.sqliterc, ~/.pdbrc, gh aliases and bash completions")
+		home := newDir(t, u, "home")
+		writeFile(t, filepath.Join(home, ".config/README"), "configs\n", 0o644)
+		own(t, u, home)
+		created := []string{".lesskey", ".config/lesskey", ".bash_completion", ".sqliterc", ".pdbrc", ".config/gh", ".local/share/bash-completion"}
+		r := runScriptArgs(t, u, home, homeEnv(home), nil, `
+printf '#env\nLESSOPEN=|touch /tmp/x %%s\n' > .lesskey; cp .lesskey .config/lesskey
+echo 'touch /tmp/x' > .bash_completion; echo '.shell touch /tmp/x' > .sqliterc; echo '!import os' > .pdbrc
+mkdir -p .config/gh && echo 'aliases: {co: "!touch /tmp/x"}' > .config/gh/config.yml
+mkdir -p .local/share/bash-completion/completions && echo 'touch /tmp/x' > .local/share/bash-completion/completions/git`)
+		for _, p := range created {
+			if _, err := os.Lstat(filepath.Join(home, p)); err == nil {
+				t.Errorf("%s, created by the command, is still there:\n%s", p, r)
+			}
+		}
+	})
+}
