@@ -54,8 +54,29 @@ func (s *sweep) gitFolder(fd int, dir string, inherited bool) {
 		s.config(fd, dir, name, -1, changed, 0)
 	}
 	s.hooks(fd, dir, "hooks", changed)
+	if s.globalHooks != "" {
+		s.globalHooksIn(fd, dir, changed)
+	}
 	s.attributes(fd, dir, changed)
 	s.commondir(fd, dir, changed)
+}
+
+// globalHooksIn checks the folder a relative core.hooksPath of the user's
+// global config names in the work tree of the git folder dir (fd): the
+// folder above a .git folder, else the git folder itself.
+func (s *sweep) globalHooksIn(fd int, dir string, changed bool) {
+	top, topPath := fd, dir
+	if path.Base(dir) == ".git" {
+		var err error
+		if top, err = unix.Openat(fd, "..", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+			return
+		}
+		defer unix.Close(top)
+		topPath = path.Dir(dir)
+	}
+	s.follow(top, s.globalHooks, fmt.Sprintf("%s/%s (core.hooksPath of the user's global git config)", topPath, s.globalHooks), func(pfd int, real, last string) {
+		s.hooks(pfd, real, last, changed)
+	})
 }
 
 // attributes quarantines info/attributes the command wrote: attributes

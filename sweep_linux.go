@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"corral/sandbox"
 )
 
 // The git sweep: after every run, corral walks each writable root whole
@@ -69,6 +71,22 @@ func sweepGit(roots, protected []string, home string, since sweepClock) *sweep {
 			s.roots = append(s.roots, r)
 		}
 	}
+	// A relative core.hooksPath in the user's global config names a
+	// folder in every repository (gitFolder); an absolute one, one folder.
+	if hp := sandbox.GlobalHooksPath(home); hp != "" {
+		if strings.HasPrefix(hp, "~/") {
+			hp = path.Join(home, hp[2:])
+		}
+		if path.IsAbs(hp) {
+			s.follow(-1, hp, "core.hooksPath "+hp+" of the user's global git config", func(fd int, real, last string) {
+				if s.under(real) {
+					s.hooks(fd, real, last, false)
+				}
+			})
+		} else {
+			s.globalHooks = hp
+		}
+	}
 	for _, r := range s.roots {
 		s.above(r)
 		s.run(r)
@@ -83,7 +101,10 @@ type sweep struct {
 	known map[string]bool // git folders whose config and hooks were bound read-only
 	uid   int
 	home  string
-	done  map[[2]uint64]int // git folders inspected (by device and inode): 1 as found, 2 as changed
+	// globalHooks is a relative core.hooksPath of the user's global git
+	// config: a folder of every repository's work tree.
+	globalHooks string
+	done        map[[2]uint64]int // git folders inspected (by device and inode): 1 as found, 2 as changed
 	// chmodded are the folders whose mode corral changed to look
 	// inside, and whether they had changed during the run before.
 	chmodded map[[2]uint64]bool

@@ -242,6 +242,11 @@ func (s *sweep) unverifiable(err error, what string) {
 	var re *resolveErr
 	if errors.As(err, &re) {
 		defer unix.Close(re.fd)
+	}
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+		return // nothing there, for git either
+	}
+	if re != nil {
 		if st, ok := s.stat(re.fd, re.name); ok && re.name != ".." && s.under(re.dir) && s.fresh(&st) {
 			s.quarantine(re.fd, re.dir, re.name, what+", and the command changed "+re.name+" on the way, which corral cannot follow ("+re.err.Error()+")")
 			return

@@ -472,3 +472,34 @@ printf '[core]\n\tfsmonitor = "touch `+marker+`"\n' > extra.cfg`)
 		}
 	})
 }
+
+// TestGitGlobalHooksPath: the user's global git config sets a relative
+// core.hooksPath (.githooks): it names a folder in every repository's
+// work tree, the one at launch and any the command makes.
+func TestGitGlobalHooksPath(t *testing.T) {
+	t.Parallel()
+	for _, hp := range []string{".githooks", "tools/hooks"} {
+		t.Run(strings.ReplaceAll(hp, "/", "_"), func(t *testing.T) {
+			users(t, func(t *testing.T, u user) {
+				attack(t, "persistence", "git: hooks in the folder a relative core.hooksPath of the global config names")
+				home := newDir(t, u, "home")
+				writeFile(t, filepath.Join(home, ".gitconfig"), "[core]\n\thooksPath = "+hp+"\n", 0o644)
+				work := newDir(t, u, "work")
+				marker := filepath.Join(newDir(t, u, "marker"), "ran")
+				hostGitSetup(t, work, "init", "-q")
+				own(t, u, work)
+				time.Sleep(20 * time.Millisecond)
+				r := runScriptArgs(t, u, work, homeEnv(home), nil, `
+hook() { mkdir -p "$1/`+hp+`" && printf '#!/bin/sh\ntouch `+marker+`\n' > "$1/`+hp+`/pre-commit" && chmod +x "$1/`+hp+`/pre-commit"; }
+hook . ; git init -q r && hook r; mkdir -p a/b && git init -q a/b/deep && hook a/b/deep
+true`)
+				for _, d := range []string{".", "r", "a/b/deep"} {
+					hostGit(t, u, home, filepath.Join(work, d), hostCommit...)
+				}
+				if exists(marker) {
+					t.Errorf("the host's git ran a hook the sandboxed command planted (%s exists)\n%s", marker, r)
+				}
+			})
+		})
+	}
+}
