@@ -95,11 +95,22 @@ func (s *sweep) attributes(fd int, dir string, changed bool) {
 		}
 		return
 	}
-	info, err := unix.Openat(fd, "info", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	info, err := unix.Openat(fd, "info", unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
+		if changed {
+			s.quarantine(fd, dir, "info", "an info folder the command changed and corral cannot open ("+err.Error()+")")
+		}
 		return
 	}
 	defer unix.Close(info)
+	if undo, ok := s.searchable(info, &ist); !ok {
+		if changed {
+			s.quarantine(fd, dir, "info", "an info folder the command changed and corral cannot search")
+		}
+		return
+	} else {
+		defer undo()
+	}
 	if ast, ok := s.stat(info, "attributes"); ok && (changed || s.fresh(&ast)) {
 		s.quarantine(info, dir+"/info", "attributes", "git attributes the command wrote, which choose filters and diff drivers")
 	}
@@ -237,6 +248,16 @@ func (s *sweep) hooks(dirfd int, dir, name string, changed bool) {
 		return
 	}
 	defer unix.Close(fd)
+	// Listed but not searchable (chmod 600), its hooks would escape the
+	// fstatat below, and run once the user makes it searchable again.
+	if undo, ok := s.searchable(fd, &st); !ok {
+		if changed {
+			s.quarantine(dirfd, dir, name, "a hooks folder the command changed and corral cannot search")
+		}
+		return
+	} else {
+		defer undo()
+	}
 	var names []string
 	if err := s.entries(fd, func(n string, _ byte) { names = append(names, n) }); err != nil && changed {
 		s.quarantine(dirfd, dir, name, "a hooks folder the command changed and corral cannot read ("+err.Error()+")")

@@ -148,6 +148,18 @@ cd p/q/s/r && mv conf conf.old && ln -s conf conf`,
 	}, script: `
 printf '[core]\n\tfsmonitor = "touch %s; false"\n' "$M" > p/q/s/r/conf/extra.cfg`,
 		dir: "p/q/s/r", host: [][]string{{"status"}}},
+	{name: "hook in a new repository, hooks folder made unsearchable", script: `
+git init -q r && printf '#!/bin/sh\ntouch %s\n' "$M" > r/.git/hooks/pre-commit && chmod +x r/.git/hooks/pre-commit && chmod 600 r/.git/hooks`,
+		dir: "r", host: [][]string{hostCommit}, chmod: []string{"r/.git/hooks"}},
+	{name: "hook in an existing deep repository, hooks folder made unsearchable", setup: func(t *testing.T, work string) {
+		hostGitSetup(t, filepath.Join(work, "p/q/s/r"), "init", "-q")
+	}, script: `
+printf '#!/bin/sh\ntouch %s\n' "$M" > p/q/s/r/.git/hooks/pre-commit && chmod +x p/q/s/r/.git/hooks/pre-commit && chmod 600 p/q/s/r/.git/hooks`,
+		dir: "p/q/s/r", host: [][]string{hostCommit}, chmod: []string{"p/q/s/r/.git/hooks"}},
+	{name: "attributes in a new repository, info folder made unsearchable", script: `
+git init -q r && echo data > r/f && echo '* filter=ev' > r/.git/info/attributes && chmod 600 r/.git/info
+git -C r config filter.ev.clean "touch $M; cat"`,
+		dir: "r", host: [][]string{{"add", "f"}}, chmod: []string{"r/.git/info"}},
 	{name: "quarantine names taken beforehand", script: `
 git init -q r && git -C r config core.fsmonitor "touch $M; false"
 touch r/.git/config.corral-quarantined; for i in $(seq 2 101); do touch r/.git/config.corral-quarantined.$i; done`,
