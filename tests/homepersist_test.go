@@ -14,7 +14,7 @@ import (
 // write grant covers $HOME (or a folder of tool configs) must leave
 // nothing there that a host tool runs later. Existing protected paths
 // stay read-only; ones the command creates are renamed to
-// NAME.corral-quarantined after the run. Every check is made from the
+// NAME.corral-quarantined-RANDOM after the run. Every check is made from the
 // host, after corral returned.
 
 // homeFiles are planted in the fake home folder before each run.
