@@ -185,8 +185,9 @@ func (s *sweep) config(dirfd int, dir, name string, top int, changed bool, depth
 			v = path.Join(s.home, v[2:])
 		}
 		switch {
+		case e.pattern() == "core.hookspath" && top == noWorkTree && !path.IsAbs(v):
 		case e.pattern() == "core.hookspath":
-			if top < 0 {
+			if top == -1 {
 				// Relative, hooks are run from the top of the work
 				// tree (for a bare repository, the git folder).
 				top = dirfd
@@ -229,6 +230,9 @@ func (s *sweep) follow(dirfd int, p, what string, fn func(fd int, real, last str
 // hooks quarantines what changed in the hooks folder dir/name (but the
 // .sample files git init writes, which git never runs).
 func (s *sweep) hooks(dirfd int, dir, name string, changed bool) {
+	if !s.under(path.Join(dir, name)) {
+		return // not the command's to change
+	}
 	st, ok := s.stat(dirfd, name)
 	if !ok {
 		return
@@ -426,6 +430,32 @@ func (s *sweep) above(root string) {
 		}
 	}
 }
+
+// global checks what the user's global git configs (~/.gitconfig,
+// $XDG_CONFIG_HOME/git/config) include: a file inside a writable root
+// the command may have rewritten. (Their relative core.hooksPath is
+// checked in each repository.)
+func (s *sweep) global() {
+	if s.home == "" {
+		return
+	}
+	xdg := os.Getenv("XDG_CONFIG_HOME")
+	if xdg == "" {
+		xdg = path.Join(s.home, ".config")
+	}
+	for _, g := range []string{path.Join(s.home, ".gitconfig"), path.Join(xdg, "git/config")} {
+		fd, err := unix.Open(path.Dir(g), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		s.config(fd, path.Dir(g), path.Base(g), noWorkTree, false, 0)
+		unix.Close(fd)
+	}
+}
+
+// noWorkTree is config's top for a config of no repository: a relative
+// core.hooksPath in it is not followed from there.
+const noWorkTree = -2
 
 // openPointer opens the folder p names from dirfd, as pointsTo follows
 // it (-1 on failure).

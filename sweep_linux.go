@@ -72,21 +72,12 @@ func sweepGit(roots, protected []string, home string, since sweepClock) *sweep {
 		}
 	}
 	// A relative core.hooksPath in the user's global config names a
-	// folder in every repository (gitFolder); an absolute one, one folder.
-	if hp := sandbox.GlobalHooksPath(home); hp != "" {
-		if strings.HasPrefix(hp, "~/") {
-			hp = path.Join(home, hp[2:])
-		}
-		if path.IsAbs(hp) {
-			s.follow(-1, hp, "core.hooksPath "+hp+" of the user's global git config", func(fd int, real, last string) {
-				if s.under(real) {
-					s.hooks(fd, real, last, false)
-				}
-			})
-		} else {
-			s.globalHooks = hp
-		}
+	// folder in every repository (gitFolder); an absolute one is checked
+	// with what the global config includes (global).
+	if hp := sandbox.GlobalHooksPath(home); hp != "" && !path.IsAbs(hp) && !strings.HasPrefix(hp, "~/") {
+		s.globalHooks = hp
 	}
+	s.global()
 	for _, r := range s.roots {
 		s.above(r)
 		s.run(r)

@@ -515,3 +515,30 @@ true`)
 		})
 	}
 }
+
+// TestGitGlobalConfigNamesWorkDir: the user's global git config includes
+// a file in the work dir and sets an absolute core.hooksPath there: the
+// command rewrites the one and plants a hook in the other.
+func TestGitGlobalConfigNamesWorkDir(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "persistence", "git: a file the global config includes and its absolute core.hooksPath, in the work dir")
+		home := newDir(t, u, "home")
+		work := newDir(t, u, "work")
+		marker := filepath.Join(newDir(t, u, "marker"), "ran")
+		writeFile(t, filepath.Join(home, ".gitconfig"), "[include]\n\tpath = "+work+"/conf/git.cfg\n[core]\n\thooksPath = "+work+"/hooks\n", 0o644)
+		writeFile(t, filepath.Join(work, "conf/git.cfg"), "[user]\n\tname = me\n", 0o644)
+		writeFile(t, filepath.Join(work, "hooks/.keep"), "", 0o644)
+		hostGitSetup(t, filepath.Join(work, "r"), "init", "-q")
+		own(t, u, work)
+		time.Sleep(20 * time.Millisecond)
+		r := runScriptArgs(t, u, work, homeEnv(home), nil, `
+printf '[core]\n\tfsmonitor = "touch `+marker+`; false"\n' > conf/git.cfg
+printf '#!/bin/sh\ntouch `+marker+`\n' > hooks/pre-commit && chmod +x hooks/pre-commit`)
+		hostGit(t, u, home, filepath.Join(work, "r"), "status")
+		hostGit(t, u, home, filepath.Join(work, "r"), hostCommit...)
+		if exists(marker) {
+			t.Errorf("the host's git ran what the sandboxed command planted (%s exists)\n%s", marker, r)
+		}
+	})
+}
