@@ -90,7 +90,9 @@ func (s *sweep) attributes(fd int, dir string, changed bool) {
 	// info/ (sparse-checkout): only the file's own time counts there.
 	changed = changed || s.fresh(&ist) && !s.known[dir]
 	if ist.Mode&unix.S_IFMT == unix.S_IFLNK {
-		if changed {
+		// git never makes info a symlink: a new one is the command's,
+		// in a git folder protected at launch too.
+		if changed || s.fresh(&ist) {
 			s.quarantine(fd, dir, "info", "an info symlink the command made, which sends git to attributes it chose")
 		}
 		return

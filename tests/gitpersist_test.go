@@ -160,6 +160,14 @@ printf '#!/bin/sh\ntouch %s\n' "$M" > p/q/s/r/.git/hooks/pre-commit && chmod +x 
 git init -q r && echo data > r/f && echo '* filter=ev' > r/.git/info/attributes && chmod 600 r/.git/info
 git -C r config filter.ev.clean "touch $M; cat"`,
 		dir: "r", host: [][]string{{"add", "f"}}, chmod: []string{"r/.git/info"}},
+	{name: "info symlink in the work dir's repository, whose info was missing at launch", setup: func(t *testing.T, work string) {
+		hostGitSetup(t, work, "init", "-q")
+		hostGitSetup(t, work, "config", "filter.ev.clean", "touch "+markerVar+"; cat")
+		os.RemoveAll(filepath.Join(work, ".git/info"))
+		writeFile(t, filepath.Join(work, "f"), "data\n", 0o644)
+	}, script: `
+mkdir evil && echo '* filter=ev' > evil/attributes && ln -s ../evil .git/info`,
+		dir: ".", host: [][]string{{"add", "f"}}},
 	{name: "quarantine names taken beforehand", script: `
 git init -q r && git -C r config core.fsmonitor "touch $M; false"
 touch r/.git/config.corral-quarantined; for i in $(seq 2 101); do touch r/.git/config.corral-quarantined.$i; done`,
