@@ -65,18 +65,45 @@ func (s *sweep) gitFolder(fd int, dir string, inherited bool) {
 // global config names in the work tree of the git folder dir (fd): the
 // folder above a .git folder, else the git folder itself.
 func (s *sweep) globalHooksIn(fd int, dir string, changed bool) {
-	top, topPath := fd, dir
-	if path.Base(dir) == ".git" {
-		var err error
-		if top, err = unix.Openat(fd, "..", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
-			return
-		}
-		defer unix.Close(top)
-		topPath = path.Dir(dir)
+	var entries []gitEntry
+	if data, err := s.read(fd, "config"); err == nil {
+		entries, _ = parseGitConfig(data)
 	}
-	s.follow(top, s.globalHooks, fmt.Sprintf("%s/%s (core.hooksPath of the user's global git config)", topPath, s.globalHooks), func(pfd int, real, last string) {
+	top, err := s.workTree(fd, dir, entries)
+	if err != nil {
+		s.Errs = append(s.Errs, fmt.Sprintf("%s: the top of its work tree, where the global core.hooksPath %q is: %v", dir, s.globalHooks, err))
+		return
+	}
+	defer unix.Close(top)
+	s.follow(top, s.globalHooks, fmt.Sprintf("%s (its work tree's %s: core.hooksPath of the user's global git config)", dir, s.globalHooks), func(pfd int, real, last string) {
 		s.hooks(pfd, real, last, changed)
 	})
+}
+
+// workTree opens (O_PATH) the top of the work tree of the git folder dir
+// (fd), where git runs hooks and finds a relative core.hooksPath: the
+// core.worktree of its config (entries) if set, relative to the git
+// folder; else the folder above a .git folder; else the git folder itself.
+func (s *sweep) workTree(fd int, dir string, entries []gitEntry) (int, error) {
+	wt := ""
+	for _, e := range entries {
+		if e.pattern() == "core.worktree" {
+			wt = e.Value
+		}
+	}
+	switch {
+	case wt != "":
+		var restore []func()
+		defer func() { undoAll(restore) }()
+		top, _ := s.openPointer(fd, wt, &restore)
+		if top < 0 {
+			return -1, fmt.Errorf("core.worktree %q cannot be followed", wt)
+		}
+		return top, nil
+	case path.Base(dir) == ".git":
+		return unix.Openat(fd, "..", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	}
+	return unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
 }
 
 // attributes quarantines info/attributes the command wrote: attributes
@@ -192,15 +219,12 @@ func (s *sweep) config(dirfd int, dir, name string, top int, changed bool, depth
 			if top == -1 {
 				// Relative, hooks are run from the top of the work
 				// tree (for a bare repository, the git folder).
-				top = dirfd
-				if path.Base(dir) == ".git" {
-					var err error
-					if top, err = unix.Openat(dirfd, "..", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
-						s.Errs = append(s.Errs, fmt.Sprintf("%s/..: %v", dir, err))
-						continue
-					}
-					defer unix.Close(top)
+				var err error
+				if top, err = s.workTree(dirfd, dir, entries); err != nil {
+					s.Errs = append(s.Errs, fmt.Sprintf("%s: the top of its work tree, where core.hooksPath %q is: %v", dir, v, err))
+					continue
 				}
+				defer unix.Close(top)
 			}
 			s.follow(top, v, fmt.Sprintf("%s/%s sets core.hooksPath %q", dir, name, v), func(fd int, real, last string) {
 				s.hooks(fd, real, last, false)

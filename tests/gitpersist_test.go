@@ -512,8 +512,9 @@ func TestGitGlobalHooksPath(t *testing.T) {
 				r := runScriptArgs(t, u, work, homeEnv(home), nil, `
 hook() { mkdir -p "$1/`+hp+`" && printf '#!/bin/sh\ntouch `+marker+`\n' > "$1/`+hp+`/pre-commit" && chmod +x "$1/`+hp+`/pre-commit"; }
 hook . ; git init -q r && hook r; mkdir -p a/b && git init -q a/b/deep && hook a/b/deep
+git init -q wt && git -C wt config core.worktree ../../w2 && mkdir w2 && hook w2
 true`)
-				for _, d := range []string{".", "r", "a/b/deep"} {
+				for _, d := range []string{".", "r", "a/b/deep", "wt"} {
 					hostGit(t, u, home, filepath.Join(work, d), hostCommit...)
 				}
 				if exists(marker) {
