@@ -3,6 +3,7 @@ package corral
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -59,6 +60,12 @@ func KeptPaths(sk *Skills, ev *policy.Evaluator, more ...string) []string {
 // a path.
 func quarantine(list []sandbox.Quarantine, warn func(string)) []Quarantined {
 	var out []Quarantined
+	var restore []func()
+	defer func() {
+		for i := len(restore) - 1; i >= 0; i-- {
+			restore[i]()
+		}
+	}()
 	move := func(p, why string) {
 		to, removed, err := moveAside(p)
 		if err != nil {
@@ -94,7 +101,13 @@ func quarantine(list []sandbox.Quarantine, warn func(string)) []Quarantined {
 		for i, part := range parts {
 			cur = filepath.Join(cur, part)
 			st, err := os.Lstat(cur)
+			if errors.Is(err, os.ErrPermission) && searchOwn(filepath.Dir(cur), &restore) {
+				st, err = os.Lstat(cur)
+			}
 			if err != nil {
+				if !errors.Is(err, os.ErrNotExist) {
+					warn(fmt.Sprintf("corral cannot check %s (%v), a protected path that did not exist at launch (%s): check it before a host tool reads it", printable.String(cur), err, q.Why))
+				}
 				break
 			}
 			if st.Mode()&os.ModeSymlink != 0 || i == len(parts)-1 {
@@ -109,11 +122,29 @@ func quarantine(list []sandbox.Quarantine, warn func(string)) []Quarantined {
 	return out
 }
 
+// searchOwn gives the folder dir its owner's search right if corral's
+// user owns it and it lacks it (the command made it chmod 600), recording
+// how to put the mode back.
+func searchOwn(dir string, restore *[]func()) bool {
+	var st unix.Stat_t
+	if unix.Lstat(dir, &st) != nil || int(st.Uid) != os.Geteuid() || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Mode&0o100 != 0 {
+		return false
+	}
+	mode := uint32(st.Mode & 0o7777)
+	if unix.Chmod(dir, mode|0o100) != nil {
+		return false
+	}
+	*restore = append(*restore, func() { unix.Chmod(dir, mode) })
+	return true
+}
+
 // moveAside moves p aside with moveAsideAt.
 func moveAside(p string) (to string, removed bool, err error) {
 	dir, name := filepath.Split(p)
 	dir = filepath.Clean(dir)
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	// Opened only to search it (O_PATH on Linux): a folder the command
+	// made unreadable still has its entry moved.
+	fd, err := unix.Open(dir, dirPathFlag|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return "", false, &os.PathError{Op: "open", Path: dir, Err: err}
 	}
@@ -150,9 +181,9 @@ func moveAsideAt(dirfd int, dir, name string, uid int) (to string, removed bool,
 			// The command made the folder read-only; it is corral's
 			// user's, so corral may write it for the rename.
 			if unix.Fstat(dirfd, &st) == nil && int(st.Uid) == uid && st.Mode&0o300 != 0o300 &&
-				chmodFd(dirfd, st.Mode&0o7777|0o300) == nil {
+				chmodFd(dirfd, uint32(st.Mode&0o7777|0o300)) == nil {
 				err = renameNoReplaceAt(dirfd, name, to)
-				chmodFd(dirfd, st.Mode&0o7777)
+				chmodFd(dirfd, uint32(st.Mode&0o7777))
 			}
 		}
 		switch err {

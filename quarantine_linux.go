@@ -7,6 +7,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// dirPathFlag opens a folder only to name what is in it.
+const dirPathFlag = unix.O_PATH
+
 // renameNoReplaceAt renames dirfd/from to dirfd/to, failing with EEXIST
 // if to exists.
 func renameNoReplaceAt(dirfd int, from, to string) error {

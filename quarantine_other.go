@@ -8,6 +8,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// dirPathFlag opens a folder to name what is in it.
+const dirPathFlag = unix.O_RDONLY
+
 // renameNoReplaceAt renames dirfd/from to dirfd/to unless to exists
 // (checked first: there is no renameat2 here).
 func renameNoReplaceAt(dirfd int, from, to string) error {

@@ -492,3 +492,29 @@ mkdir -p .local/share/bash-completion/completions && echo 'touch /tmp/x' > .loca
 		}
 	})
 }
+
+// TestHomeUnsearchableParent creates a missing protected path, then takes
+// the search right off the folder that holds it: the quarantine still
+// finds and moves it (the owner would chmod the folder back later).
+func TestHomeUnsearchableParent(t *testing.T) {
+	for _, mode := range []string{"600", "000", "100"} {
+		t.Run(mode, func(t *testing.T) {
+			users(t, func(t *testing.T, u user) {
+				attack(t, "persistence", "create a protected path, then chmod "+mode+" the folder holding it")
+				home := newDir(t, u, "home")
+				writeFile(t, filepath.Join(home, ".config/README"), "configs\n", 0o644)
+				own(t, u, home)
+				r := runScriptArgs(t, u, home, homeEnv(home), nil, `
+mkdir -p .config/autostart && echo evil > .config/autostart/e.desktop && mkdir -p .x/.config && cp -r .config/autostart .x/
+echo evil > .bash_completion && chmod `+mode+` .config`)
+				os.Chmod(filepath.Join(home, ".config"), 0o755)
+				if _, err := os.Lstat(filepath.Join(home, ".config/autostart")); err == nil {
+					t.Errorf(".config/autostart, created by the command, is still there:\n%s", r)
+				}
+				if st, err := os.Stat(filepath.Join(home, ".config")); err != nil || !st.IsDir() {
+					t.Errorf(".config is gone: %v", err)
+				}
+			})
+		})
+	}
+}
