@@ -25,6 +25,10 @@ import (
 // a writable root, on the way to a pointer's target.
 var errAbsLink = errors.New("a symlink to an absolute path the command made is on the way")
 
+// errProcLink is a symlink in /proc on the way: /proc/self is the
+// process that reads it.
+var errProcLink = errors.New("a symlink in /proc is on the way")
+
 // resolveErr says where following a pointer stopped: the entry name in
 // the folder fd (whose path is dir).
 type resolveErr struct {
@@ -132,10 +136,16 @@ func (s *sweep) resolve(dirfd int, p string, restore *[]func()) (fd int, real, n
 				return fail(cur, c, err)
 			}
 			target := string(buf[:n])
+			here := fdPath(cur)
+			if here == "/proc" || strings.HasPrefix(here, "/proc/") {
+				// /proc/self and the magic links below it lead
+				// elsewhere for git than for corral.
+				return fail(cur, c, errProcLink)
+			}
 			if strings.HasPrefix(target, "/") {
 				// A system layout (/home -> /data/home) is followed; a
 				// symlink the command could have made is not.
-				if here := fdPath(cur); here == "" || s.under(here) && s.fresh(&st) {
+				if here == "" || s.under(here) && s.fresh(&st) {
 					return fail(cur, c, errAbsLink)
 				}
 				nfd, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)

@@ -168,6 +168,17 @@ git -C r config filter.ev.clean "touch $M; cat"`,
 	}, script: `
 mkdir evil && echo '* filter=ev' > evil/attributes && ln -s ../evil .git/info`,
 		dir: ".", host: [][]string{{"add", "f"}}},
+	{name: "work dir made listable but not searchable", script: `
+git init -q r && git -C r config core.fsmonitor "touch $M; false" && chmod 600 .`,
+		dir: "r", host: [][]string{{"status"}}},
+	{name: "repositories hidden in folders made search-only and write-search-only", script: `
+mkdir h1 h2 && git init -q h1/r && git -C h1/r config core.fsmonitor "touch $M; false" && chmod 100 h1
+git init -q h2/r && git -C h2/r config core.fsmonitor "touch $M; false" && chmod 300 h2`,
+		dir: "h1/r", host: [][]string{{"status"}, {"-C", "../../h2/r", "status"}}, chmod: []string{"h1", "h2"}},
+	{name: ".git file through /proc/self/cwd", script: `
+mkdir -p a/b && git init -q a/b/x && git -C a/b/x config core.fsmonitor "touch $M; false" && mv a/b/x/.git a/b/x.git && rm -r a/b/x
+printf 'gitdir: /proc/self/cwd/x.git\n' > a/b/.git`,
+		dir: "a/b", host: [][]string{{"status"}}},
 	{name: "quarantine names taken beforehand", script: `
 git init -q r && git -C r config core.fsmonitor "touch $M; false"
 touch r/.git/config.corral-quarantined; for i in $(seq 2 101); do touch r/.git/config.corral-quarantined.$i; done`,
