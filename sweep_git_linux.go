@@ -208,31 +208,43 @@ func (s *sweep) config(dirfd int, dir, name string, top int, changed bool, depth
 		s.Errs = append(s.Errs, fmt.Sprintf("%s/%s: the includes and core.hooksPath of this git config, in syntax corral does not parse (%v)", dir, name, err))
 		return
 	}
+	// The top of the work tree, opened when first needed: a relative
+	// core.hooksPath is from there, in an included file too.
+	opened := false
+	defer func() {
+		if opened {
+			unix.Close(top)
+		}
+	}()
+	getTop := func() int {
+		if top == -1 {
+			t, err := s.workTree(dirfd, dir, entries)
+			if err != nil {
+				s.Errs = append(s.Errs, fmt.Sprintf("%s: the top of its work tree, where a relative core.hooksPath is: %v", dir, err))
+				t = noWorkTree
+			}
+			top, opened = t, err == nil
+		}
+		return top
+	}
 	for _, e := range entries {
 		v := e.Value
 		if strings.HasPrefix(v, "~/") {
 			v = path.Join(s.home, v[2:])
 		}
 		switch {
-		case e.pattern() == "core.hookspath" && top == noWorkTree && !path.IsAbs(v):
 		case e.pattern() == "core.hookspath":
-			if top == -1 {
-				// Relative, hooks are run from the top of the work
-				// tree (for a bare repository, the git folder).
-				var err error
-				if top, err = s.workTree(dirfd, dir, entries); err != nil {
-					s.Errs = append(s.Errs, fmt.Sprintf("%s: the top of its work tree, where core.hooksPath %q is: %v", dir, v, err))
-					continue
-				}
-				defer unix.Close(top)
+			if !path.IsAbs(v) && getTop() == noWorkTree {
+				continue
 			}
 			s.follow(top, v, fmt.Sprintf("%s/%s sets core.hooksPath %q", dir, name, v), func(fd int, real, last string) {
 				s.hooks(fd, real, last, false)
 			})
 		case e.Key == "path" && (e.Section == "include" || e.Section == "includeif") && depth < 10:
 			// Relative to the folder of the file that includes it.
+			t := getTop()
 			s.follow(dirfd, v, fmt.Sprintf("%s/%s includes %q", dir, name, v), func(fd int, real, last string) {
-				s.config(fd, real, last, top, false, depth+1)
+				s.config(fd, real, last, t, false, depth+1)
 			})
 		}
 	}

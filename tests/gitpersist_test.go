@@ -179,6 +179,15 @@ git init -q h2/r && git -C h2/r config core.fsmonitor "touch $M; false" && chmod
 mkdir -p a/b && git init -q a/b/x && git -C a/b/x config core.fsmonitor "touch $M; false" && mv a/b/x/.git a/b/x.git && rm -r a/b/x
 printf 'gitdir: /proc/self/cwd/x.git\n' > a/b/.git`,
 		dir: "a/b", host: [][]string{{"status"}}},
+	{name: "hook in the folder a core.hooksPath of an included file names", setup: func(t *testing.T, work string) {
+		r := filepath.Join(work, "p/q/s/r")
+		hostGitSetup(t, r, "init", "-q")
+		hostGitSetup(t, r, "config", "include.path", "../conf/git.cfg")
+		writeFile(t, filepath.Join(r, "conf/git.cfg"), "[core]\n\thooksPath = tools/hooks\n", 0o644)
+		writeFile(t, filepath.Join(r, "tools/hooks/.keep"), "", 0o644)
+	}, script: `
+printf '#!/bin/sh\ntouch %s\n' "$M" > p/q/s/r/tools/hooks/pre-commit && chmod +x p/q/s/r/tools/hooks/pre-commit`,
+		dir: "p/q/s/r", host: [][]string{hostCommit}},
 	{name: "quarantine names taken beforehand", script: `
 git init -q r && git -C r config core.fsmonitor "touch $M; false"
 touch r/.git/config.corral-quarantined; for i in $(seq 2 101); do touch r/.git/config.corral-quarantined.$i; done`,
