@@ -198,6 +198,9 @@ func moveAsideAt(dirfd int, dir, name string, uid int) (to string, removed bool,
 		break
 	}
 	rerr := err
+	if name == "" || name == "." || name == ".." || strings.Contains(name, "/") {
+		return "", false, fmt.Errorf("renaming it failed: %v", rerr)
+	}
 	if err = removeAllAt(dirfd, dir, name); err != nil {
 		return "", false, fmt.Errorf("renaming it failed (%v), and removing it failed: %v", rerr, err)
 	}
