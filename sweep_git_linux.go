@@ -358,17 +358,17 @@ func (s *sweep) pointsTo(dirfd int, dir, name, target string, changed bool) {
 			}
 		}
 	}
-	var re *resolveErr
-	if errors.As(err, &re) {
-		unix.Close(re.fd)
-	}
 	switch {
 	case err != nil && changed:
+		var re *resolveErr
+		if errors.As(err, &re) {
+			unix.Close(re.fd)
+		}
 		s.quarantine(dirfd, dir, name, fmt.Sprintf("it sends git to %q, which corral cannot follow to a folder it checks (%v)", target, err))
 	case err != nil:
-		if !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTDIR) {
-			s.Errs = append(s.Errs, fmt.Sprintf("%s/%s, which names %q: corral cannot follow it (%v)", dir, name, target, err))
-		}
+		// The user's own pointer: what the command changed on the way
+		// is quarantined, a warning otherwise.
+		s.unverifiable(err, fmt.Sprintf("%s/%s names %q", dir, name, target))
 	case !s.under(real):
 		if changed {
 			s.quarantine(dirfd, dir, name, "it sends git to "+real+", outside the folders corral checks")

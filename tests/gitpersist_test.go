@@ -188,6 +188,20 @@ printf 'gitdir: /proc/self/cwd/x.git\n' > a/b/.git`,
 	}, script: `
 printf '#!/bin/sh\ntouch %s\n' "$M" > p/q/s/r/tools/hooks/pre-commit && chmod +x p/q/s/r/tools/hooks/pre-commit`,
 		dir: "p/q/s/r", host: [][]string{hostCommit}},
+	{name: "folder an existing worktree's commondir names replaced by an absolute symlink", setup: func(t *testing.T, work string) {
+		// A deep repository (not protected at launch) sharing the
+		// config of p/common through its commondir, as a linked
+		// worktree does.
+		writeFile(t, filepath.Join(work, "p/common/config"), "[core]\n\trepositoryformatversion = 0\n", 0o644)
+		writeFile(t, filepath.Join(work, "p/q/s/r/.git/HEAD"), "ref: refs/heads/main\n", 0o644)
+		writeFile(t, filepath.Join(work, "p/q/s/r/.git/commondir"), "../../../../common\n", 0o644)
+		for _, d := range []string{"p/common/objects", "p/common/refs/heads"} {
+			os.MkdirAll(filepath.Join(work, d), 0o755)
+		}
+	}, script: `
+mkdir -p evil/objects evil/refs/heads && printf '[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "touch %s; false"\n' "$M" > evil/config
+mv p/common p/common.old && ln -s "$PWD/evil" p/common`,
+		dir: "p/q/s/r", host: [][]string{{"status"}}},
 	{name: "quarantine names taken beforehand", script: `
 git init -q r && git -C r config core.fsmonitor "touch $M; false"
 touch r/.git/config.corral-quarantined; for i in $(seq 2 101); do touch r/.git/config.corral-quarantined.$i; done`,
