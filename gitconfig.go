@@ -234,3 +234,41 @@ func gitKeyValue(line string) (key, value string, err error) {
 func isAlnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
+
+// looseGitEntries reads config text the strict parser refuses the loose
+// way: each "[section ...]" line starts a section, each "key = value"
+// line is an entry, quotes and a trailing comment are dropped. It is only
+// used to find more paths to check (an include, a core.hooksPath) in the
+// user's own config: a wrong guess costs a check, never a skipped one.
+func looseGitEntries(data []byte) []gitEntry {
+	var out []gitEntry
+	section := ""
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(strings.ReplaceAll(line, "\x00", ""))
+		if strings.HasPrefix(line, "[") {
+			name := strings.TrimLeft(line[1:], " \t")
+			if i := strings.IndexAny(name, " \t.]\""); i >= 0 {
+				name = name[:i]
+			}
+			section = strings.ToLower(name)
+			// git takes a key after the header on its line.
+			if end := strings.LastIndexByte(line, ']'); end >= 0 {
+				line = strings.TrimSpace(line[end+1:])
+			}
+		}
+		key, value, ok := strings.Cut(line, "=")
+		if !ok {
+			continue
+		}
+		value = strings.TrimSpace(value)
+		if strings.HasPrefix(value, "\"") {
+			if end := strings.IndexByte(value[1:], '"'); end >= 0 {
+				value = value[1 : end+1]
+			}
+		} else if i := strings.IndexAny(value, "#;"); i >= 0 {
+			value = strings.TrimSpace(value[:i])
+		}
+		out = append(out, gitEntry{Section: section, Key: strings.ToLower(strings.TrimSpace(key)), Value: value})
+	}
+	return out
+}

@@ -113,3 +113,17 @@ func TestParseGitConfigAgreesWithGit(t *testing.T) {
 		}
 	}
 }
+
+func TestLooseGitEntries(t *testing.T) {
+	got := looseGitEntries([]byte("[include] path = ../a.cfg\n[includeIf \"gitdir:/x/\"]\n\tpath = \"b.cfg\" # c\n[core]\n\thooksPath = h ; x\n[alias]\n\tx = y \\q\n"))
+	want := []gitEntry{{Section: "include", Key: "path", Value: "../a.cfg"}, {Section: "includeif", Key: "path", Value: "b.cfg"},
+		{Section: "core", Key: "hookspath", Value: "h"}, {Section: "alias", Key: "x", Value: "y \\q"}}
+	if len(got) != len(want) {
+		t.Fatalf("got %+v", got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("%d: got %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}

@@ -205,8 +205,9 @@ func (s *sweep) config(dirfd int, dir, name string, top int, changed bool, depth
 	}
 	entries, err := parseGitConfig(data)
 	if err != nil {
-		s.Errs = append(s.Errs, fmt.Sprintf("%s/%s: the includes and core.hooksPath of this git config, in syntax corral does not parse (%v)", dir, name, err))
-		return
+		// Checked as far as a loose reading finds them, and said.
+		s.Errs = append(s.Errs, fmt.Sprintf("%s/%s: the includes and core.hooksPath of this git config, in syntax corral does not parse (%v); those a loose reading finds were checked", dir, name, err))
+		entries = looseGitEntries(data)
 	}
 	// The top of the work tree, opened when first needed: a relative
 	// core.hooksPath is from there, in an included file too.

@@ -202,6 +202,17 @@ printf '#!/bin/sh\ntouch %s\n' "$M" > p/q/s/r/tools/hooks/pre-commit && chmod +x
 mkdir -p evil/objects evil/refs/heads && printf '[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "touch %s; false"\n' "$M" > evil/config
 mv p/common p/common.old && ln -s "$PWD/evil" p/common`,
 		dir: "p/q/s/r", host: [][]string{{"status"}}},
+	{name: "user's config with the include on the section header's line, included file rewritten", setup: func(t *testing.T, work string) {
+		r := filepath.Join(work, "p/q/s/r")
+		hostGitSetup(t, r, "init", "-q")
+		cfg := filepath.Join(r, ".git/config")
+		writeFile(t, cfg, readFile(t, cfg)+"[include] path = ../conf/extra.cfg\n[core] hooksPath = tools/hooks\n", 0o644)
+		writeFile(t, filepath.Join(r, "conf/extra.cfg"), "[user]\n\tname = me\n", 0o644)
+		writeFile(t, filepath.Join(r, "tools/hooks/.keep"), "", 0o644)
+	}, script: `
+printf '[core]\n\tfsmonitor = "touch %s; false"\n' "$M" > p/q/s/r/conf/extra.cfg
+printf '#!/bin/sh\ntouch %s\n' "$M" > p/q/s/r/tools/hooks/pre-commit && chmod +x p/q/s/r/tools/hooks/pre-commit`,
+		dir: "p/q/s/r", host: [][]string{{"status"}, hostCommit}},
 	{name: "quarantine names taken beforehand", script: `
 git init -q r && git -C r config core.fsmonitor "touch $M; false"
 touch r/.git/config.corral-quarantined; for i in $(seq 2 101); do touch r/.git/config.corral-quarantined.$i; done`,
