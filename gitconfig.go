@@ -24,6 +24,9 @@ func (e gitEntry) pattern() string {
 // a way to hide a key from it.
 var errGitConfig = errors.New("not plain git config syntax")
 
+// errGitContinued is a value whose line ends in a backslash.
+var errGitContinued = errors.New("continued on the next line")
+
 // inertGitKeys are the git config keys a sandboxed command may leave in a
 // repository's config: what git init, clone, remote, branch and submodule
 // write, and nothing that names a program, a hook, a pager, a driver, an
@@ -76,7 +79,7 @@ func transportURL(url string) bool {
 }
 
 // parseGitConfig reads git config text strictly: a subset of what git
-// accepts (no continuation lines, no keys after a section header on its
+// accepts (no keys after a section header on its
 // line, no unknown escapes); anything else is errGitConfig.
 func parseGitConfig(data []byte) ([]gitEntry, error) {
 	text := strings.TrimPrefix(string(data), "\xef\xbb\xbf")
@@ -85,8 +88,9 @@ func parseGitConfig(data []byte) ([]gitEntry, error) {
 	}
 	var out []gitEntry
 	section, sub, inSection := "", "", false
-	for _, line := range strings.Split(text, "\n") {
-		line = strings.TrimSuffix(line, "\r")
+	lines := strings.Split(text, "\n")
+	for n := 0; n < len(lines); n++ {
+		line := strings.TrimSuffix(lines[n], "\r")
 		line = strings.TrimLeft(line, " \t")
 		switch {
 		case line == "" || line[0] == '#' || line[0] == ';':
@@ -103,8 +107,16 @@ func parseGitConfig(data []byte) ([]gitEntry, error) {
 			return nil, errGitConfig
 		}
 		key, value, err := gitKeyValue(line)
+		// A value whose line ends in a backslash goes on on the next
+		// line, as git reads it (the backslash and the line end are
+		// dropped).
+		for err == errGitContinued && n+1 < len(lines) {
+			n++
+			line = strings.TrimSuffix(line, "\\") + strings.TrimSuffix(lines[n], "\r")
+			key, value, err = gitKeyValue(line)
+		}
 		if err != nil {
-			return nil, err
+			return nil, errGitConfig
 		}
 		out = append(out, gitEntry{Section: section, Sub: sub, Key: key, Value: value})
 	}
@@ -188,7 +200,7 @@ func gitKeyValue(line string) (key, value string, err error) {
 		case c == '\\':
 			j++
 			if j == len(rest) {
-				return "", "", errGitConfig // a continuation line
+				return "", "", errGitContinued
 			}
 			esc, ok := map[byte]byte{'n': '\n', 't': '\t', 'b': '\b', '\\': '\\', '"': '"'}[rest[j]]
 			if !ok {
@@ -221,4 +233,42 @@ func gitKeyValue(line string) (key, value string, err error) {
 
 func isAlnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// looseGitEntries reads config text the strict parser refuses the loose
+// way: each "[section ...]" line starts a section, each "key = value"
+// line is an entry, quotes and a trailing comment are dropped. It is only
+// used to find more paths to check (an include, a core.hooksPath) in the
+// user's own config: a wrong guess costs a check, never a skipped one.
+func looseGitEntries(data []byte) []gitEntry {
+	var out []gitEntry
+	section := ""
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(strings.ReplaceAll(line, "\x00", ""))
+		if strings.HasPrefix(line, "[") {
+			name := strings.TrimLeft(line[1:], " \t")
+			if i := strings.IndexAny(name, " \t.]\""); i >= 0 {
+				name = name[:i]
+			}
+			section = strings.ToLower(name)
+			// git takes a key after the header on its line.
+			if end := strings.LastIndexByte(line, ']'); end >= 0 {
+				line = strings.TrimSpace(line[end+1:])
+			}
+		}
+		key, value, ok := strings.Cut(line, "=")
+		if !ok {
+			continue
+		}
+		value = strings.TrimSpace(value)
+		if strings.HasPrefix(value, "\"") {
+			if end := strings.IndexByte(value[1:], '"'); end >= 0 {
+				value = value[1 : end+1]
+			}
+		} else if i := strings.IndexAny(value, "#;"); i >= 0 {
+			value = strings.TrimSpace(value[:i])
+		}
+		out = append(out, gitEntry{Section: section, Key: strings.ToLower(strings.TrimSpace(key)), Value: value})
+	}
+	return out
 }

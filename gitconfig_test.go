@@ -31,7 +31,9 @@ func TestRunsNothing(t *testing.T) {
 		{"filter", "[filter \"x\"]\n\tclean = touch x\n", false},
 		{"key on the header's line", "[user] name = a\n", false},
 		{"key before any section", "name = a\n", false},
-		{"continuation line", "[user]\n\tname = a\\\n", false},
+		{"continuation line, read as git does", "[user]\n\tname = a\\\n  b\n", true},
+		{"continuation line in a key", "[core]\n\tfsmon\\\nitor = x\n", false},
+		{"continuation line swallowing a section header, as git reads it", "[user]\n\tname = a\\\n[core]\n\tfsmonitor = x\n", false},
 		{"unknown escape", "[user]\n\tname = \\x\n", false},
 		{"unterminated quote", "[user]\n\tname = \"a\n", false},
 		{"NUL byte", "[user]\n\tname = a\x00\n", false},
@@ -108,6 +110,20 @@ func TestParseGitConfigAgreesWithGit(t *testing.T) {
 		}
 		if !slices.Equal(got, want) {
 			t.Errorf("%q: parser reads %q, git %q", text, got, want)
+		}
+	}
+}
+
+func TestLooseGitEntries(t *testing.T) {
+	got := looseGitEntries([]byte("[include] path = ../a.cfg\n[includeIf \"gitdir:/x/\"]\n\tpath = \"b.cfg\" # c\n[core]\n\thooksPath = h ; x\n[alias]\n\tx = y \\q\n"))
+	want := []gitEntry{{Section: "include", Key: "path", Value: "../a.cfg"}, {Section: "includeif", Key: "path", Value: "b.cfg"},
+		{Section: "core", Key: "hookspath", Value: "h"}, {Section: "alias", Key: "x", Value: "y \\q"}}
+	if len(got) != len(want) {
+		t.Fatalf("got %+v", got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("%d: got %+v, want %+v", i, got[i], want[i])
 		}
 	}
 }

@@ -1,12 +1,15 @@
 package corral
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"corral/policy"
 	"corral/printable"
@@ -57,10 +60,20 @@ func KeptPaths(sk *Skills, ev *policy.Evaluator, more ...string) []string {
 // a path.
 func quarantine(list []sandbox.Quarantine, warn func(string)) []Quarantined {
 	var out []Quarantined
+	var restore []func()
+	defer func() {
+		for i := len(restore) - 1; i >= 0; i-- {
+			restore[i]()
+		}
+	}()
 	move := func(p, why string) {
-		to, err := moveAside(p)
+		to, removed, err := moveAside(p)
 		if err != nil {
 			warn(fmt.Sprintf("the command created %s (%s); moving it aside failed: %v: remove it before a host tool reads it", printable.String(p), why, err))
+			return
+		}
+		if removed {
+			warn(fmt.Sprintf("the command created %s (%s); no name to move it to was free, so corral REMOVED it", printable.String(p), why))
 			return
 		}
 		out = append(out, Quarantined{Path: p, To: to, Why: why})
@@ -68,7 +81,15 @@ func quarantine(list []sandbox.Quarantine, warn func(string)) []Quarantined {
 	}
 	for _, q := range list {
 		if q.Real != "" {
-			if real, err := filepath.EvalSymlinks(q.Path); err == nil && real != q.Real {
+			// A link corral cannot follow (too long, missing, a loop)
+			// may still lead somewhere for the kernel or a tool later:
+			// taken as re-pointed.
+			if real, err := filepath.EvalSymlinks(q.Path); err != nil {
+				if _, lerr := os.Lstat(q.Path); lerr == nil {
+					warn(fmt.Sprintf("corral cannot follow %s any more (%v); it led to %s at launch", printable.String(q.Path), err, q.Real))
+					move(q.Path, q.Why+"; it led to "+q.Real+" at launch, and corral cannot follow it now")
+				}
+			} else if real != q.Real {
 				move(q.Path, q.Why+"; it led to "+q.Real+" at launch")
 			}
 			continue
@@ -80,7 +101,13 @@ func quarantine(list []sandbox.Quarantine, warn func(string)) []Quarantined {
 		for i, part := range parts {
 			cur = filepath.Join(cur, part)
 			st, err := os.Lstat(cur)
+			if errors.Is(err, os.ErrPermission) && searchOwn(filepath.Dir(cur), &restore) {
+				st, err = os.Lstat(cur)
+			}
 			if err != nil {
+				if !errors.Is(err, os.ErrNotExist) {
+					warn(fmt.Sprintf("corral cannot check %s (%v), a protected path that did not exist at launch (%s): check it before a host tool reads it", printable.String(cur), err, q.Why))
+				}
 				break
 			}
 			if st.Mode()&os.ModeSymlink != 0 || i == len(parts)-1 {
@@ -95,21 +122,87 @@ func quarantine(list []sandbox.Quarantine, warn func(string)) []Quarantined {
 	return out
 }
 
-// moveAside renames p to p.corral-quarantined (or .2, .3... after it),
-// never over an existing file.
-func moveAside(p string) (string, error) {
-	for i := 1; i <= 100; i++ {
-		to := p + sandbox.QuarantineSuffix
-		if i > 1 {
-			to += "." + strconv.Itoa(i)
-		}
-		err := renameNoReplace(p, to)
-		if err == nil {
-			return to, nil
-		}
-		if !errors.Is(err, os.ErrExist) {
-			return "", &os.LinkError{Op: "rename", Old: p, New: to, Err: err}
-		}
+// searchOwn gives the folder dir its owner's search right if corral's
+// user owns it and it lacks it (the command made it chmod 600), recording
+// how to put the mode back.
+func searchOwn(dir string, restore *[]func()) bool {
+	var st unix.Stat_t
+	if unix.Lstat(dir, &st) != nil || int(st.Uid) != os.Geteuid() || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Mode&0o100 != 0 {
+		return false
 	}
-	return "", fmt.Errorf("renaming %s: 100 quarantined copies are there already", p)
+	mode := uint32(st.Mode & 0o7777)
+	if unix.Chmod(dir, mode|0o100) != nil {
+		return false
+	}
+	*restore = append(*restore, func() { unix.Chmod(dir, mode) })
+	return true
+}
+
+// moveAside moves p aside with moveAsideAt.
+func moveAside(p string) (to string, removed bool, err error) {
+	dir, name := filepath.Split(p)
+	dir = filepath.Clean(dir)
+	// Opened only to search it (O_PATH on Linux): a folder the command
+	// made unreadable still has its entry moved.
+	fd, err := unix.Open(dir, dirPathFlag|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", false, &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	defer unix.Close(fd)
+	to, removed, err = moveAsideAt(fd, dir, name, os.Geteuid())
+	if to != "" {
+		to = filepath.Join(dir, to)
+	}
+	return to, removed, err
+}
+
+// moveAsideAt is how the sweep and the protected paths' check move what
+// the command left where a host tool reads it: renamed in its folder
+// (dirfd, whose path is dir) to NAME.corral-quarantined-RANDOM, a name
+// the command could not take in advance, retried with new random parts
+// until one is free (a short name without NAME if NAME is too long for
+// the suffix). A folder the command made read-only is made writable for
+// the rename if it is uid's. Only if no rename works is the file removed,
+// as the last resort (removed true): it must not stay where it is. err
+// is set only if even that failed.
+func moveAsideAt(dirfd int, dir, name string, uid int) (to string, removed bool, err error) {
+	short := false
+	for i := 0; i < 16; i++ {
+		var rnd [6]byte
+		rand.Read(rnd[:])
+		to = name + sandbox.QuarantineSuffix + "-" + hex.EncodeToString(rnd[:])
+		if short || len(to) > 255 {
+			short = true
+			to = sandbox.QuarantineSuffix[1:] + "-" + hex.EncodeToString(rnd[:])
+		}
+		err = renameNoReplaceAt(dirfd, name, to)
+		if err == unix.EACCES || err == unix.EPERM {
+			var st unix.Stat_t
+			// The command made the folder read-only; it is corral's
+			// user's, so corral may write it for the rename.
+			if unix.Fstat(dirfd, &st) == nil && int(st.Uid) == uid && st.Mode&0o300 != 0o300 &&
+				chmodFd(dirfd, uint32(st.Mode&0o7777|0o300)) == nil {
+				err = renameNoReplaceAt(dirfd, name, to)
+				chmodFd(dirfd, uint32(st.Mode&0o7777))
+			}
+		}
+		switch err {
+		case nil:
+			return to, false, nil
+		case unix.EEXIST:
+			continue
+		case unix.ENAMETOOLONG:
+			short = true
+			continue
+		}
+		break
+	}
+	rerr := err
+	if name == "" || name == "." || name == ".." || strings.Contains(name, "/") {
+		return "", false, fmt.Errorf("renaming it failed: %v", rerr)
+	}
+	if err = removeAllAt(dirfd, dir, name); err != nil {
+		return "", false, fmt.Errorf("renaming it failed (%v), and removing it failed: %v", rerr, err)
+	}
+	return "", true, nil
 }

@@ -1,8 +1,29 @@
 package corral
 
-import "golang.org/x/sys/unix"
+import (
+	"os"
+	"strconv"
 
-// renameNoReplace renames from to to, failing with EEXIST if to exists.
-func renameNoReplace(from, to string) error {
-	return unix.Renameat2(unix.AT_FDCWD, from, unix.AT_FDCWD, to, unix.RENAME_NOREPLACE)
+	"golang.org/x/sys/unix"
+)
+
+// dirPathFlag opens a folder only to name what is in it.
+const dirPathFlag = unix.O_PATH
+
+// renameNoReplaceAt renames dirfd/from to dirfd/to, failing with EEXIST
+// if to exists.
+func renameNoReplaceAt(dirfd int, from, to string) error {
+	return unix.Renameat2(dirfd, from, dirfd, to, unix.RENAME_NOREPLACE)
+}
+
+// chmodFd changes the mode of the folder open as fd, an O_PATH descriptor
+// too (fchmod refuses those: the magic link in /proc does not).
+func chmodFd(fd int, mode uint32) error {
+	return unix.Fchmodat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), mode, 0)
+}
+
+// removeAllAt removes dir/name (open as dirfd) and all that is in it,
+// through dirfd: dir may be longer than PATH_MAX.
+func removeAllAt(dirfd int, dir, name string) error {
+	return os.RemoveAll("/proc/self/fd/" + strconv.Itoa(dirfd) + "/" + name)
 }

@@ -98,7 +98,8 @@ type Result struct {
 	// Quarantined are what the command left that a host tool would run or
 	// trust: protected paths it created (or led elsewhere), and git
 	// config, hooks and pointers in a writable root. Each is renamed to
-	// To (NAME.corral-quarantined), never deleted.
+	// To (NAME.corral-quarantined-RANDOM); only if no rename works is it
+	// removed (To empty, Why says so).
 	Quarantined []Quarantined `json:"quarantined,omitempty"`
 	// Replaced are protected paths the host replaced while the sandbox ran
 	// (or started): their read-only bind went with the old file, so the

@@ -19,6 +19,12 @@ func sweepAfter(r *Result, plan *sandbox.Plan, home string, since sweepClock, wa
 	}
 	for _, q := range s.Moved {
 		r.Quarantined = append(r.Quarantined, q)
+		if q.To == "" {
+			w := fmt.Sprintf("the command left %s (%s)", printable.String(q.Path), q.Why)
+			r.Warnings = append(r.Warnings, w)
+			warn(w)
+			continue
+		}
 		warn(fmt.Sprintf("the command left %s (%s): moved to %s, where git never reads it", printable.String(q.Path), q.Why, printable.String(q.To)))
 	}
 	for _, e := range s.Errs {

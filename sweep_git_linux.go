@@ -3,6 +3,7 @@
 package corral
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -37,16 +38,72 @@ func (s *sweep) gitFolder(fd int, dir string, inherited bool) {
 	}
 	s.done[id] = pass
 	s.Gits++
+	// A git folder its owner may not search (chmod 600) hides every
+	// file in it from fstatat: searched with the owner's right added.
+	undo, ok := s.searchable(fd, &st)
+	defer undo()
+	if !ok {
+		s.Errs = append(s.Errs, dir+": a git folder corral may not search")
+		return
+	}
 	// A git folder protected at launch had its config and hooks bound
 	// read-only and could not be moved: what changed in it is git's
 	// work, even when a new worktree's commondir names it.
 	changed := (inherited || s.fresh(&st)) && !s.known[dir]
 	for _, name := range []string{"config", "config.worktree"} {
-		s.config(fd, dir, name, "", changed, 0)
+		s.config(fd, dir, name, -1, changed, 0)
 	}
 	s.hooks(fd, dir, "hooks", changed)
+	if s.globalHooks != "" {
+		s.globalHooksIn(fd, dir, changed)
+	}
 	s.attributes(fd, dir, changed)
 	s.commondir(fd, dir, changed)
+}
+
+// globalHooksIn checks the folder a relative core.hooksPath of the user's
+// global config names in the work tree of the git folder dir (fd): the
+// folder above a .git folder, else the git folder itself.
+func (s *sweep) globalHooksIn(fd int, dir string, changed bool) {
+	var entries []gitEntry
+	if data, err := s.read(fd, "config"); err == nil {
+		entries, _ = parseGitConfig(data)
+	}
+	top, err := s.workTree(fd, dir, entries)
+	if err != nil {
+		s.Errs = append(s.Errs, fmt.Sprintf("%s: the top of its work tree, where the global core.hooksPath %q is: %v", dir, s.globalHooks, err))
+		return
+	}
+	defer unix.Close(top)
+	s.follow(top, s.globalHooks, fmt.Sprintf("%s (its work tree's %s: core.hooksPath of the user's global git config)", dir, s.globalHooks), func(pfd int, real, last string) {
+		s.hooks(pfd, real, last, changed)
+	})
+}
+
+// workTree opens (O_PATH) the top of the work tree of the git folder dir
+// (fd), where git runs hooks and finds a relative core.hooksPath: the
+// core.worktree of its config (entries) if set, relative to the git
+// folder; else the folder above a .git folder; else the git folder itself.
+func (s *sweep) workTree(fd int, dir string, entries []gitEntry) (int, error) {
+	wt := ""
+	for _, e := range entries {
+		if e.pattern() == "core.worktree" {
+			wt = e.Value
+		}
+	}
+	switch {
+	case wt != "":
+		var restore []func()
+		defer func() { undoAll(restore) }()
+		top, _ := s.openPointer(fd, wt, &restore)
+		if top < 0 {
+			return -1, fmt.Errorf("core.worktree %q cannot be followed", wt)
+		}
+		return top, nil
+	case path.Base(dir) == ".git":
+		return unix.Openat(fd, "..", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	}
+	return unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
 }
 
 // attributes quarantines info/attributes the command wrote: attributes
@@ -60,16 +117,29 @@ func (s *sweep) attributes(fd int, dir string, changed bool) {
 	// info/ (sparse-checkout): only the file's own time counts there.
 	changed = changed || s.fresh(&ist) && !s.known[dir]
 	if ist.Mode&unix.S_IFMT == unix.S_IFLNK {
-		if changed {
+		// git never makes info a symlink: a new one is the command's,
+		// in a git folder protected at launch too.
+		if changed || s.fresh(&ist) {
 			s.quarantine(fd, dir, "info", "an info symlink the command made, which sends git to attributes it chose")
 		}
 		return
 	}
-	info, err := unix.Openat(fd, "info", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	info, err := unix.Openat(fd, "info", unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
+		if changed {
+			s.quarantine(fd, dir, "info", "an info folder the command changed and corral cannot open ("+err.Error()+")")
+		}
 		return
 	}
 	defer unix.Close(info)
+	if undo, ok := s.searchable(info, &ist); !ok {
+		if changed {
+			s.quarantine(fd, dir, "info", "an info folder the command changed and corral cannot search")
+		}
+		return
+	} else {
+		defer undo()
+	}
 	if ast, ok := s.stat(info, "attributes"); ok && (changed || s.fresh(&ast)) {
 		s.quarantine(info, dir+"/info", "attributes", "git attributes the command wrote, which choose filters and diff drivers")
 	}
@@ -102,9 +172,9 @@ func (s *sweep) read(dirfd int, name string) ([]byte, error) {
 // config checks the git config file dir/name: changed, it must hold only
 // inert keys (gitconfig.go); unchanged (the user's own), what it includes
 // and its core.hooksPath are checked for what the command changed.
-// top is the work tree's top for a relative core.hooksPath ("": the
-// folder above a .git folder, else the git folder itself).
-func (s *sweep) config(dirfd int, dir, name, top string, changed bool, depth int) {
+// top is the work tree's top, open, for a relative core.hooksPath (-1:
+// the folder above a .git folder, else the git folder itself).
+func (s *sweep) config(dirfd int, dir, name string, top int, changed bool, depth int) {
 	st, ok := s.stat(dirfd, name)
 	if !ok {
 		return
@@ -128,89 +198,80 @@ func (s *sweep) config(dirfd int, dir, name, top string, changed bool, depth int
 		return
 	}
 	if err != nil {
+		if st.Mode&unix.S_IFMT != unix.S_IFLNK {
+			s.Errs = append(s.Errs, fmt.Sprintf("%s/%s: the includes and core.hooksPath of this git config, which corral cannot read (%v)", dir, name, err))
+		}
 		return
 	}
 	entries, err := parseGitConfig(data)
 	if err != nil {
-		return
+		// Checked as far as a loose reading finds them, and said.
+		s.Errs = append(s.Errs, fmt.Sprintf("%s/%s: the includes and core.hooksPath of this git config, in syntax corral does not parse (%v); those a loose reading finds were checked", dir, name, err))
+		entries = looseGitEntries(data)
+	}
+	// The top of the work tree, opened when first needed: a relative
+	// core.hooksPath is from there, in an included file too.
+	opened := false
+	defer func() {
+		if opened {
+			unix.Close(top)
+		}
+	}()
+	getTop := func() int {
+		if top == -1 {
+			t, err := s.workTree(dirfd, dir, entries)
+			if err != nil {
+				s.Errs = append(s.Errs, fmt.Sprintf("%s: the top of its work tree, where a relative core.hooksPath is: %v", dir, err))
+				t = noWorkTree
+			}
+			top, opened = t, err == nil
+		}
+		return top
 	}
 	for _, e := range entries {
 		v := e.Value
 		if strings.HasPrefix(v, "~/") {
 			v = path.Join(s.home, v[2:])
 		}
-		hooksPath := e.pattern() == "core.hookspath"
 		switch {
-		case hooksPath && !path.IsAbs(v):
-			// Relative, hooks are run from the top of the work tree
-			// (for a bare repository, the git folder).
-			if top == "" {
-				top = dir
-				if path.Base(dir) == ".git" {
-					top = path.Dir(dir)
-				}
+		case e.pattern() == "core.hookspath":
+			if !path.IsAbs(v) && getTop() == noWorkTree {
+				continue
 			}
-			s.hooksAt(path.Join(top, v))
-		case hooksPath:
-			s.hooksAt(v)
+			s.follow(top, v, fmt.Sprintf("%s/%s sets core.hooksPath %q", dir, name, v), func(fd int, real, last string) {
+				s.hooks(fd, real, last, false)
+			})
 		case e.Key == "path" && (e.Section == "include" || e.Section == "includeif") && depth < 10:
-			if !path.IsAbs(v) {
-				v = path.Join(dir, v)
-			}
-			s.included(path.Clean(v), depth+1)
+			// Relative to the folder of the file that includes it.
+			t := getTop()
+			s.follow(dirfd, v, fmt.Sprintf("%s/%s includes %q", dir, name, v), func(fd int, real, last string) {
+				s.config(fd, real, last, t, false, depth+1)
+			})
 		}
 	}
 }
 
-// openIn opens the folder p inside a writable root, refusing any path
-// that leaves the root on the way (a symlink the command planted, or ".."):
-// the sweep reads and renames only inside the roots.
-func (s *sweep) openIn(p string) (int, error) {
-	for _, r := range s.roots {
-		if p != r && !strings.HasPrefix(p, r+"/") {
-			continue
-		}
-		rfd, err := unix.Open(r, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return -1, err
-		}
-		defer unix.Close(rfd)
-		rel := strings.TrimPrefix(strings.TrimPrefix(p, r), "/")
-		if rel == "" {
-			rel = "."
-		}
-		return unix.Openat2(rfd, rel, &unix.OpenHow{
-			Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
-			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS,
-		})
-	}
-	return -1, unix.EXDEV
-}
-
-// included checks a config file the user's config includes.
-func (s *sweep) included(file string, depth int) {
-	fd, err := s.openIn(path.Dir(file))
+// follow resolves the pointer p from the folder dirfd and calls fn with
+// the folder that holds its last component (open, its path, the name), or
+// reports it as unverifiable (what says where it was read).
+func (s *sweep) follow(dirfd int, p, what string, fn func(fd int, real, last string)) {
+	var restore []func()
+	defer func() { undoAll(restore) }()
+	pfd, real, last, err := s.resolve(dirfd, p, &restore)
 	if err != nil {
+		s.unverifiable(err, what)
 		return
 	}
-	defer unix.Close(fd)
-	s.config(fd, path.Dir(file), path.Base(file), "", false, depth)
-}
-
-// hooksAt checks a core.hooksPath folder of the user's config.
-func (s *sweep) hooksAt(dir string) {
-	dir = path.Clean(dir)
-	fd, err := s.openIn(path.Dir(dir))
-	if err != nil {
-		return
-	}
-	defer unix.Close(fd)
-	s.hooks(fd, path.Dir(dir), path.Base(dir), false)
+	defer unix.Close(pfd)
+	fn(pfd, real, last)
 }
 
 // hooks quarantines what changed in the hooks folder dir/name (but the
 // .sample files git init writes, which git never runs).
 func (s *sweep) hooks(dirfd int, dir, name string, changed bool) {
+	if !s.under(path.Join(dir, name)) {
+		return // not the command's to change
+	}
 	st, ok := s.stat(dirfd, name)
 	if !ok {
 		return
@@ -230,6 +291,16 @@ func (s *sweep) hooks(dirfd int, dir, name string, changed bool) {
 		return
 	}
 	defer unix.Close(fd)
+	// Listed but not searchable (chmod 600), its hooks would escape the
+	// fstatat below, and run once the user makes it searchable again.
+	if undo, ok := s.searchable(fd, &st); !ok {
+		if changed {
+			s.quarantine(dirfd, dir, name, "a hooks folder the command changed and corral cannot search")
+		}
+		return
+	} else {
+		defer undo()
+	}
 	var names []string
 	if err := s.entries(fd, func(n string, _ byte) { names = append(names, n) }); err != nil && changed {
 		s.quarantine(dirfd, dir, name, "a hooks folder the command changed and corral cannot read ("+err.Error()+")")
@@ -256,34 +327,56 @@ func (s *sweep) commondir(dirfd int, dir string, changed bool) {
 	}
 	changed = changed || s.fresh(&st)
 	data, err := s.read(dirfd, "commondir")
-	target := strings.TrimRight(string(data), "\r\n")
-	if err != nil || target == "" {
-		if changed {
-			s.quarantine(dirfd, dir, "commondir", "a commondir the command wrote that corral cannot read")
-		}
+	// As git reads it: trailing line ends cut, then a C string.
+	target, nul := cString([]byte(strings.TrimRight(string(data), "\r\n")))
+	switch {
+	case (err != nil || target == "" || nul) && changed:
+		s.quarantine(dirfd, dir, "commondir", "a commondir the command wrote that corral cannot read or that holds a NUL byte")
+		return
+	case err != nil || target == "":
 		return
 	}
-	if !path.IsAbs(target) {
-		target = path.Join(dir, target)
-	}
-	s.pointsTo(dirfd, dir, "commondir", path.Clean(target), changed)
+	s.pointsTo(dirfd, dir, "commondir", target, changed)
 }
 
-// pointsTo inspects the git folder target that dir/name names, or, if it
-// is outside the writable roots and name changed, quarantines name.
+// pointsTo inspects the git folder target that dir/name names, followed
+// as git does. If name changed and the target is outside the writable
+// roots, or cannot be followed to a folder (missing, a loop, a folder
+// corral cannot search, a new symlink to an absolute path on the way),
+// name is quarantined: never taken as "no repository there".
 func (s *sweep) pointsTo(dirfd int, dir, name, target string, changed bool) {
-	fd, err := s.openIn(target)
-	switch {
-	case err == unix.EXDEV || err == unix.ELOOP:
-		if changed {
-			s.quarantine(dirfd, dir, name, "it sends git to "+target+", outside the folders corral checks")
+	var restore []func()
+	defer func() { undoAll(restore) }()
+	pfd, _, last, err := s.resolve(dirfd, target, &restore)
+	fd, real := -1, ""
+	if err == nil {
+		fd, err = s.openSearch(pfd, last, &restore)
+		unix.Close(pfd)
+		if err == nil {
+			defer unix.Close(fd)
+			if real = fdPath(fd); real == "" {
+				err = unix.ENAMETOOLONG
+			}
 		}
-		return
-	case err != nil:
-		return // git finds no repository there either
 	}
-	defer unix.Close(fd)
-	s.gitFolder(fd, target, changed)
+	switch {
+	case err != nil && changed:
+		var re *resolveErr
+		if errors.As(err, &re) {
+			unix.Close(re.fd)
+		}
+		s.quarantine(dirfd, dir, name, fmt.Sprintf("it sends git to %q, which corral cannot follow to a folder it checks (%v)", target, err))
+	case err != nil:
+		// The user's own pointer: what the command changed on the way
+		// is quarantined, a warning otherwise.
+		s.unverifiable(err, fmt.Sprintf("%s/%s names %q", dir, name, target))
+	case !s.under(real):
+		if changed {
+			s.quarantine(dirfd, dir, name, "it sends git to "+real+", outside the folders corral checks")
+		}
+	default:
+		s.gitFolder(fd, real, changed)
+	}
 }
 
 // gitFile checks the .git entry of dir that is not a folder: a .git file
@@ -298,15 +391,13 @@ func (s *sweep) gitFile(dirfd int, dir string) {
 		return
 	}
 	data, err := s.read(dirfd, ".git")
-	target, ok := strings.CutPrefix(strings.TrimRight(string(data), "\r\n"), "gitdir: ")
-	if err != nil || !ok || target == "" {
-		s.quarantine(dirfd, dir, ".git", "a .git file the command wrote that corral cannot read")
+	text, nul := cString([]byte(strings.TrimRight(string(data), "\r\n")))
+	target, ok := strings.CutPrefix(text, "gitdir: ")
+	if err != nil || !ok || target == "" || nul {
+		s.quarantine(dirfd, dir, ".git", "a .git file the command wrote that corral cannot read or that holds a NUL byte")
 		return
 	}
-	if !path.IsAbs(target) {
-		target = path.Join(dir, target)
-	}
-	s.pointsTo(dirfd, dir, ".git", path.Clean(target), true)
+	s.pointsTo(dirfd, dir, ".git", target, true)
 }
 
 // gitmodules checks a .gitmodules the command changed: git ignores an
@@ -340,22 +431,36 @@ func (s *sweep) above(root string) {
 	for d := path.Dir(root); ; d = path.Dir(d) {
 		var st unix.Stat_t
 		if unix.Lstat(d+"/.git", &st) == nil {
-			git := d + "/.git"
+			dfd, err := unix.Open(d, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return
+			}
+			defer unix.Close(dfd)
+			target := ".git"
 			if st.Mode&unix.S_IFMT == unix.S_IFREG {
-				data, _ := s.read(unix.AT_FDCWD, git)
-				target, ok := strings.CutPrefix(strings.TrimRight(string(data), "\r\n"), "gitdir: ")
-				if !ok {
+				data, _ := s.read(dfd, ".git")
+				text, _ := cString([]byte(strings.TrimRight(string(data), "\r\n")))
+				var ok bool
+				if target, ok = strings.CutPrefix(text, "gitdir: "); !ok {
 					return
 				}
-				if !path.IsAbs(target) {
-					target = path.Join(d, target)
-				}
-				git = target
 			}
-			if fd, err := unix.Open(git, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
-				s.config(fd, git, "config", d, false, 0)
-				s.commonConfig(fd, git, d)
-				unix.Close(fd)
+			var restore []func()
+			defer func() { undoAll(restore) }()
+			gfd, real := s.openPointer(dfd, target, &restore)
+			if gfd < 0 {
+				return
+			}
+			defer unix.Close(gfd)
+			s.config(gfd, real, "config", dfd, false, 0)
+			data, err := s.read(gfd, "commondir")
+			common, _ := cString([]byte(strings.TrimRight(string(data), "\r\n")))
+			if err != nil || common == "" {
+				return
+			}
+			if cfd, creal := s.openPointer(gfd, common, &restore); cfd >= 0 {
+				s.config(cfd, creal, "config", dfd, false, 0)
+				unix.Close(cfd)
 			}
 			return
 		}
@@ -365,18 +470,52 @@ func (s *sweep) above(root string) {
 	}
 }
 
-// commonConfig checks the config of a linked worktree's common git folder.
-func (s *sweep) commonConfig(fd int, git, top string) {
-	data, err := s.read(fd, "commondir")
-	common := strings.TrimRight(string(data), "\r\n")
-	if err != nil || common == "" {
+// global checks what the user's global git configs (~/.gitconfig,
+// $XDG_CONFIG_HOME/git/config) include: a file inside a writable root
+// the command may have rewritten. (Their relative core.hooksPath is
+// checked in each repository.)
+func (s *sweep) global() {
+	if s.home == "" {
 		return
 	}
-	if !path.IsAbs(common) {
-		common = path.Join(git, common)
+	xdg := os.Getenv("XDG_CONFIG_HOME")
+	if xdg == "" {
+		xdg = path.Join(s.home, ".config")
 	}
-	if cfd, err := unix.Open(common, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
-		s.config(cfd, common, "config", top, false, 0)
-		unix.Close(cfd)
+	for _, g := range []string{path.Join(s.home, ".gitconfig"), path.Join(xdg, "git/config")} {
+		fd, err := unix.Open(path.Dir(g), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		s.config(fd, path.Dir(g), path.Base(g), noWorkTree, false, 0)
+		unix.Close(fd)
 	}
+}
+
+// noWorkTree is config's top for a config of no repository: a relative
+// core.hooksPath in it is not followed from there.
+const noWorkTree = -2
+
+// openPointer opens the folder p names from dirfd, as pointsTo follows
+// it (-1 on failure).
+func (s *sweep) openPointer(dirfd int, p string, restore *[]func()) (int, string) {
+	pfd, _, last, err := s.resolve(dirfd, p, restore)
+	if err != nil {
+		var re *resolveErr
+		if errors.As(err, &re) {
+			unix.Close(re.fd)
+		}
+		return -1, ""
+	}
+	defer unix.Close(pfd)
+	fd, err := s.openSearch(pfd, last, restore)
+	if err != nil {
+		return -1, ""
+	}
+	real := fdPath(fd)
+	if real == "" {
+		unix.Close(fd)
+		return -1, ""
+	}
+	return fd, real
 }

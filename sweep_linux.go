@@ -58,7 +58,7 @@ func sweepStart() sweepClock {
 // the plan bound read-only: a git folder whose config was among them is
 // not taken as changed because git ran in it.
 func sweepGit(roots, protected []string, home string, since sweepClock) *sweep {
-	s := &sweep{since: since, home: home, uid: os.Geteuid(), known: map[string]bool{}, done: map[[2]uint64]int{}, buf: make([]byte, 32<<10)}
+	s := &sweep{since: since, home: home, uid: os.Geteuid(), known: map[string]bool{}, done: map[[2]uint64]int{}, chmodded: map[[2]uint64]bool{}, buf: make([]byte, 32<<10)}
 	for _, p := range protected {
 		if path.Base(p) == "config" {
 			s.known[path.Dir(p)] = true
@@ -71,6 +71,13 @@ func sweepGit(roots, protected []string, home string, since sweepClock) *sweep {
 			s.roots = append(s.roots, r)
 		}
 	}
+	// A relative core.hooksPath in the user's global config names a
+	// folder in every repository (gitFolder); an absolute one is checked
+	// with what the global config includes (global).
+	if hp := sandbox.GlobalHooksPath(home); hp != "" && !path.IsAbs(hp) && !strings.HasPrefix(hp, "~/") {
+		s.globalHooks = hp
+	}
+	s.global()
 	for _, r := range s.roots {
 		s.above(r)
 		s.run(r)
@@ -80,17 +87,23 @@ func sweepGit(roots, protected []string, home string, since sweepClock) *sweep {
 
 // sweep is one walk over the writable roots.
 type sweep struct {
-	since   unix.Timespec // the run's start on the coarse clock ctime uses
-	roots   []string
-	known   map[string]bool // git folders whose config and hooks were bound read-only
-	uid     int
-	home    string
-	done    map[[2]uint64]int // git folders inspected (by device and inode): 1 as found, 2 as changed
-	buf     []byte
-	Folders int // folders read
-	Gits    int // git folders inspected
-	Moved   []Quarantined
-	Errs    []string // what could not be checked
+	since unix.Timespec // the run's start on the coarse clock ctime uses
+	roots []string
+	known map[string]bool // git folders whose config and hooks were bound read-only
+	uid   int
+	home  string
+	// globalHooks is a relative core.hooksPath of the user's global git
+	// config: a folder of every repository's work tree.
+	globalHooks string
+	done        map[[2]uint64]int // git folders inspected (by device and inode): 1 as found, 2 as changed
+	// chmodded are the folders whose mode corral changed to look
+	// inside, and whether they had changed during the run before.
+	chmodded map[[2]uint64]bool
+	buf      []byte
+	Folders  int // folders read
+	Gits     int // git folders inspected
+	Moved    []Quarantined
+	Errs     []string // what could not be checked
 }
 
 // sweepFrame is one folder on the walk's stack.
@@ -102,6 +115,7 @@ type sweepFrame struct {
 	next     int
 	mode     uint32 // restored on leaving when chmodded
 	chmodded bool
+	git      bool // a git folder (its objects folder is trimmed)
 }
 
 // run walks root.
@@ -121,9 +135,11 @@ func (s *sweep) run(root string) {
 		}
 		return
 	}
-	if first.chmodded {
-		defer unix.Fchmodat(pfd, path.Base(root), first.mode, 0)
-	}
+	defer func() {
+		if first.chmodded {
+			unix.Fchmodat(pfd, path.Base(root), first.mode, 0)
+		}
+	}()
 	stack := []*sweepFrame{first}
 	s.visit(stack)
 	for len(stack) > 0 {
@@ -144,6 +160,9 @@ func (s *sweep) run(root string) {
 		top.next++
 		child := &sweepFrame{name: name, fd: -1}
 		child.fd, err = s.open(top.fd, name, child)
+		if err == unix.EACCES && s.searchFrame(top) {
+			child.fd, err = s.open(top.fd, name, child)
+		}
 		if err != nil {
 			s.Errs = append(s.Errs, fmt.Sprintf("%s: %v", framePath(stack)+"/"+name, err))
 			continue
@@ -173,6 +192,7 @@ func (s *sweep) open(parent int, name string, f *sweepFrame) (int, error) {
 	if unix.Fstatat(parent, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || int(st.Uid) != s.uid {
 		return -1, err
 	}
+	s.touched(&st)
 	if cerr := unix.Fchmodat(parent, name, st.Mode&0o7777|0o700, 0); cerr != nil {
 		return -1, err
 	}
@@ -182,6 +202,22 @@ func (s *sweep) open(parent int, name string, f *sweepFrame) (int, error) {
 		unix.Fchmodat(parent, name, f.mode, 0)
 	}
 	return fd, err
+}
+
+// searchFrame gives the folder f the owner's search right until the walk
+// leaves it, if corral's user owns it and it lacks it (chmod 600: its
+// entries are listed, but none can be opened).
+func (s *sweep) searchFrame(f *sweepFrame) bool {
+	var st unix.Stat_t
+	if f.chmodded || unix.Fstat(f.fd, &st) != nil || int(st.Uid) != s.uid || st.Mode&0o100 != 0 {
+		return false
+	}
+	s.touched(&st)
+	if unix.Fchmod(f.fd, st.Mode&0o7777|0o100) != nil {
+		return false
+	}
+	f.mode, f.chmodded = st.Mode&0o7777, true
+	return true
 }
 
 // leave closes the top folder, reopening its parent through ".." if it
@@ -247,6 +283,9 @@ func (s *sweep) visit(stack []*sweepFrame) {
 		s.Errs = append(s.Errs, fmt.Sprintf("%s: reading: %v", framePath(stack), err))
 		return
 	}
+	if top.name == "objects" && len(stack) > 1 && stack[len(stack)-2].git {
+		s.objects(top)
+	}
 	if !head && top.name != ".git" && !gitfile && !gitmodules {
 		return // most folders: no path to build
 	}
@@ -254,16 +293,8 @@ func (s *sweep) visit(stack []*sweepFrame) {
 	// Git takes a folder for a git folder only if it holds HEAD (a .git
 	// folder without one is not a repository, but costs nothing to check).
 	if head || path.Base(dir) == ".git" {
+		top.git = true
 		s.gitFolder(top.fd, dir, false)
-		// The object store of a repository protected at launch (the
-		// work dir's own) is git's: up to 256 folders of object files,
-		// which would double the walk of a typical repository. A
-		// repository hidden in it runs only for git started inside the
-		// user's .git/objects. Anywhere else a folder holding HEAD may
-		// be a decoy, and its objects are walked like any folder.
-		if s.known[dir] {
-			top.subdirs = slices.DeleteFunc(top.subdirs, func(n string) bool { return n == "objects" })
-		}
 	}
 	if gitfile {
 		s.gitFile(top.fd, dir)
@@ -271,6 +302,21 @@ func (s *sweep) visit(stack []*sweepFrame) {
 	if gitmodules {
 		s.gitmodules(top.fd, dir)
 	}
+}
+
+// objects trims the walk of a git folder's objects folder (f): up to 256
+// folders of object files would double the walk of a typical repository,
+// yet a repository hidden in one runs for git started there or reached
+// through a symlink. A sub-folder is skipped only if it did not change
+// during the run and holds no folder (a link count of 2: nothing to hide
+// a repository in); any other is walked. A file system that does not
+// count sub-folders in the link count (btrfs: 1) has all of them walked.
+func (s *sweep) objects(f *sweepFrame) {
+	f.subdirs = slices.DeleteFunc(f.subdirs, func(n string) bool {
+		var st unix.Stat_t
+		return unix.Fstatat(f.fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) == nil &&
+			st.Mode&unix.S_IFMT == unix.S_IFDIR && st.Nlink == 2 && !s.fresh(&st)
+	})
 }
 
 // entries calls fn with the name and type of each entry of the folder fd
@@ -308,8 +354,19 @@ func (s *sweep) entries(fd int, fn func(name string, typ byte)) error {
 	}
 }
 
-// fresh reports whether st changed during the run.
+// fresh reports whether st changed during the run (before corral changed
+// its mode to look inside).
 func (s *sweep) fresh(st *unix.Stat_t) bool {
+	if len(s.chmodded) > 0 {
+		if f, ok := s.chmodded[[2]uint64{st.Dev, st.Ino}]; ok {
+			return f
+		}
+	}
+	return s.freshTime(st)
+}
+
+// freshTime reports whether st's ctime is at or after the run's start.
+func (s *sweep) freshTime(st *unix.Stat_t) bool {
 	return st.Ctim.Sec > s.since.Sec || st.Ctim.Sec == s.since.Sec && st.Ctim.Nsec >= s.since.Nsec
 }
 
@@ -323,29 +380,16 @@ func (s *sweep) under(p string) bool {
 	return false
 }
 
-// quarantine renames dir/name (dirfd) to a name git never reads, mode
-// 0400 if it is a file, and records why.
+// quarantine moves dir/name (dirfd) aside with moveAsideAt, mode 0400
+// if it is a file, and records why.
 func (s *sweep) quarantine(dirfd int, dir, name, why string) {
-	target := name + sandbox.QuarantineSuffix
-	var err error
-	var dst unix.Stat_t
-	for i := 2; ; i++ {
-		err = unix.Renameat2(dirfd, name, dirfd, target, unix.RENAME_NOREPLACE)
-		if err == unix.EACCES && unix.Fstat(dirfd, &dst) == nil && int(dst.Uid) == s.uid && dst.Mode&0o200 == 0 {
-			// The command made the folder read-only; it is corral's
-			// user's, so corral may write it for the rename.
-			if unix.Fchmod(dirfd, dst.Mode&0o7777|0o300) == nil {
-				err = unix.Renameat2(dirfd, name, dirfd, target, unix.RENAME_NOREPLACE)
-				unix.Fchmod(dirfd, dst.Mode&0o7777)
-			}
-		}
-		if err != unix.EEXIST || i > 100 {
-			break
-		}
-		target = fmt.Sprintf("%s%s.%d", name, sandbox.QuarantineSuffix, i)
-	}
+	target, removed, err := moveAsideAt(dirfd, dir, name, s.uid)
 	if err != nil {
 		s.Errs = append(s.Errs, fmt.Sprintf("%s/%s %s, and quarantining it failed: %v", dir, name, why, err))
+		return
+	}
+	if removed {
+		s.Moved = append(s.Moved, Quarantined{Path: dir + "/" + name, Why: why + "; no name to move it to was free, so corral REMOVED it"})
 		return
 	}
 	var st unix.Stat_t

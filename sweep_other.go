@@ -11,7 +11,8 @@ func sweepStart() sweepClock { return sweepClock{} }
 
 type sweep struct {
 	Folders, Gits int
-	Moved, Errs   []string
+	Moved         []Quarantined
+	Errs          []string
 }
 
 func sweepGit(roots, protected []string, home string, since sweepClock) *sweep { return &sweep{} }

@@ -80,7 +80,7 @@ func (p *Plan) FileAccess(h HostPath, op FileOp, view View) FileAnswer {
 		for _, q := range p.Quarantine {
 			if q.Real == "" && (real == q.Path || isUnder(real, q.Path)) {
 				return FileAnswer{Kind: "quarantined", Rule: q.Path,
-					Reason: "protected: " + q.Path + " did not exist at launch (" + q.Why + "): whatever the command leaves there is renamed to " + q.Path + QuarantineSuffix + " after the run, so a write there does not last",
+					Reason: "protected: " + q.Path + " did not exist at launch (" + q.Why + "): whatever the command leaves there is renamed to " + q.Path + QuarantineSuffix + "-RANDOM after the run, so a write there does not last",
 					Advice: "a write grant naming it exactly keeps it writable; or make it outside the sandbox"}
 			}
 		}

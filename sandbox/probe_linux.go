@@ -61,6 +61,9 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 			f.stat(p)
 		}
 	}
+	// A relative core.hooksPath in the user's global config (.githooks)
+	// names a folder in every repository.
+	globalHP := GlobalHooksPath(os.Getenv("HOME"))
 	f.workDir = spec.WorkDir
 	f.stat(spec.WorkDir)
 	f.statGrants(p)
@@ -77,7 +80,10 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 					f.gitFolders(git)
 					// core.hooksPath (husky sets .husky) moves the hooks
 					// out of .git; relative, it is from the work tree.
-					if hp := gitHooksPath(git + "/config"); hp != "" {
+					for _, hp := range []string{gitHooksPath(git + "/config"), globalHP} {
+						if hp == "" {
+							continue
+						}
 						if strings.HasPrefix(hp, "~/") {
 							hp = path.Join(os.Getenv("HOME"), hp[2:])
 						} else if !path.IsAbs(hp) {
@@ -299,6 +305,23 @@ func mkdirNoLinks(dir string) error {
 		unix.Fchownat(parent, path.Base(dir), int(st.Uid), int(st.Gid), unix.AT_SYMLINK_NOFOLLOW)
 	}
 	return nil
+}
+
+// GlobalHooksPath is core.hooksPath of the user's global git config
+// (~/.gitconfig, else $XDG_CONFIG_HOME/git/config), "" when not set.
+// Relative, it names a folder in every repository's work tree.
+func GlobalHooksPath(home string) string {
+	if home == "" {
+		return ""
+	}
+	if hp := gitHooksPath(path.Join(home, ".gitconfig")); hp != "" {
+		return hp
+	}
+	xdg := os.Getenv("XDG_CONFIG_HOME")
+	if xdg == "" {
+		xdg = path.Join(home, ".config")
+	}
+	return gitHooksPath(path.Join(xdg, "git/config"))
 }
 
 // gitHooksPath returns core.hooksPath from a git config file, "" when it

@@ -310,6 +310,23 @@ func TestGitHooksPath(t *testing.T) {
 	}
 }
 
+func TestGlobalHooksPath(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", "")
+	if got := GlobalHooksPath(home); got != "" {
+		t.Errorf("no global config: got %q", got)
+	}
+	os.MkdirAll(filepath.Join(home, ".config/git"), 0o755)
+	os.WriteFile(filepath.Join(home, ".config/git/config"), []byte("[core]\n\thooksPath = .xdghooks\n"), 0o644)
+	if got := GlobalHooksPath(home); got != ".xdghooks" {
+		t.Errorf("XDG config: got %q", got)
+	}
+	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[core]\n\thooksPath = .githooks\n"), 0o644)
+	if got := GlobalHooksPath(home); got != ".githooks" {
+		t.Errorf("~/.gitconfig, read after the XDG one: got %q", got)
+	}
+}
+
 func TestGitconfigSecret(t *testing.T) {
 	dir := t.TempDir()
 	for content, want := range map[string]bool{

@@ -81,15 +81,15 @@ func sshPublic(name string) bool {
 	return strings.HasSuffix(name, ".pub")
 }
 
-// QuarantineSuffix is added to the name of a protected path the command
-// created: no tool reads the renamed file or folder, and nothing of the
-// user's is deleted.
+// QuarantineSuffix, and a random part after it, is added to the name of a
+// protected path the command created: no tool reads the renamed file or
+// folder, and nothing of the user's is deleted.
 const QuarantineSuffix = ".corral-quarantined"
 
 // Quarantine is a protected path that did not exist at launch. No mount
 // can keep a missing name from being created in a writable folder, so
 // after the run corral renames whatever is there (or a symlink the command
-// made on the way to it) to NAME.corral-quarantined.
+// made on the way to it) to NAME.corral-quarantined-RANDOM.
 type Quarantine struct {
 	Path string `json:"path"`
 	// From is the deepest folder on the way to Path that existed at

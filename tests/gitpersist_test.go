@@ -23,6 +23,207 @@ type gitAttack struct {
 	script string
 	dir    string
 	host   [][]string
+	// chmod are folders (relative to the work dir) the user makes 0755
+	// again before running git, to look inside after a run that made
+	// them unsearchable.
+	chmod []string
+}
+
+// knownRepo makes the work dir a repository at launch: its git folder is
+// protected, and its objects folder is where git writes.
+func knownRepo(t *testing.T, work string) {
+	hostGitSetup(t, work, "init", "-q")
+}
+
+// includingRepo is a repository at launch whose config includes
+// ../conf/git.cfg and sets core.hooksPath tools/hooks, at dir of the work
+// dir.
+func includingRepo(dir string) func(t *testing.T, work string) {
+	return func(t *testing.T, work string) {
+		r := filepath.Join(work, dir)
+		hostGitSetup(t, r, "init", "-q")
+		hostGitSetup(t, r, "config", "include.path", "../conf/git.cfg")
+		hostGitSetup(t, r, "config", "core.hooksPath", "tools/hooks")
+		writeFile(t, filepath.Join(r, "conf/git.cfg"), "[user]\n\tname = me\n", 0o644)
+		writeFile(t, filepath.Join(r, "tools/hooks/.keep"), "", 0o644)
+	}
+}
+
+// hostCommit is a commit on the host: it runs the pre-commit hook.
+var hostCommit = []string{"-c", "user.name=h", "-c", "user.email=h@example.invalid", "commit", "-q", "--allow-empty", "-m", "x"}
+
+// sweep2Attacks follow pointers (commondir, gitdir:, include.path,
+// core.hooksPath) where a string-cleaning or error-ignoring sweep loses
+// them, hide repositories in the user's .git/objects, and take the
+// quarantine names beforehand.
+var sweep2Attacks = []gitAttack{
+	{name: "commondir through a symlink then ..", script: `
+mkdir -p s/t s/c/objects s/c/refs/heads r/.git
+printf '[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "touch %s; false"\n' "$M" > s/c/config
+echo 'ref: refs/heads/main' > r/.git/HEAD && ln -s ../../s/t r/.git/sl && echo 'sl/../c' > r/.git/commondir`,
+		dir: "r", host: [][]string{{"status"}}},
+	{name: "commondir through a symlink then .., pre-commit hook", script: `
+mkdir -p s/t s/c/objects s/c/refs/heads s/c/hooks r/.git
+printf '#!/bin/sh\ntouch %s\n' "$M" > s/c/hooks/pre-commit && chmod +x s/c/hooks/pre-commit
+echo 'ref: refs/heads/main' > r/.git/HEAD && ln -s ../../s/t r/.git/sl && echo 'sl/../c' > r/.git/commondir`,
+		dir: "r", host: [][]string{hostCommit}},
+	{name: "commondir through a symlink to an absolute path", script: `
+mkdir -p s/t s/c/objects s/c/refs/heads r/.git
+printf '[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "touch %s; false"\n' "$M" > s/c/config
+echo 'ref: refs/heads/main' > r/.git/HEAD && ln -s "$PWD/s/t" r/.git/sl && echo 'sl/../c' > r/.git/commondir`,
+		dir: "r", host: [][]string{{"status"}}},
+	{name: "commondir through a chain of relative symlinks", script: `
+mkdir -p s/u/v/t s/u/c/objects s/u/c/refs/heads r/.git
+printf '[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "touch %s; false"\n' "$M" > s/u/c/config
+ln -s v/t s/u/l1 && ln -s ../../s/u/l1 r/.git/l2 && ln -s l2 r/.git/l3
+echo 'ref: refs/heads/main' > r/.git/HEAD && echo 'l3/../../c' > r/.git/commondir`,
+		dir: "r", host: [][]string{{"status"}}},
+	{name: "commondir with a NUL byte after the path", script: `
+mkdir -p s/c/objects s/c/refs/heads r/.git
+printf '[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "touch %s; false"\n' "$M" > s/c/config
+echo 'ref: refs/heads/main' > r/.git/HEAD && printf '../../s/c\0' > r/.git/commondir`,
+		dir: "r", host: [][]string{{"status"}}},
+	{name: "commondir to a search-only folder", script: `
+mkdir -p s/c/objects s/c/refs/heads r/.git
+printf '[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "touch %s; false"\n' "$M" > s/c/config
+echo 'ref: refs/heads/main' > r/.git/HEAD && echo '../../s/c' > r/.git/commondir && chmod 111 s/c`,
+		dir: "r", host: [][]string{{"status"}}, chmod: []string{"s/c"}},
+	{name: "commondir to a folder with no search right", script: `
+mkdir -p s/c/objects s/c/refs/heads r/.git
+printf '[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "touch %s; false"\n' "$M" > s/c/config
+echo 'ref: refs/heads/main' > r/.git/HEAD && echo '../../s/c' > r/.git/commondir && chmod 600 s`,
+		dir: "r", host: [][]string{{"status"}}, chmod: []string{"s"}},
+	{name: "git folder with no search right holding only HEAD and commondir", script: `
+mkdir -p s/c/objects s/c/refs/heads r/.git
+printf '[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "touch %s; false"\n' "$M" > s/c/config
+echo 'ref: refs/heads/main' > r/.git/HEAD && echo '../../s/c' > r/.git/commondir && chmod 600 r/.git`,
+		dir: "r", host: [][]string{{"status"}}, chmod: []string{"r/.git"}},
+	{name: "new repository with no search right on its git folder", script: `
+git init -q r && git -C r config core.fsmonitor "touch $M; false" && chmod 600 r/.git`,
+		dir: "r", host: [][]string{{"status"}}, chmod: []string{"r/.git"}},
+	{name: ".git file with a NUL byte into the user's .git/objects", setup: knownRepo, script: `
+git init -q --bare .git/objects/zz/g && git -C .git/objects/zz/g config core.fsmonitor "touch $M; false"
+git -C .git/objects/zz/g config core.bare false
+mkdir sub && printf 'gitdir: ../.git/objects/zz/g\0' > sub/.git`,
+		dir: "sub", host: [][]string{{"status"}}},
+	{name: ".git file through a symlink then .. into the user's .git/objects", setup: knownRepo, script: `
+mkdir -p .git/objects/zz/q && git init -q .git/objects/zz/g && git -C .git/objects/zz/g config core.fsmonitor "touch $M; false"
+mkdir sub && ln -s ../.git/objects/zz/q sub/sl && printf 'gitdir: sl/../g/.git\n' > sub/.git`,
+		dir: "sub", host: [][]string{{"status"}}},
+	{name: "repository in the user's .git/objects reached by a symlink", setup: knownRepo, script: `
+mkdir -p .git/objects/zz && git init -q .git/objects/zz/proj && git -C .git/objects/zz/proj config core.fsmonitor "touch $M; false"
+ln -s .git/objects/zz/proj proj`,
+		dir: "proj", host: [][]string{{"status"}}},
+	{name: "repository in an object folder of the user's .git/objects", setup: func(t *testing.T, work string) {
+		hostGitSetup(t, work, "init", "-q")
+		hostGitSetup(t, work, "-c", "user.name=h", "-c", "user.email=h@example.invalid", "commit", "-q", "--allow-empty", "-m", "x")
+	}, script: `
+d=$(ls -d .git/objects/[0-9a-f][0-9a-f] | head -1)
+git init -q $d/p && git -C $d/p config core.fsmonitor "touch $M; false" && ln -s $d/p proj`,
+		dir: "proj", host: [][]string{{"status"}}},
+	{name: "folder of an included config replaced by an absolute symlink", setup: includingRepo("."), script: `
+mkdir -p evil && printf '[core]\n\tfsmonitor = "touch %s; false"\n' "$M" > evil/git.cfg
+mv conf conf.old && ln -s "$PWD/evil" conf`,
+		dir: ".", host: [][]string{{"status"}}},
+	{name: "deep repository: include and hooksPath folders replaced by absolute symlinks", setup: includingRepo("p/q/s/r"), script: `
+mkdir -p evil/hooks && printf '[core]\n\tfsmonitor = "touch %s; false"\n' "$M" > evil/git.cfg
+printf '#!/bin/sh\ntouch %s\n' "$M" > evil/hooks/pre-commit && chmod +x evil/hooks/pre-commit
+cd p/q/s/r && mv conf conf.old && ln -s "$OLDPWD/evil" conf && mv tools tools.old && ln -s "$OLDPWD/evil" tools`,
+		dir: "p/q/s/r", host: [][]string{{"status"}, hostCommit}},
+	{name: "included config rewritten, its folder made search-only", setup: includingRepo("."), script: `
+printf '[core]\n\tfsmonitor = "touch %s; false"\n' "$M" > conf/git.cfg && chmod 111 conf`,
+		dir: ".", host: [][]string{{"status"}}, chmod: []string{"conf"}},
+	{name: "hook added, hooksPath folder made search-only", setup: includingRepo("p/q/s/r"), script: `
+printf '#!/bin/sh\ntouch %s\n' "$M" > p/q/s/r/tools/hooks/pre-commit && chmod +x p/q/s/r/tools/hooks/pre-commit && chmod 111 p/q/s/r/tools/hooks p/q/s/r/tools`,
+		dir: "p/q/s/r", host: [][]string{hostCommit}, chmod: []string{"p/q/s/r/tools", "p/q/s/r/tools/hooks"}},
+	{name: "included config reached through a symlink loop", setup: includingRepo("p/q/s/r"), script: `
+cd p/q/s/r && mv conf conf.old && ln -s conf conf`,
+		dir: "p/q/s/r", host: [][]string{{"status"}}},
+	{name: "user's config in syntax the strict parser refuses, included file rewritten", setup: func(t *testing.T, work string) {
+		r := filepath.Join(work, "p/q/s/r")
+		hostGitSetup(t, r, "init", "-q")
+		cfg := filepath.Join(r, ".git/config")
+		writeFile(t, cfg, readFile(t, cfg)+"[include]\n\tpath = ../conf/extra.cfg\n[alias]\n\tlg = log --graph \\\n\t  --oneline\n", 0o644)
+		writeFile(t, filepath.Join(r, "conf/extra.cfg"), "[user]\n\tname = me\n", 0o644)
+	}, script: `
+printf '[core]\n\tfsmonitor = "touch %s; false"\n' "$M" > p/q/s/r/conf/extra.cfg`,
+		dir: "p/q/s/r", host: [][]string{{"status"}}},
+	{name: "hook in a new repository, hooks folder made unsearchable", script: `
+git init -q r && printf '#!/bin/sh\ntouch %s\n' "$M" > r/.git/hooks/pre-commit && chmod +x r/.git/hooks/pre-commit && chmod 600 r/.git/hooks`,
+		dir: "r", host: [][]string{hostCommit}, chmod: []string{"r/.git/hooks"}},
+	{name: "hook in an existing deep repository, hooks folder made unsearchable", setup: func(t *testing.T, work string) {
+		hostGitSetup(t, filepath.Join(work, "p/q/s/r"), "init", "-q")
+	}, script: `
+printf '#!/bin/sh\ntouch %s\n' "$M" > p/q/s/r/.git/hooks/pre-commit && chmod +x p/q/s/r/.git/hooks/pre-commit && chmod 600 p/q/s/r/.git/hooks`,
+		dir: "p/q/s/r", host: [][]string{hostCommit}, chmod: []string{"p/q/s/r/.git/hooks"}},
+	{name: "attributes in a new repository, info folder made unsearchable", script: `
+git init -q r && echo data > r/f && echo '* filter=ev' > r/.git/info/attributes && chmod 600 r/.git/info
+git -C r config filter.ev.clean "touch $M; cat"`,
+		dir: "r", host: [][]string{{"add", "f"}}, chmod: []string{"r/.git/info"}},
+	{name: "info symlink in the work dir's repository, whose info was missing at launch", setup: func(t *testing.T, work string) {
+		hostGitSetup(t, work, "init", "-q")
+		hostGitSetup(t, work, "config", "filter.ev.clean", "touch "+markerVar+"; cat")
+		os.RemoveAll(filepath.Join(work, ".git/info"))
+		writeFile(t, filepath.Join(work, "f"), "data\n", 0o644)
+	}, script: `
+mkdir evil && echo '* filter=ev' > evil/attributes && ln -s ../evil .git/info`,
+		dir: ".", host: [][]string{{"add", "f"}}},
+	{name: "work dir made listable but not searchable", script: `
+git init -q r && git -C r config core.fsmonitor "touch $M; false" && chmod 600 .`,
+		dir: "r", host: [][]string{{"status"}}},
+	{name: "repositories hidden in folders made search-only and write-search-only", script: `
+mkdir h1 h2 && git init -q h1/r && git -C h1/r config core.fsmonitor "touch $M; false" && chmod 100 h1
+git init -q h2/r && git -C h2/r config core.fsmonitor "touch $M; false" && chmod 300 h2`,
+		dir: "h1/r", host: [][]string{{"status"}, {"-C", "../../h2/r", "status"}}, chmod: []string{"h1", "h2"}},
+	{name: ".git file through /proc/self/cwd", script: `
+mkdir -p a/b && git init -q a/b/x && git -C a/b/x config core.fsmonitor "touch $M; false" && mv a/b/x/.git a/b/x.git && rm -r a/b/x
+printf 'gitdir: /proc/self/cwd/x.git\n' > a/b/.git`,
+		dir: "a/b", host: [][]string{{"status"}}},
+	{name: "hook in the folder a core.hooksPath of an included file names", setup: func(t *testing.T, work string) {
+		r := filepath.Join(work, "p/q/s/r")
+		hostGitSetup(t, r, "init", "-q")
+		hostGitSetup(t, r, "config", "include.path", "../conf/git.cfg")
+		writeFile(t, filepath.Join(r, "conf/git.cfg"), "[core]\n\thooksPath = tools/hooks\n", 0o644)
+		writeFile(t, filepath.Join(r, "tools/hooks/.keep"), "", 0o644)
+	}, script: `
+printf '#!/bin/sh\ntouch %s\n' "$M" > p/q/s/r/tools/hooks/pre-commit && chmod +x p/q/s/r/tools/hooks/pre-commit`,
+		dir: "p/q/s/r", host: [][]string{hostCommit}},
+	{name: "folder an existing worktree's commondir names replaced by an absolute symlink", setup: func(t *testing.T, work string) {
+		// A deep repository (not protected at launch) sharing the
+		// config of p/common through its commondir, as a linked
+		// worktree does.
+		writeFile(t, filepath.Join(work, "p/common/config"), "[core]\n\trepositoryformatversion = 0\n", 0o644)
+		writeFile(t, filepath.Join(work, "p/q/s/r/.git/HEAD"), "ref: refs/heads/main\n", 0o644)
+		writeFile(t, filepath.Join(work, "p/q/s/r/.git/commondir"), "../../../../common\n", 0o644)
+		for _, d := range []string{"p/common/objects", "p/common/refs/heads"} {
+			os.MkdirAll(filepath.Join(work, d), 0o755)
+		}
+	}, script: `
+mkdir -p evil/objects evil/refs/heads && printf '[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "touch %s; false"\n' "$M" > evil/config
+mv p/common p/common.old && ln -s "$PWD/evil" p/common`,
+		dir: "p/q/s/r", host: [][]string{{"status"}}},
+	{name: "user's config with the include on the section header's line, included file rewritten", setup: func(t *testing.T, work string) {
+		r := filepath.Join(work, "p/q/s/r")
+		hostGitSetup(t, r, "init", "-q")
+		cfg := filepath.Join(r, ".git/config")
+		writeFile(t, cfg, readFile(t, cfg)+"[include] path = ../conf/extra.cfg\n[core] hooksPath = tools/hooks\n", 0o644)
+		writeFile(t, filepath.Join(r, "conf/extra.cfg"), "[user]\n\tname = me\n", 0o644)
+		writeFile(t, filepath.Join(r, "tools/hooks/.keep"), "", 0o644)
+	}, script: `
+printf '[core]\n\tfsmonitor = "touch %s; false"\n' "$M" > p/q/s/r/conf/extra.cfg
+printf '#!/bin/sh\ntouch %s\n' "$M" > p/q/s/r/tools/hooks/pre-commit && chmod +x p/q/s/r/tools/hooks/pre-commit`,
+		dir: "p/q/s/r", host: [][]string{{"status"}, hostCommit}},
+	{name: "quarantine names taken beforehand", script: `
+git init -q r && git -C r config core.fsmonitor "touch $M; false"
+touch r/.git/config.corral-quarantined; for i in $(seq 2 101); do touch r/.git/config.corral-quarantined.$i; done`,
+		dir: "r", host: [][]string{{"status"}}},
+}
+
+// TestGitPersistenceSweep2 runs sweep2Attacks as TestGitPersistence runs
+// gitAttacks.
+func TestGitPersistenceSweep2(t *testing.T) {
+	t.Parallel()
+	runGitAttacks(t, sweep2Attacks)
 }
 
 // sandboxGit is git inside the sandbox with an identity for commits.
@@ -135,7 +336,11 @@ const markerVar = "@MARKER@"
 // there, and runs the host's git.
 func TestGitPersistence(t *testing.T) {
 	t.Parallel()
-	for _, a := range gitAttacks {
+	runGitAttacks(t, gitAttacks)
+}
+
+func runGitAttacks(t *testing.T, attacks []gitAttack) {
+	for _, a := range attacks {
 		t.Run(strings.ReplaceAll(a.name, " ", "_"), func(t *testing.T) {
 			t.Parallel()
 			users(t, func(t *testing.T, u user) {
@@ -156,6 +361,9 @@ func TestGitPersistence(t *testing.T) {
 				// made them unreadable.
 				os.Chmod(work, 0o755)
 				os.Chmod(filepath.Join(work, "hide"), 0o755)
+				for _, d := range a.chmod {
+					os.Chmod(filepath.Join(work, d), 0o755)
+				}
 				for _, args := range a.host {
 					hostGit(t, u, home, dir, args...)
 				}
@@ -324,6 +532,65 @@ printf '#!/bin/sh\ntouch `+marker+`\n' > hooks/pre-commit && chmod +x hooks/pre-
 printf '[core]\n\tfsmonitor = "touch `+marker+`"\n' > extra.cfg`)
 		hostGit(t, u, home, repo, "status")
 		hostGit(t, u, home, repo, "-c", "user.name=h", "-c", "user.email=h@example.invalid", "commit", "-q", "--allow-empty", "-m", "x")
+		if exists(marker) {
+			t.Errorf("the host's git ran what the sandboxed command planted (%s exists)\n%s", marker, r)
+		}
+	})
+}
+
+// TestGitGlobalHooksPath: the user's global git config sets a relative
+// core.hooksPath (.githooks): it names a folder in every repository's
+// work tree, the one at launch and any the command makes.
+func TestGitGlobalHooksPath(t *testing.T) {
+	t.Parallel()
+	for _, hp := range []string{".githooks", "tools/hooks"} {
+		t.Run(strings.ReplaceAll(hp, "/", "_"), func(t *testing.T) {
+			users(t, func(t *testing.T, u user) {
+				attack(t, "persistence", "git: hooks in the folder a relative core.hooksPath of the global config names")
+				home := newDir(t, u, "home")
+				writeFile(t, filepath.Join(home, ".gitconfig"), "[core]\n\thooksPath = "+hp+"\n", 0o644)
+				work := newDir(t, u, "work")
+				marker := filepath.Join(newDir(t, u, "marker"), "ran")
+				hostGitSetup(t, work, "init", "-q")
+				own(t, u, work)
+				time.Sleep(20 * time.Millisecond)
+				r := runScriptArgs(t, u, work, homeEnv(home), nil, `
+hook() { mkdir -p "$1/`+hp+`" && printf '#!/bin/sh\ntouch `+marker+`\n' > "$1/`+hp+`/pre-commit" && chmod +x "$1/`+hp+`/pre-commit"; }
+hook . ; git init -q r && hook r; mkdir -p a/b && git init -q a/b/deep && hook a/b/deep
+git init -q wt && git -C wt config core.worktree ../../w2 && mkdir w2 && hook w2
+true`)
+				for _, d := range []string{".", "r", "a/b/deep", "wt"} {
+					hostGit(t, u, home, filepath.Join(work, d), hostCommit...)
+				}
+				if exists(marker) {
+					t.Errorf("the host's git ran a hook the sandboxed command planted (%s exists)\n%s", marker, r)
+				}
+			})
+		})
+	}
+}
+
+// TestGitGlobalConfigNamesWorkDir: the user's global git config includes
+// a file in the work dir and sets an absolute core.hooksPath there: the
+// command rewrites the one and plants a hook in the other.
+func TestGitGlobalConfigNamesWorkDir(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "persistence", "git: a file the global config includes and its absolute core.hooksPath, in the work dir")
+		home := newDir(t, u, "home")
+		work := newDir(t, u, "work")
+		marker := filepath.Join(newDir(t, u, "marker"), "ran")
+		writeFile(t, filepath.Join(home, ".gitconfig"), "[include]\n\tpath = "+work+"/conf/git.cfg\n[core]\n\thooksPath = "+work+"/hooks\n", 0o644)
+		writeFile(t, filepath.Join(work, "conf/git.cfg"), "[user]\n\tname = me\n", 0o644)
+		writeFile(t, filepath.Join(work, "hooks/.keep"), "", 0o644)
+		hostGitSetup(t, filepath.Join(work, "r"), "init", "-q")
+		own(t, u, work)
+		time.Sleep(20 * time.Millisecond)
+		r := runScriptArgs(t, u, work, homeEnv(home), nil, `
+printf '[core]\n\tfsmonitor = "touch `+marker+`; false"\n' > conf/git.cfg
+printf '#!/bin/sh\ntouch `+marker+`\n' > hooks/pre-commit && chmod +x hooks/pre-commit`)
+		hostGit(t, u, home, filepath.Join(work, "r"), "status")
+		hostGit(t, u, home, filepath.Join(work, "r"), hostCommit...)
 		if exists(marker) {
 			t.Errorf("the host's git ran what the sandboxed command planted (%s exists)\n%s", marker, r)
 		}

@@ -14,7 +14,7 @@ import (
 // write grant covers $HOME (or a folder of tool configs) must leave
 // nothing there that a host tool runs later. Existing protected paths
 // stay read-only; ones the command creates are renamed to
-// NAME.corral-quarantined after the run. Every check is made from the
+// NAME.corral-quarantined-RANDOM after the run. Every check is made from the
 // host, after corral returned.
 
 // homeFiles are planted in the fake home folder before each run.
@@ -182,8 +182,8 @@ var homeMissing = []string{".zlogin", ".bash_aliases", ".envrc", ".zshenv", ".co
 func checkQuarantined(t *testing.T, got []string, want []string) {
 	t.Helper()
 	for _, w := range want {
-		if !slices.Contains(got, w+".corral-quarantined") {
-			t.Errorf("%s: want it quarantined as %s.corral-quarantined; quarantined: %q", w, w, got)
+		if !slices.ContainsFunc(got, func(g string) bool { return strings.HasPrefix(g, w+".corral-quarantined-") }) {
+			t.Errorf("%s: want it quarantined as %s.corral-quarantined-RANDOM; quarantined: %q", w, w, got)
 		}
 	}
 }
@@ -433,4 +433,88 @@ mv .local local.old; mkdir -p .local/bin && echo evil > .local/bin/ls
 		got := checkHome(t, home, before, []string{"cfg.old", "local.old"}, r)
 		checkQuarantined(t, got, []string{"dotfiles/config/systemd", "dotfiles/config/autostart", ".zshrc", ".config", ".local"})
 	})
+}
+
+// TestHomeLinkCannotBeFollowed: ~/.bashrc is a stow-style symlink at
+// launch; the command re-points it where corral cannot follow it (a path
+// longer than PATH_MAX through relative links, which the kernel resolves
+// one link at a time; a missing file; a loop). Each is taken as
+// re-pointed and quarantined, with a warning.
+func TestHomeLinkCannotBeFollowed(t *testing.T) {
+	for _, tc := range []struct{ name, script string }{
+		{"longer than PATH_MAX", `
+n=$(printf "%0200d" 0); rel=""; for i in $(seq 15); do rel="$rel$n/"; done
+mkdir -p "$rel" && (cd "$rel" && mkdir -p "$rel" && echo evil > "$rel/evil" && ln -s "${rel}evil" L2)
+rm .bashrc && ln -s "${rel}L2" .bashrc`},
+		{"missing target", `rm .bashrc && ln -s nowhere/bashrc .bashrc`},
+		{"loop", `rm .bashrc && ln -s .bashrc .bashrc`},
+	} {
+		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
+			users(t, func(t *testing.T, u user) {
+				attack(t, "persistence", "re-point a protected symlink where corral cannot follow it: "+tc.name)
+				home := newDir(t, u, "home")
+				writeFile(t, filepath.Join(home, "dotfiles/bashrc"), "# bashrc\n", 0o644)
+				if err := os.Symlink("dotfiles/bashrc", filepath.Join(home, ".bashrc")); err != nil {
+					t.Fatal(err)
+				}
+				own(t, u, home)
+				r := runScriptArgs(t, u, home, homeEnv(home), nil, tc.script)
+				if _, err := os.Lstat(filepath.Join(home, ".bashrc")); err == nil {
+					t.Errorf("~/.bashrc, re-pointed where corral cannot follow it, is still there:\n%s", r)
+				}
+				if !strings.Contains(r.stderr, "cannot follow") {
+					t.Errorf("no warning that corral cannot follow ~/.bashrc:\n%s", r)
+				}
+			})
+		})
+	}
+}
+
+// TestHomeNewStartupFiles creates start-up files that run commands in
+// tools other than shells (less, bash-completion, sqlite3, pdb, gh): each
+// is quarantined.
+func TestHomeNewStartupFiles(t *testing.T) {
+	users(t, func(t *testing.T, u user) {
+		attack(t, "persistence", "create ~/.lesskey, ~/.bash_completion, ~/.sqliterc, ~/.pdbrc, gh aliases and bash completions")
+		home := newDir(t, u, "home")
+		writeFile(t, filepath.Join(home, ".config/README"), "configs\n", 0o644)
+		own(t, u, home)
+		created := []string{".lesskey", ".config/lesskey", ".bash_completion", ".sqliterc", ".pdbrc", ".config/gh", ".local/share/bash-completion"}
+		r := runScriptArgs(t, u, home, homeEnv(home), nil, `
+printf '#env\nLESSOPEN=|touch /tmp/x %%s\n' > .lesskey; cp .lesskey .config/lesskey
+echo 'touch /tmp/x' > .bash_completion; echo '.shell touch /tmp/x' > .sqliterc; echo '!import os' > .pdbrc
+mkdir -p .config/gh && echo 'aliases: {co: "!touch /tmp/x"}' > .config/gh/config.yml
+mkdir -p .local/share/bash-completion/completions && echo 'touch /tmp/x' > .local/share/bash-completion/completions/git`)
+		for _, p := range created {
+			if _, err := os.Lstat(filepath.Join(home, p)); err == nil {
+				t.Errorf("%s, created by the command, is still there:\n%s", p, r)
+			}
+		}
+	})
+}
+
+// TestHomeUnsearchableParent creates a missing protected path, then takes
+// the search right off the folder that holds it: the quarantine still
+// finds and moves it (the owner would chmod the folder back later).
+func TestHomeUnsearchableParent(t *testing.T) {
+	for _, mode := range []string{"600", "000", "100"} {
+		t.Run(mode, func(t *testing.T) {
+			users(t, func(t *testing.T, u user) {
+				attack(t, "persistence", "create a protected path, then chmod "+mode+" the folder holding it")
+				home := newDir(t, u, "home")
+				writeFile(t, filepath.Join(home, ".config/README"), "configs\n", 0o644)
+				own(t, u, home)
+				r := runScriptArgs(t, u, home, homeEnv(home), nil, `
+mkdir -p .config/autostart && echo evil > .config/autostart/e.desktop && mkdir -p .x/.config && cp -r .config/autostart .x/
+echo evil > .bash_completion && chmod `+mode+` .config`)
+				os.Chmod(filepath.Join(home, ".config"), 0o755)
+				if _, err := os.Lstat(filepath.Join(home, ".config/autostart")); err == nil {
+					t.Errorf(".config/autostart, created by the command, is still there:\n%s", r)
+				}
+				if st, err := os.Stat(filepath.Join(home, ".config")); err != nil || !st.IsDir() {
+					t.Errorf(".config is gone: %v", err)
+				}
+			})
+		})
+	}
 }

@@ -190,7 +190,7 @@ func (x *explanation) writeText(w io.Writer) {
 
 // writeProtected prints the paths kept read-only inside writable roots.
 func writeProtected(w io.Writer, list []policyengine.ProtectedPath) {
-	fmt.Fprintf(w, "\nprotected paths: read-only inside every writable root unless a write grant names them exactly; created by a run, they are renamed to NAME%s afterwards\n", sandbox.QuarantineSuffix)
+	fmt.Fprintf(w, "\nprotected paths: read-only inside every writable root unless a write grant names them exactly; created by a run, they are renamed to NAME%s-RANDOM afterwards\n", sandbox.QuarantineSuffix)
 	fmt.Fprintf(w, "  (also: the active skills' folders and the policy files, always; private keys in ~/.ssh are empty where a grant reaches them)\n")
 	for _, p := range list {
 		at, name := "<root>/", p.Path
@@ -247,7 +247,7 @@ func writePlan(w io.Writer, p *sandbox.Plan) {
 		fmt.Fprintf(w, "    %-8s %s%s%s  (%s)\n", m.Kind, m.Target, src, flags, m.Why)
 	}
 	if len(p.Quarantine) > 0 {
-		fmt.Fprintf(w, "  protected paths missing at launch, renamed to NAME%s after the run if the command creates them:\n", sandbox.QuarantineSuffix)
+		fmt.Fprintf(w, "  protected paths missing at launch, renamed to NAME%s-RANDOM after the run if the command creates them:\n", sandbox.QuarantineSuffix)
 		for _, q := range p.Quarantine {
 			if q.Real != "" {
 				fmt.Fprintf(w, "    %s (a symlink: quarantined unless it still leads to %s)\n", q.Path, q.Real)
