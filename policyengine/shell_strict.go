@@ -1,0 +1,270 @@
+package policyengine
+
+import (
+	"fmt"
+	"strings"
+)
+
+// A command line is checked for two shells: `corral exec -- sh -c LINE`
+// runs dash, an agent's bash tool runs bash. Where the two read a line
+// differently, or corral cannot be sure how either reads it, the splitter
+// refuses with a shellUnsureError (ErrUnclear: a policy asks the user,
+// the exec check denies) rather than pick one reading.
+
+// shellUnsureError names a construct the splitter will not guess at.
+type shellUnsureError struct {
+	offset int
+	msg    string
+}
+
+func (e *shellUnsureError) Error() string {
+	return fmt.Sprintf("at offset %d: %s", e.offset, e.msg)
+}
+
+func (e *shellUnsureError) Is(target error) bool { return target == ErrUnclear }
+
+func shellUnsuref(offset int, format string, args ...any) error {
+	return &shellUnsureError{offset: offset, msg: fmt.Sprintf(format, args...)}
+}
+
+// Reasons shared by the checks.
+const (
+	whyAnsiC = "$'...' is a quote in bash but \"$\" and a single-quoted string in sh (dash), which split the line differently"
+	whyArith = "arithmetic with a name or an expansion: bash evaluates a variable's value as an expression " +
+		"(x='a[$(cmd)]' runs cmd), sh (dash) does not"
+	whyDoubleParen = "((...)) is arithmetic in bash but two nested subshells running commands in sh (dash)"
+	whyCond        = "[[ is a keyword in bash but a plain command in sh (dash), where < > ( && || in it are operators"
+)
+
+// shellCtx is one level of nesting the continuation pass is in.
+type shellCtx struct {
+	kind   byte // 'u' unquoted (the line, $(...), <(...)), '"', '{' (${...}), '`'
+	parens int  // open "(" in a 'u' level
+	dq     bool // a '{' level inside double quotes
+}
+
+// joinContinuations removes every backslash-newline the shell removes
+// before it reads tokens: outside single quotes and comments, inside
+// double quotes too. Done first, it keeps "$\<newline>(", "esa\<newline>c"
+// or "<<E\<newline>OF" from reading as something else than the shell
+// reads. Where the place of a continuation cannot be told for sure (a
+// line with a here-document, inside backquotes or ${...}, or after a case
+// pattern's ")" inside a substitution), it refuses.
+func joinContinuations(line string) (string, error) {
+	if !strings.Contains(line, "\\\n") {
+		return line, nil
+	}
+	if i := strings.Index(line, "<<"); i >= 0 {
+		return "", shellUnsuref(i, "a line continuation (backslash-newline) in a line with a here-document or here-string: "+
+			"where its body starts and what it holds cannot be told for sure")
+	}
+	// A case pattern's ")" inside $(...) would close it here.
+	unsureParens := strings.Contains(line, "case") && (strings.Contains(line, "(") || strings.Contains(line, "`"))
+	b := make([]byte, 0, len(line))
+	stack := []shellCtx{{kind: 'u'}}
+	// peek returns the index of the next byte after i that is not part
+	// of a continuation.
+	peek := func(i int) int {
+		for i < len(line) && line[i] == '\\' && i+1 < len(line) && line[i+1] == '\n' {
+			i += 2
+		}
+		return i
+	}
+	at := func(i int) byte {
+		if i < len(line) {
+			return line[i]
+		}
+		return 0
+	}
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		top := &stack[len(stack)-1]
+		if c == '\\' && at(i+1) == '\n' {
+			switch {
+			case top.kind == '`':
+				return "", shellUnsuref(i, "a line continuation (backslash-newline) inside backquotes")
+			case top.kind == '{':
+				return "", shellUnsuref(i, "a line continuation (backslash-newline) inside ${...}")
+			case unsureParens && len(stack) > 1:
+				return "", shellUnsuref(i, "a line continuation (backslash-newline) inside a substitution holding case")
+			}
+			i++
+			continue
+		}
+		if c == '\\' { // an escape: the next byte is taken as is
+			b = append(b, c)
+			if i+1 < len(line) {
+				i++
+				b = append(b, line[i])
+			}
+			continue
+		}
+		if top.kind == '`' {
+			if c == '`' {
+				stack = stack[:len(stack)-1]
+			}
+			b = append(b, c)
+			continue
+		}
+		unquoted := top.kind == 'u' || top.kind == '{' && !top.dq
+		switch {
+		case c == '\'' && unquoted:
+			end := strings.IndexByte(line[i+1:], '\'')
+			if end < 0 {
+				end = len(line) - i - 1 // the splitter reports it
+			}
+			b = append(b, line[i:min(i+2+end, len(line))]...)
+			i += end + 1
+			continue
+		case c == '"' && top.kind == '"':
+			stack = stack[:len(stack)-1]
+		case c == '"':
+			stack = append(stack, shellCtx{kind: '"'})
+		case c == '`':
+			stack = append(stack, shellCtx{kind: '`'})
+		case c == '$' || (c == '<' || c == '>') && top.kind == 'u':
+			j := peek(i + 1)
+			next := at(j)
+			switch {
+			case next == '(':
+				stack = append(stack, shellCtx{kind: 'u'})
+			case next == '{' && c == '$':
+				stack = append(stack, shellCtx{kind: '{', dq: top.kind == '"' || top.kind == '{' && top.dq})
+			case next == '\'' && c == '$' && unquoted:
+				return "", shellUnsuref(i, "%s", whyAnsiC)
+			default:
+				b = append(b, c)
+				continue
+			}
+			b = append(b, c)
+			b = append(b, next)
+			i = j
+			continue
+		case c == '}' && top.kind == '{':
+			stack = stack[:len(stack)-1]
+		case c == '(' && top.kind == 'u':
+			top.parens++
+		case c == ')' && top.kind == 'u':
+			if top.parens > 0 {
+				top.parens--
+			} else if len(stack) > 1 {
+				stack = stack[:len(stack)-1]
+			}
+		case c == '#' && top.kind == 'u':
+			if len(b) == 0 || strings.IndexByte(" \t\n;&|()<>", b[len(b)-1]) >= 0 {
+				end := strings.IndexByte(line[i:], '\n')
+				if end < 0 {
+					end = len(line) - i
+				}
+				b = append(b, line[i:i+end]...)
+				i += end - 1
+				continue
+			}
+		}
+		b = append(b, c)
+	}
+	return string(b), nil
+}
+
+// plainArith reports whether arithmetic text holds only numbers and
+// operators: no names, expansions or subscripts, whose values bash would
+// evaluate as expressions of their own.
+func plainArith(text string) bool {
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		switch {
+		case c >= '0' && c <= '9', strings.IndexByte(" \t\n+-*/%<>=!&|^~?:,()", c) >= 0:
+		case c == '_' || c == '#' || c == '@' || c|0x20 >= 'a' && c|0x20 <= 'z':
+			// Only inside a number: 0x1f, 16#ff.
+			j := i
+			for j > 0 && (isAlnum(text[j-1]) || text[j-1] == '_' || text[j-1] == '#' || text[j-1] == '@') {
+				j--
+			}
+			if text[j] < '0' || text[j] > '9' {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool {
+	return c >= '0' && c <= '9' || c|0x20 >= 'a' && c|0x20 <= 'z'
+}
+
+// checkParam refuses the ${...} forms at src[open:] that bash and dash
+// read differently or that make bash evaluate a value again: ${x=...} and
+// ${x:=...} assign inside a word (a later ${x@P} or $((x)) runs what was
+// assigned), ${x@P} and other transformations, ${!x} indirection, array
+// subscripts and ${x:offset} (arithmetic on names). ${x}, ${#x}, the
+// -, ?, + defaults and the #, % (and bash's /, ^, ,) patterns are read.
+func checkParam(src string, open int) error {
+	at := func(i int) byte {
+		if i < len(src) {
+			return src[i]
+		}
+		return 0
+	}
+	i := open + 2
+	length := false
+	switch at(i) {
+	case '!':
+		if at(i+1) == '}' {
+			return nil // ${!}, the last background job
+		}
+		return shellUnsuref(open, "${!...} indirection is bash's only (and evaluates the named variable's subscript)")
+	case '#':
+		if at(i+1) == '}' {
+			return nil
+		}
+		if n := shellNameLen(src[i+1:]); n > 0 || at(i+1) >= '0' && at(i+1) <= '9' || strings.IndexByte("@*?-$!", at(i+1)) >= 0 {
+			length = true
+			i++
+		}
+	}
+	switch n := shellNameLen(src[i:]); {
+	case n > 0:
+		i += n
+	case at(i) >= '0' && at(i) <= '9':
+		for at(i) >= '0' && at(i) <= '9' {
+			i++
+		}
+	case strings.IndexByte("@*#?-$!", at(i)) >= 0 && at(i) != 0:
+		i++
+	default:
+		return shellUnsuref(open, "a ${...} that does not start with a parameter name")
+	}
+	if at(i) == '[' {
+		j := i + 1
+		for at(j) >= '0' && at(j) <= '9' || (j == i+1 && (at(j) == '@' || at(j) == '*')) {
+			j++
+		}
+		if at(j) != ']' || j == i+1 {
+			return shellUnsuref(open, "an array subscript in ${...}: bash evaluates it as arithmetic, on names too, and sh (dash) has no arrays")
+		}
+		i = j + 1
+	}
+	c := at(i)
+	if length && c != '}' {
+		return shellUnsuref(open, "a ${#...} that is not the length of a parameter")
+	}
+	switch c {
+	case '}', '-', '?', '+', '#', '%', '/', '^', ',':
+		return nil
+	case '=':
+		return shellUnsuref(open, "${x=...} assigns inside a word: what it assigns may be evaluated again (${x@P}, $((x))) by bash")
+	case ':':
+		switch at(i + 1) {
+		case '-', '?', '+':
+			return nil
+		case '=':
+			return shellUnsuref(open, "${x:=...} assigns inside a word: what it assigns may be evaluated again (${x@P}, $((x))) by bash")
+		}
+		return shellUnsuref(open, "${x:offset} is bash's only, and evaluates its offset as arithmetic, on names too")
+	case '@':
+		return shellUnsuref(open, "${x@...} transformations are bash's only (${x@P} runs the command substitutions in x's value)")
+	}
+	return shellUnsuref(open, "a ${...} operator %q that corral does not read", string(c))
+}
