@@ -145,11 +145,21 @@ func TestCheckExec(t *testing.T) {
 		{"trap 'rm -rf /' EXIT", Deny, "rm"},
 		{"trap 'curl x' EXIT; true", Allow, ""},
 		{"shopt -s expand_aliases; alias ls='rm -rf /'; ls", Deny, "rm"},
+		{"echo hi; pwd", Allow, "the shell runs echo, pwd itself (builtins)"},
+		{"curl x; pwd", Allow, "every program (curl) is in the exec list, and the shell runs pwd itself"},
+		{"[[ -f <(touch PWNED) ]]", Deny, "cannot check the command line: split command line: at offset 2: [[ is a keyword in bash"},
+		{"curl \\\n -s x", Allow, ""},
+		{"curl \"$\\\n(touch PWNED)\"", Deny, "touch"},
 	}
 	for _, tt := range tests {
 		d := e.CheckExec(tt.line)
 		if d.Action != tt.want || !strings.Contains(d.Reason, tt.says) {
 			t.Errorf("exec %q = %s (%s), want %s containing %q", tt.line, d.Action, d.Reason, tt.want, tt.says)
+		}
+	}
+	for _, tt := range shellUnsureLines {
+		if d := e.CheckExec(tt.line); d.Action != Deny || !strings.Contains(d.Reason, tt.why) {
+			t.Errorf("exec %q = %s (%s), want deny naming %q", tt.line, d.Action, d.Reason, tt.why)
 		}
 	}
 	if d := e.CheckArgv([]string{"echo", "hi"}); d.Action != Deny {
@@ -167,6 +177,13 @@ func TestCheckExecUnrestricted(t *testing.T) {
 	}
 	if d := e.CheckExec("anything > /etc/passwd"); d.Action != Deny {
 		t.Errorf("redirect outside writes allowed without an exec list")
+	}
+	// Without an exec list, a line the shells read differently is still
+	// refused: what it runs and writes cannot be told.
+	for _, tt := range shellUnsureLines {
+		if d := e.CheckExec(tt.line); d.Action != Deny {
+			t.Errorf("unrestricted exec %q = %s (%s), want deny", tt.line, d.Action, d.Reason)
+		}
 	}
 }
 
