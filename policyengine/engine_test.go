@@ -150,6 +150,21 @@ func TestCheckExec(t *testing.T) {
 		{"[[ -f <(touch PWNED) ]]", Deny, "cannot check the command line: split command line: at offset 2: [[ is a keyword in bash"},
 		{"curl \\\n -s x", Allow, ""},
 		{"curl \"$\\\n(touch PWNED)\"", Deny, "touch"},
+		// bash evaluates names' subscripts and values as arithmetic in
+		// these builtins; dash does not.
+		{"let 'a[$(touch PWNED)]'", Deny, "let evaluates arithmetic"},
+		{"x='a[$(touch PWNED)]'; let x", Deny, "let evaluates arithmetic"},
+		{`x='a[$(touch PWNED)]'; test -v "$x"`, Deny, "test"},
+		{`x='a[$(touch PWNED)]'; [ -v "$x" ]`, Deny, "["},
+		{"printf -v 'a[$(touch PWNED)]' x", Deny, "printf"},
+		{"read 'a[$(touch PWNED)]' <<< x", Deny, "read"},
+		{"unset 'a[$(touch PWNED)]'", Deny, "unset"},
+		{"x='a[$(touch PWNED)]'; declare -i y=$x", Deny, "declare"},
+		{`x='a[$(touch PWNED)]'; wait -p "$x"`, Deny, "wait"},
+		{"x='a[$(touch PWNED)]'; echo $[x]", Deny, "$[...]"},
+		{`x='a[$(touch PWNED)]'; echo "$[x]"`, Deny, "$[...]"},
+		{`echo "${x:-$'\'}'}"`, Deny, "$'"},
+		{`[ -f "$f" ] && printf '%s\n' "$x" "a[$x]"; export PATH="$PATH:/x"; read -r line; test -n "$y"`, Allow, "builtins"},
 	}
 	for _, tt := range tests {
 		d := e.CheckExec(tt.line)

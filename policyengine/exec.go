@@ -200,11 +200,17 @@ func (e *Engine) checkCommand(c Command, depth int, inShell bool, st lineState) 
 		st.cwd.change(prog, c.Args)
 		return Decision{Action: Allow, Reason: prog + " is a shell builtin"}, nil
 	case inShell && prog == "unset":
+		if why := bashEvaluates(prog, c.Args); why != "" {
+			return Decision{Action: Deny, Reason: why}, nil
+		}
 		for _, a := range c.Args {
 			delete(st.functions, a) // unset -f NAME, or unset NAME
 		}
 		return Decision{Action: Allow, Reason: "unset is a shell builtin"}, nil
 	case inShell && shellBuiltins[prog] && prog != "trap" && prog != "alias":
+		if why := bashEvaluates(prog, c.Args); why != "" {
+			return Decision{Action: Deny, Reason: why}, nil
+		}
 		return Decision{Action: Allow, Reason: prog + " is a shell builtin"}, nil
 	}
 	if strings.Contains(prog, "/") && !path.IsAbs(prog) && e.perms.ExecRestricted() && (len(st.cwd.dirs) != 1 || st.cwd.dirs[0] != e.workDir) {

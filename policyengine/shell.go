@@ -134,6 +134,9 @@ type shellSplitter struct {
 	// expanding is set when an expansion starts it (see shellWord).
 	wordStart int
 	expanding bool
+	// inParam counts the ${...} being read: bash reads $'...' in them
+	// even inside double quotes (shopt extquote), dash does not.
+	inParam int
 }
 
 type shellChildResult struct {
@@ -908,6 +911,8 @@ func (s *shellSplitter) readDouble(emit bool) error {
 		case c == '`':
 			s.expansionAt()
 			err = s.backquote(true)
+		case c == '$' && s.at(s.pos+1) == '[':
+			return shellUnsuref(s.pos, "%s", whyOldArith)
 		default:
 			if c == '$' && emit {
 				s.expansionAt() // "$x"
@@ -963,9 +968,11 @@ func (s *shellSplitter) dollar(inDouble bool) error {
 		s.pos = start + 2
 		return s.scanParam(start, inDouble)
 	case '\'':
-		if !inDouble {
+		if !inDouble || s.inParam > 0 {
 			return shellUnsuref(start, "%s", whyAnsiC)
 		}
+	case '[':
+		return shellUnsuref(start, "%s", whyOldArith)
 	}
 	s.pos++
 	return nil
@@ -1011,7 +1018,8 @@ func (s *shellSplitter) scanParam(open int, inDouble bool) error {
 	if err := s.enter(open); err != nil {
 		return err
 	}
-	defer s.leave()
+	s.inParam++
+	defer func() { s.leave(); s.inParam-- }()
 	for depth := 1; s.pos < len(s.src); {
 		var err error
 		switch s.src[s.pos] {

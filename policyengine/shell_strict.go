@@ -33,6 +33,7 @@ const (
 	whyArith = "arithmetic with a name or an expansion: bash evaluates a variable's value as an expression " +
 		"(x='a[$(cmd)]' runs cmd), sh (dash) does not"
 	whyDoubleParen = "((...)) is arithmetic in bash but two nested subshells running commands in sh (dash)"
+	whyOldArith    = "$[...] is arithmetic in bash (evaluating names' values as expressions) but literal text in sh (dash)"
 	whyCond        = "[[ is a keyword in bash but a plain command in sh (dash), where < > ( && || in it are operators"
 )
 
@@ -267,4 +268,47 @@ func checkParam(src string, open int) error {
 		return shellUnsuref(open, "${x@...} transformations are bash's only (${x@P} runs the command substitutions in x's value)")
 	}
 	return shellUnsuref(open, "a ${...} operator %q that corral does not read", string(c))
+}
+
+// nameBuiltins are the bash builtins whose arguments are variable names
+// (with =value for the declaring ones); optName are those that take a
+// name only after an option (printf -v NAME, test -v NAME, wait -p
+// NAME). bash evaluates a name's array subscript as arithmetic:
+// a[$(cmd)] runs cmd, and so does a name that an expansion gives.
+var (
+	nameBuiltins = map[string]bool{
+		"declare": true, "typeset": true, "local": true, "export": true, "readonly": true,
+		"read": true, "unset": true, "getopts": true, "mapfile": true, "readarray": true,
+	}
+	optName = map[string]string{"printf": "-v", "test": "-v", "[": "-v", "wait": "-p"}
+)
+
+// bashEvaluates says why the builtin prog with args may run a command
+// in bash although it runs nothing in sh (dash), or "": let and
+// declare -i evaluate arithmetic on names' values, and a name with a
+// subscript or an expansion in it is evaluated as an expression.
+func bashEvaluates(prog string, args []string) string {
+	if prog == "let" {
+		return "let evaluates arithmetic, in which bash evaluates variables' values as expressions (x='a[$(cmd)]' runs cmd)"
+	}
+	opt, named := optName[prog]
+	if !named && !nameBuiltins[prog] {
+		return ""
+	}
+	integer := false
+	for i, a := range args {
+		if named && (i == 0 || args[i-1] != opt) && !strings.HasPrefix(a, opt) {
+			continue
+		}
+		if (prog == "declare" || prog == "typeset" || prog == "local") && strings.HasPrefix(a, "-") && strings.Contains(a, "i") {
+			integer = true
+		}
+		name, _, _ := strings.Cut(a, "=")
+		if strings.ContainsAny(name, "$`") || strings.Contains(name, "[") && strings.ContainsAny(a, "$`") ||
+			integer && strings.ContainsAny(a, "$`") {
+			return fmt.Sprintf("%s %q: bash evaluates a name's subscript (or an integer's value) as arithmetic, "+
+				"which can run commands (a[$(cmd)]); sh (dash) does not", prog, a)
+		}
+	}
+	return ""
 }
