@@ -164,6 +164,11 @@ func TestCheckExec(t *testing.T) {
 		{"x='a[$(touch PWNED)]'; echo $[x]", Deny, "$[...]"},
 		{`x='a[$(touch PWNED)]'; echo "$[x]"`, Deny, "$[...]"},
 		{`echo "${x:-$'\'}'}"`, Deny, "$'"},
+		{"declare -n r='a[$(touch PWNED)]'; echo $r", Deny, "name reference"},
+		{"f() { local -n r=$1; }", Deny, "name reference"},
+		{"declare 'a[x]=1'", Deny, "subscript"},
+		{"read 'a[x]' <<< 1", Deny, "subscript"},
+		{"declare -a a=(1 2) b[0]=1; local x=\"$1\"; export y=$x", Allow, ""},
 		{`[ -f "$f" ] && printf '%s\n' "$x" "a[$x]"; export PATH="$PATH:/x"; read -r line; test -n "$y"`, Allow, "builtins"},
 	}
 	for _, tt := range tests {

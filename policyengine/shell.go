@@ -634,6 +634,9 @@ func (s *shellSplitter) addWord(sc *shellSimple, w shellWord, cases *[]shellCase
 			sc.cond = false
 		}
 	case w.assign:
+		if !plainSubscript(w.value[:shellAssignEnd(w.value)]) {
+			return shellUnsuref(s.pos, "%s", whySubscript)
+		}
 		sc.assigns = true
 		sc.cmd.Assigns = append(sc.cmd.Assigns, w.value)
 	case !sc.assigns && !w.quoted && s.reservedWord(sc, w.value, cases):
@@ -860,11 +863,15 @@ func (s *shellSplitter) arrayLiteral() error {
 			s.skipComment()
 		default:
 			start := s.pos
-			if _, err := s.readWord(); err != nil {
+			w, err := s.readWord()
+			if err != nil {
 				return err
 			}
 			if s.pos == start {
 				return shellSyntaxErrorf(start, "unexpected %q in array", s.src[start])
+			}
+			if i := strings.Index(w.value, "]="); strings.HasPrefix(w.value, "[") && i > 0 && !plainSubscript("a"+w.value[:i+1]) {
+				return shellUnsuref(start, "%s", whySubscript)
 			}
 		}
 	}

@@ -34,7 +34,9 @@ const (
 		"(x='a[$(cmd)]' runs cmd), sh (dash) does not"
 	whyDoubleParen = "((...)) is arithmetic in bash but two nested subshells running commands in sh (dash)"
 	whyOldArith    = "$[...] is arithmetic in bash (evaluating names' values as expressions) but literal text in sh (dash)"
-	whyCond        = "[[ is a keyword in bash but a plain command in sh (dash), where < > ( && || in it are operators"
+	whySubscript   = "an array subscript that is not a number: bash evaluates it as arithmetic, on names' values too " +
+		"(x='a[$(cmd)]'; b[x]=1 runs cmd), and sh (dash) has no arrays"
+	whyCond = "[[ is a keyword in bash but a plain command in sh (dash), where < > ( && || in it are operators"
 )
 
 // shellCtx is one level of nesting the continuation pass is in.
@@ -300,15 +302,43 @@ func bashEvaluates(prog string, args []string) string {
 		if named && (i == 0 || args[i-1] != opt) && !strings.HasPrefix(a, opt) {
 			continue
 		}
-		if (prog == "declare" || prog == "typeset" || prog == "local") && strings.HasPrefix(a, "-") && strings.Contains(a, "i") {
+		if (prog == "declare" || prog == "typeset" || prog == "local") && strings.HasPrefix(a, "-") && strings.ContainsAny(a, "in") {
+			// -i evaluates values as arithmetic; -n makes a name
+			// reference, whose target's subscript is evaluated on use.
+			if strings.Contains(a, "n") && strings.ContainsAny(strings.Join(args[i+1:], " "), "[$`") {
+				return fmt.Sprintf("%s %s: a name reference to a subscript or an expansion, which bash evaluates as arithmetic on use", prog, a)
+			}
 			integer = true
 		}
 		name, _, _ := strings.Cut(a, "=")
-		if strings.ContainsAny(name, "$`") || strings.Contains(name, "[") && strings.ContainsAny(a, "$`") ||
+		if strings.ContainsAny(name, "$`") || !plainSubscript(name) || strings.Contains(name, "[") && strings.ContainsAny(a, "$`") ||
 			integer && strings.ContainsAny(a, "$`") {
 			return fmt.Sprintf("%s %q: bash evaluates a name's subscript (or an integer's value) as arithmetic, "+
 				"which can run commands (a[$(cmd)]); sh (dash) does not", prog, a)
 		}
 	}
 	return ""
+}
+
+// plainSubscript reports whether name (NAME, NAME+ or NAME[SUB]) has no
+// subscript, or a number, @ or * as its subscript.
+func plainSubscript(name string) bool {
+	name = strings.TrimSuffix(name, "+")
+	i := strings.IndexByte(name, '[')
+	if i < 0 {
+		return true
+	}
+	sub, ok := strings.CutSuffix(name[i+1:], "]")
+	if !ok || sub == "" {
+		return false
+	}
+	if sub == "@" || sub == "*" {
+		return true
+	}
+	for j := 0; j < len(sub); j++ {
+		if sub[j] < '0' || sub[j] > '9' {
+			return false
+		}
+	}
+	return true
 }

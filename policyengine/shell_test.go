@@ -135,6 +135,7 @@ var shellSplitCases = []struct {
 	{"for over a glob", `for f in *.go; do wc -l "$f"; done`, []Command{sc("wc", "-l", "$f")}},
 	{"if test", "if [ -f x ]; then cat x; fi", []Command{sc("[", "-f", "x", "]"), sc("cat", "x")}},
 	{"variable in double quotes", `echo "$HOME" ${HOME} ${#x} ${x%.go} ${@} ${1} ${a[@]} ${!}`, []Command{sc("echo", "$HOME", "${HOME}", "${#x}", "${x%.go}", "${@}", "${1}", "${a[@]}", "${!}")}},
+	{"numeric subscripts", "a[1]=x b=([0]=y z) c+=(w)", []Command{sc("").set("a[1]=x", "b=([0]=y z)", "c+=(w)")}},
 	{"arithmetic of numbers", "echo $((1 + 0x1f * 16#ff)) $(( (2) ))", []Command{sc("echo", "$((1 + 0x1f * 16#ff))", "$(( (2) ))")}},
 	{"test is not [[", "[ a '<' b ] && echo [[", []Command{sc("[", "a", "<", "b", "]"), sc("echo", "[[")}},
 }
@@ -279,6 +280,13 @@ var shellUnsureLines = []struct {
 	{`x='a[$(touch PWNED)]'; echo ${y:x}`, "offset"},
 	{`x='a[$(touch PWNED)]'; echo ${!x}`, "indirection"},
 	{`echo ${x|y}`, "operator"},
+	{"x='b[$(touch PWNED)]'; a[x]=1", "subscript"},
+	{"x='b[$(touch PWNED)]'; a[$x]=1 ls", "subscript"},
+	{"x='b[$(touch PWNED)]'; a=([x]=1)", "subscript"},
+	{"x='b[$(touch PWNED)]'; a+=([$x]=1)", "subscript"},
+	{"x='b[$(touch PWNED)]'; echo ${#a[x]}", "subscript"},
+	{"x='b[$(touch PWNED)]'; echo ${@:x}", "offset"},
+	{"echo $[1+2]", "$[...]"},
 	// [[ is a keyword in bash, a command in dash.
 	{"[[ -f <(touch PWNED) ]]", "[["},
 	{"[[ a || touch PWNED ]]", "[["},
