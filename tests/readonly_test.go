@@ -99,6 +99,10 @@ var shellReadings = []string{
 	"[[ -f <(touch PWNED) ]]",
 	"[[ a || touch PWNED ]]",
 	"[[ a > PWNED ]]",
+	"x='a[$(touch PWNED)]'; let x",
+	"x='b[$(touch PWNED)]'; a[x]=1",
+	"x='a[$(touch PWNED)]'; echo $[x]",
+	"declare -n r='a[$(touch PWNED)]'; cat -- $r",
 }
 
 // TestReadOnlyShellReadings: under a policy with no rules, check tool
