@@ -168,6 +168,10 @@ func TestCheckExec(t *testing.T) {
 		{"f() { local -n r=$1; }", Deny, "name reference"},
 		{"declare 'a[x]=1'", Deny, "subscript"},
 		{"read 'a[x]' <<< 1", Deny, "subscript"},
+		{"read PS4 <<< '$(touch PWNED)'; set -x; ls", Deny, "PS4"},
+		{"export PS4='$(touch PWNED)'", Deny, "PS4"},
+		{"declare -n r=PS4; r='$(touch PWNED)'", Deny, "name reference"},
+		{"printf -v PROMPT_COMMAND x", Deny, "PROMPT_COMMAND"},
 		{"declare -a a=(1 2) b[0]=1; local x=\"$1\"; export y=$x", Allow, ""},
 		{`[ -f "$f" ] && printf '%s\n' "$x" "a[$x]"; export PATH="$PATH:/x"; read -r line; test -n "$y"`, Allow, "builtins"},
 	}

@@ -610,6 +610,11 @@ func (s *shellSplitter) addWord(sc *shellSimple, w shellWord, cases *[]shellCase
 			sc.mode = shellModeCommand
 			return nil
 		}
+		if sc.headerWords == 0 {
+			if why := evalVarWhy(w.value); why != "" {
+				return shellUnsuref(s.pos, "%s", why)
+			}
+		}
 		sc.headerIn = sc.headerIn || sc.headerWords == 1 && w.is("in")
 		sc.headerWords++
 		return nil
@@ -636,6 +641,9 @@ func (s *shellSplitter) addWord(sc *shellSimple, w shellWord, cases *[]shellCase
 	case w.assign:
 		if !plainSubscript(w.value[:shellAssignEnd(w.value)]) {
 			return shellUnsuref(s.pos, "%s", whySubscript)
+		}
+		if why := evalVarWhy(w.value[:shellAssignEnd(w.value)]); why != "" {
+			return shellUnsuref(s.pos, "%s", why)
 		}
 		sc.assigns = true
 		sc.cmd.Assigns = append(sc.cmd.Assigns, w.value)

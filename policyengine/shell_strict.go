@@ -305,12 +305,16 @@ func bashEvaluates(prog string, args []string) string {
 		if (prog == "declare" || prog == "typeset" || prog == "local") && strings.HasPrefix(a, "-") && strings.ContainsAny(a, "in") {
 			// -i evaluates values as arithmetic; -n makes a name
 			// reference, whose target's subscript is evaluated on use.
-			if strings.Contains(a, "n") && strings.ContainsAny(strings.Join(args[i+1:], " "), "[$`") {
+			if rest := strings.Join(args[i+1:], " "); strings.Contains(a, "n") && (strings.ContainsAny(rest, "[$`") || strings.Contains(rest, "PS") ||
+				strings.Contains(rest, "PROMPT_COMMAND") || strings.Contains(rest, "ENV") || strings.Contains(rest, "OPTS")) {
 				return fmt.Sprintf("%s %s: a name reference to a subscript or an expansion, which bash evaluates as arithmetic on use", prog, a)
 			}
 			integer = true
 		}
 		name, _, _ := strings.Cut(a, "=")
+		if why := evalVarWhy(name); why != "" {
+			return prog + " " + why
+		}
 		if strings.ContainsAny(name, "$`") || !plainSubscript(name) || strings.Contains(name, "[") && strings.ContainsAny(a, "$`") ||
 			integer && strings.ContainsAny(a, "$`") {
 			return fmt.Sprintf("%s %q: bash evaluates a name's subscript (or an integer's value) as arithmetic, "+
@@ -341,4 +345,27 @@ func plainSubscript(name string) bool {
 		}
 	}
 	return true
+}
+
+// evalVars are the variables whose value a shell later expands or runs as
+// code of its own: bash expands PS4 (command substitutions too) before
+// every command traced by set -x, the prompts and PROMPT_COMMAND in an
+// interactive shell; BASH_ENV and ENV name a script a shell reads first,
+// SHELLOPTS and BASHOPTS set options (xtrace) of a bash started later.
+var evalVars = map[string]bool{
+	"PS0": true, "PS1": true, "PS2": true, "PS3": true, "PS4": true, "PROMPT_COMMAND": true,
+	"BASH_ENV": true, "ENV": true, "SHELLOPTS": true, "BASHOPTS": true,
+}
+
+// evalVarWhy says why assigning the variable name (NAME, NAME+ or
+// NAME[SUB]) is refused, or "".
+func evalVarWhy(name string) string {
+	name = strings.TrimSuffix(name, "+")
+	if i := strings.IndexByte(name, '['); i >= 0 {
+		name = name[:i]
+	}
+	if !evalVars[name] {
+		return ""
+	}
+	return fmt.Sprintf("assigns %s, whose value a shell expands or runs later (PS4='$(cmd)'; set -x runs cmd in bash)", name)
 }

@@ -287,6 +287,11 @@ var shellUnsureLines = []struct {
 	{"x='b[$(touch PWNED)]'; echo ${#a[x]}", "subscript"},
 	{"x='b[$(touch PWNED)]'; echo ${@:x}", "offset"},
 	{"echo $[1+2]", "$[...]"},
+	{"PS4='$(touch PWNED)'; set -x; ls", "PS4"},
+	{"PS4+='$(touch PWNED)' bash -xc ls", "PS4"},
+	{"for PS4 in '$(touch PWNED)'; do set -x; ls; done", "PS4"},
+	{"BASH_ENV=./x bash -c ls", "BASH_ENV"},
+	{"SHELLOPTS=xtrace PS4='$(touch PWNED)' bash -c ls", "SHELLOPTS"},
 	// [[ is a keyword in bash, a command in dash.
 	{"[[ -f <(touch PWNED) ]]", "[["},
 	{"[[ a || touch PWNED ]]", "[["},
