@@ -774,9 +774,8 @@ loop:
 			switch s.at(s.pos + 1) {
 			case '\'':
 				return w, shellUnsuref(s.pos, "%s", whyAnsiC)
-			case '"': // $"..." is a translated string, quoted like "..."
-				s.pos++
-				err, keepRaw = s.readDouble(true), false
+			case '"':
+				return w, shellUnsuref(s.pos, "%s", whyTranslated)
 			default:
 				// Unquoted, its value is split into words anywhere
 				// in the word: a-$X can give "-o" as a word.
@@ -988,6 +987,10 @@ func (s *shellSplitter) dollar(inDouble bool) error {
 		}
 	case '[':
 		return shellUnsuref(start, "%s", whyOldArith)
+	case '"':
+		if !inDouble || s.inParam > 0 {
+			return shellUnsuref(start, "%s", whyTranslated)
+		}
 	}
 	s.pos++
 	return nil

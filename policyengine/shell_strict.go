@@ -36,6 +36,8 @@ const (
 	whyOldArith    = "$[...] is arithmetic in bash (evaluating names' values as expressions) but literal text in sh (dash)"
 	whySubscript   = "an array subscript that is not a number: bash evaluates it as arithmetic, on names' values too " +
 		"(x='a[$(cmd)]'; b[x]=1 runs cmd), and sh (dash) has no arrays"
+	whyTranslated = "$\"...\" is a translated string in bash, expanded again after a lookup in a message catalog " +
+		"the line can choose (TEXTDOMAINDIR), but \"$\" and a double-quoted string in sh (dash)"
 	whyCond = "[[ is a keyword in bash but a plain command in sh (dash), where < > ( && || in it are operators"
 )
 

@@ -173,7 +173,6 @@ func TestSplitCommandLineExpanding(t *testing.T) {
 		{"sort ''$X \"\"*", []int{0, 1}},
 		{"sort '*' \"*\" \\* '$X' \\$X a* ./* ~/x \"a$X\" -k\"$X\"", nil},
 		{"sort -k$X --o=$X a$(x) a`x`", []int{0, 1, 2, 3}},
-		{"sort $\"x\"", nil},
 		{"sort a $X b", []int{1}},
 	} {
 		cmds, err := SplitCommandLine(tt.line)
@@ -287,6 +286,8 @@ var shellUnsureLines = []struct {
 	{"x='b[$(touch PWNED)]'; echo ${#a[x]}", "subscript"},
 	{"x='b[$(touch PWNED)]'; echo ${@:x}", "offset"},
 	{"echo $[1+2]", "$[...]"},
+	{`echo $"hello"`, "translated"},
+	{`echo ${x:-$"hello"}`, "translated"},
 	{"PS4='$(touch PWNED)'; set -x; ls", "PS4"},
 	{"PS4+='$(touch PWNED)' bash -xc ls", "PS4"},
 	{"for PS4 in '$(touch PWNED)'; do set -x; ls; done", "PS4"},
