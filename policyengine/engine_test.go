@@ -172,6 +172,10 @@ func TestCheckExec(t *testing.T) {
 		{"export PS4='$(touch PWNED)'", Deny, "PS4"},
 		{"declare -n r=PS4; r='$(touch PWNED)'", Deny, "name reference"},
 		{"printf -v PROMPT_COMMAND x", Deny, "PROMPT_COMMAND"},
+		{"declare -i y; y=x", Deny, "integer variable"},
+		{"typeset -i y=x", Deny, "integer variable"},
+		{"x='a[$(touch PWNED)]'; command let x", Deny, "let"},
+		{"x='a[$(touch PWNED)]'; trap ': $((x))' EXIT", Deny, "arithmetic"},
 		{"declare -a a=(1 2) b[0]=1; local x=\"$1\"; export y=$x", Allow, ""},
 		{`[ -f "$f" ] && printf '%s\n' "$x" "a[$x]"; export PATH="$PATH:/x"; read -r line; test -n "$y"`, Allow, "builtins"},
 	}

@@ -299,27 +299,23 @@ func bashEvaluates(prog string, args []string) string {
 	if !named && !nameBuiltins[prog] {
 		return ""
 	}
-	integer := false
 	for i, a := range args {
 		if named && (i == 0 || args[i-1] != opt) && !strings.HasPrefix(a, opt) {
 			continue
 		}
-		if (prog == "declare" || prog == "typeset" || prog == "local") && strings.HasPrefix(a, "-") && strings.ContainsAny(a, "in") {
+		if (prog == "declare" || prog == "typeset" || prog == "local") && (strings.HasPrefix(a, "-") || strings.HasPrefix(a, "+")) &&
+			strings.ContainsAny(a, "in") {
 			// -i evaluates values as arithmetic; -n makes a name
 			// reference, whose target's subscript is evaluated on use.
-			if rest := strings.Join(args[i+1:], " "); strings.Contains(a, "n") && (strings.ContainsAny(rest, "[$`") || strings.Contains(rest, "PS") ||
-				strings.Contains(rest, "PROMPT_COMMAND") || strings.Contains(rest, "ENV") || strings.Contains(rest, "OPTS")) {
-				return fmt.Sprintf("%s %s: a name reference to a subscript or an expansion, which bash evaluates as arithmetic on use", prog, a)
-			}
-			integer = true
+			return fmt.Sprintf("%s %s: an integer variable (-i) or a name reference (-n) makes bash evaluate later "+
+				"assignments or uses as arithmetic, on names' values too (x='a[$(cmd)]' runs cmd)", prog, a)
 		}
 		name, _, _ := strings.Cut(a, "=")
 		if why := evalVarWhy(name); why != "" {
 			return prog + " " + why
 		}
-		if strings.ContainsAny(name, "$`") || !plainSubscript(name) || strings.Contains(name, "[") && strings.ContainsAny(a, "$`") ||
-			integer && strings.ContainsAny(a, "$`") {
-			return fmt.Sprintf("%s %q: bash evaluates a name's subscript (or an integer's value) as arithmetic, "+
+		if strings.ContainsAny(name, "$`") || !plainSubscript(name) || strings.Contains(name, "[") && strings.ContainsAny(a, "$`") {
+			return fmt.Sprintf("%s %q: bash evaluates a name's subscript as arithmetic, "+
 				"which can run commands (a[$(cmd)]); sh (dash) does not", prog, a)
 		}
 	}
