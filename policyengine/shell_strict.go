@@ -59,10 +59,6 @@ func joinContinuations(line string) (string, error) {
 	if !strings.Contains(line, "\\\n") {
 		return line, nil
 	}
-	if i := strings.Index(line, "<<"); i >= 0 {
-		return "", shellUnsuref(i, "a line continuation (backslash-newline) in a line with a here-document or here-string: "+
-			"where its body starts and what it holds cannot be told for sure")
-	}
 	// A case pattern's ")" inside $(...) would close it here.
 	unsureParens := strings.Contains(line, "case") && (strings.Contains(line, "(") || strings.Contains(line, "`"))
 	b := make([]byte, 0, len(line))
@@ -81,9 +77,22 @@ func joinContinuations(line string) (string, error) {
 		}
 		return 0
 	}
+	var pending []shellHeredoc
 	for i := 0; i < len(line); i++ {
 		c := line[i]
 		top := &stack[len(stack)-1]
+		if c == '\n' && len(pending) > 0 && top.kind == 'u' {
+			if len(stack) > 1 {
+				return "", shellUnsuref(i, "a here-document whose line has a newline inside a substitution, in a line with a line continuation")
+			}
+			b = append(b, c)
+			end, err := copyHeredocBodies(line, i+1, pending, &b)
+			if err != nil {
+				return "", err
+			}
+			pending, i = pending[:0], end-1
+			continue
+		}
 		if c == '\\' && at(i+1) == '\n' {
 			switch {
 			case top.kind == '`':
@@ -127,6 +136,25 @@ func joinContinuations(line string) (string, error) {
 			stack = append(stack, shellCtx{kind: '"'})
 		case c == '`':
 			stack = append(stack, shellCtx{kind: '`'})
+		case c == '<' && top.kind == 'u' && at(peek(i+1)) == '<':
+			j := peek(i + 1)
+			if k := peek(j + 1); at(k) == '<' { // a here-string
+				b = append(b, "<<<"...)
+				i = k
+				continue
+			}
+			if len(stack) > 1 {
+				return "", shellUnsuref(i, "a here-document inside a substitution, in a line with a line continuation")
+			}
+			doc, end, err := heredocOperator(line, j+1)
+			if err != nil {
+				return "", err
+			}
+			b = append(b, '<', '<')
+			b = append(b, line[j+1:end]...)
+			pending = append(pending, doc)
+			i = end - 1
+			continue
 		case c == '$' || (c == '<' || c == '>') && top.kind == 'u':
 			j := peek(i + 1)
 			next := at(j)
@@ -366,4 +394,85 @@ func evalVarWhy(name string) string {
 		return ""
 	}
 	return fmt.Sprintf("assigns %s, whose value a shell expands or runs later (PS4='$(cmd)'; set -x runs cmd in bash)", name)
+}
+
+// heredocOperator reads what follows "<<" at line[i:] (an optional "-",
+// blanks and the delimiter word) for joinContinuations, and returns the
+// here-document and where the word ends. A delimiter it cannot read
+// exactly (with an expansion or a continuation in it) is refused.
+func heredocOperator(line string, i int) (shellHeredoc, int, error) {
+	var doc shellHeredoc
+	if i < len(line) && line[i] == '-' {
+		doc.stripTabs = true
+		i++
+	}
+	for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
+		i++
+	}
+	unsure := func() (shellHeredoc, int, error) {
+		return doc, 0, shellUnsuref(i, "a here-document delimiter that is not plain text, in a line with a line continuation")
+	}
+	var delim []byte
+	for i < len(line) && strings.IndexByte(" \t\n;&|()<>", line[i]) < 0 {
+		switch c := line[i]; c {
+		case '\'', '"':
+			end := strings.IndexByte(line[i+1:], c)
+			if end < 0 || strings.ContainsAny(line[i+1:i+1+end], "\\$`\n") {
+				return unsure()
+			}
+			delim = append(delim, line[i+1:i+1+end]...)
+			doc.quoted = true
+			i += end + 2
+		case '\\':
+			if i+1 >= len(line) || line[i+1] == '\n' {
+				return unsure()
+			}
+			delim = append(delim, line[i+1])
+			doc.quoted = true
+			i += 2
+		case '$', '`':
+			return unsure()
+		default:
+			delim = append(delim, c)
+			i++
+		}
+	}
+	if len(delim) == 0 {
+		return unsure()
+	}
+	doc.delim = string(delim)
+	return doc, i, nil
+}
+
+// copyHeredocBodies copies the bodies of docs, which start at line[i:],
+// to b as they are, and returns where they end. A line continuation in
+// an unquoted body, which the shell removes before it looks for the
+// delimiter, is refused.
+func copyHeredocBodies(line string, i int, docs []shellHeredoc, b *[]byte) (int, error) {
+	for _, doc := range docs {
+		for i < len(line) {
+			end := strings.IndexByte(line[i:], '\n')
+			next := len(line)
+			if end < 0 {
+				end = len(line)
+			} else {
+				end += i
+				next = end + 1
+			}
+			text := line[i:end]
+			if !doc.quoted && strings.HasSuffix(text, "\\") && end < len(line) {
+				return 0, shellUnsuref(end-1, "a line continuation (backslash-newline) in the body of here-document %q, "+
+					"whose delimiter is not quoted", doc.delim)
+			}
+			*b = append(*b, line[i:next]...)
+			i = next
+			if doc.stripTabs {
+				text = strings.TrimLeft(text, "\t")
+			}
+			if text == doc.delim {
+				break
+			}
+		}
+	}
+	return i, nil
 }

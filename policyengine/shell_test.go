@@ -132,6 +132,8 @@ var shellSplitCases = []struct {
 	{"no continuation in single quotes", "echo 'a\\\nb' \\\n c", []Command{sc("echo", "a\\\nb", "c")}},
 	{"comment ends at the newline", "ls # a \\\npwd", []Command{sc("ls"), sc("pwd")}},
 	{"escaped backslash before newline", "echo a\\\\\npwd", []Command{sc("echo", "a\\"), sc("pwd")}},
+	{"continuation kept in a quoted here-document", "cat <<'E' \\\n-\n$(id) \\\nE\nE\nls \\\n-l", []Command{sc("cat", "-").to("<<", "E"), sc("E"), sc("ls", "-l")}},
+	{"continuation and an unquoted here-document", "cat <<E \\\n-\n$(id)\nE\nls \\\n-l", []Command{sc("cat", "-").to("<<", "E"), sc("ls", "-l"), sc("id")}},
 	{"for over a glob", `for f in *.go; do wc -l "$f"; done`, []Command{sc("wc", "-l", "$f")}},
 	{"if test", "if [ -f x ]; then cat x; fi", []Command{sc("[", "-f", "x", "]"), sc("cat", "x")}},
 	{"variable in double quotes", `echo "$HOME" ${HOME} ${#x} ${x%.go} ${@} ${1} ${a[@]} ${!}`, []Command{sc("echo", "$HOME", "${HOME}", "${#x}", "${x%.go}", "${@}", "${1}", "${a[@]}", "${!}")}},
@@ -249,8 +251,11 @@ var shellUnsureLines = []struct {
 	// Line continuations are removed first, or refused where their place
 	// cannot be told.
 	{"cat <<E\\\nOF\n$(touch PWNED)\nEOF", "here-document"},
-	{"cat <<'E' \\\n-\n$(touch PWNED)\nE", "here-document"},
-	{"cat <<< x \\\n$(touch PWNED)", "here-document"},
+	{"cat <<E\n\\\n$(touch PWNED)\nE", "here-document"},
+	{"cat <<E\nE\\\n\n$(touch PWNED)\nE", "here-document"},
+	{"cat <<E$x\nx\\\ny\nE", "delimiter"},
+	{"echo $(cat <<E\nx\nE\n) \\\n y", "here-document"},
+	{"cat <<E; echo $(\n) \\\n\nE", "here-document"},
 	{"cat -- $\\\n'\\' '; touch PWNED; #'", "$'"},
 	{"cat -- `echo \\\n`", "backquotes"},
 	{"cat -- ${x:-\\\n$(touch PWNED)}", "${...}"},
@@ -328,6 +333,10 @@ func TestSplitCommandLineSeesTouch(t *testing.T) {
 		"echo \"a\\\n\" ; touch PWNED",
 		"t\\\nouch PWNED",
 		"echo $(\\\n(touch PWNED) )",
+		"cat <<< x \\\n$(touch PWNED)",
+		"cat <\\\n<E\nx\nE\ntouch PWNED",
+		"cat <<'E' \\\n-\nx\\\nE\nE\ntouch PWNED",
+		"cat <<-\\E\n\tx\\\n\tE\n t\\\nouch PWNED",
 	} {
 		cmds, err := SplitCommandLine(line)
 		if err != nil {
