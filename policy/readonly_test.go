@@ -286,3 +286,59 @@ func TestReadOnlyKnowsEveryLongOption(t *testing.T) {
 	}
 	t.Logf("%d long options of the installed tools checked", checked)
 }
+
+// TestBuiltinShellsReadDifferently: lines that bash and dash read
+// differently, or whose line continuations and here-documents corral
+// cannot place for sure, are never allowed by the built-in list: the user
+// is asked, with the construct named. Each made a shell run touch where
+// check had said allow.
+func TestBuiltinShellsReadDifferently(t *testing.T) {
+	e := project(t, "version: 1\n")
+	for _, tt := range []struct{ line, why string }{
+		{"cat <<'pwd' -- $(\ntouch PWNED\npwd\n)\npwd", "here-document"},
+		{"cat <<'pwd' -- \"$(\ntouch PWNED\npwd\n)\"\npwd", "here-document"},
+		{"cat <<'pwd' -- <(\ntouch PWNED\npwd\n)\npwd", "here-document"},
+		{"cat <<'pwd' -- ${x:-$(\ntouch PWNED\npwd\n)}\npwd", "here-document"},
+		{"cat -- $(cat <<'E')\ntouch PWNED\nE", "here-document"},
+		{"cat <<E\\\nOF\n$(touch PWNED)\nEOF", "here-document"},
+		{"cat -- $\\\n'\\' '; touch PWNED; #'", "$'"},
+		{"cat -- $'\\' ;touch PWNED; #'", "$'"},
+		{"pwd; ((touch PWNED))", "(("},
+		{`cat -- "${x:=\$(touch PWNED)}" "${x@P}"`, "${x:="},
+		{`cat -- "${x:=a[\$(touch PWNED)]}" "$((x))"`, "${x:="},
+		{`cat -- "${x@P}"`, "@"},
+		{`cat -- $((x))`, "arithmetic"},
+		{"[[ -f <(touch PWNED) ]]", "[["},
+		{"[[ a || touch PWNED ]]", "[["},
+		{"[[ a > PWNED ]]", "[["},
+	} {
+		d := e.CheckExec(tt.line)
+		wantDecision(t, tt.line, d, policyengine.Confirm, "", "")
+		wantContains(t, tt.line, d.Reason, tt.why)
+	}
+	// Line continuations are removed before the line is read: what they
+	// join is what is checked.
+	for _, line := range []string{
+		"cat -- \"$\\\n(touch PWNED)\"",
+		"case x in (a) pwd;; esa\\\nc; touch PWNED",
+		"ls \\\n-l; t\\\nouch PWNED",
+	} {
+		d := e.CheckExec(line)
+		wantDecision(t, line, d, policyengine.Confirm, "", "")
+		wantContains(t, line, d.Reason, "touch")
+	}
+	for _, line := range []string{
+		"cat a b", "grep -r x .", "for f in *.go; do wc -l -- \"$f\"; done", "if ls x; then cat x; fi",
+		"ls \\\n  -l \\\n  -a", "cat \"a\\\nb\" c", "grep -n x -- \\\n  a.go | sort", "cat <<EOF\nhi\nEOF",
+		"cat -- $((1+2)) ${HOME}/a \"${D:-.}/b\"",
+	} {
+		d := e.CheckExec(line)
+		wantDecision(t, line, d, policyengine.Allow, "-", "")
+	}
+	// Understood, though not read-only: the answer names the program.
+	for _, line := range []string{"if [ -f x ]; then cat x; fi", "curl \\\n -s https://x", "echo \"$HOME\""} {
+		d := e.CheckExec(line)
+		wantDecision(t, line, d, policyengine.Confirm, "", "")
+		wantContains(t, line, d.Reason, "no rule allows")
+	}
+}

@@ -145,11 +145,49 @@ func TestCheckExec(t *testing.T) {
 		{"trap 'rm -rf /' EXIT", Deny, "rm"},
 		{"trap 'curl x' EXIT; true", Allow, ""},
 		{"shopt -s expand_aliases; alias ls='rm -rf /'; ls", Deny, "rm"},
+		{"echo hi; pwd", Allow, "the shell runs echo, pwd itself (builtins)"},
+		{"curl x; pwd", Allow, "every program (curl) is in the exec list, and the shell runs pwd itself"},
+		{"[[ -f <(touch PWNED) ]]", Deny, "cannot check the command line: split command line: at offset 2: [[ is a keyword in bash"},
+		{"curl \\\n -s x", Allow, ""},
+		{"curl \"$\\\n(touch PWNED)\"", Deny, "touch"},
+		// bash evaluates names' subscripts and values as arithmetic in
+		// these builtins; dash does not.
+		{"let 'a[$(touch PWNED)]'", Deny, "let evaluates arithmetic"},
+		{"x='a[$(touch PWNED)]'; let x", Deny, "let evaluates arithmetic"},
+		{`x='a[$(touch PWNED)]'; test -v "$x"`, Deny, "test"},
+		{`x='a[$(touch PWNED)]'; [ -v "$x" ]`, Deny, "["},
+		{"printf -v 'a[$(touch PWNED)]' x", Deny, "printf"},
+		{"read 'a[$(touch PWNED)]' <<< x", Deny, "read"},
+		{"unset 'a[$(touch PWNED)]'", Deny, "unset"},
+		{"x='a[$(touch PWNED)]'; declare -i y=$x", Deny, "declare"},
+		{`x='a[$(touch PWNED)]'; wait -p "$x"`, Deny, "wait"},
+		{"x='a[$(touch PWNED)]'; echo $[x]", Deny, "$[...]"},
+		{`x='a[$(touch PWNED)]'; echo "$[x]"`, Deny, "$[...]"},
+		{`echo "${x:-$'\'}'}"`, Deny, "$'"},
+		{"declare -n r='a[$(touch PWNED)]'; echo $r", Deny, "name reference"},
+		{"f() { local -n r=$1; }", Deny, "name reference"},
+		{"declare 'a[x]=1'", Deny, "subscript"},
+		{"read 'a[x]' <<< 1", Deny, "subscript"},
+		{"read PS4 <<< '$(touch PWNED)'; set -x; ls", Deny, "PS4"},
+		{"export PS4='$(touch PWNED)'", Deny, "PS4"},
+		{"declare -n r=PS4; r='$(touch PWNED)'", Deny, "name reference"},
+		{"printf -v PROMPT_COMMAND x", Deny, "PROMPT_COMMAND"},
+		{"declare -i y; y=x", Deny, "integer variable"},
+		{"typeset -i y=x", Deny, "integer variable"},
+		{"x='a[$(touch PWNED)]'; command let x", Deny, "let"},
+		{"x='a[$(touch PWNED)]'; trap ': $((x))' EXIT", Deny, "arithmetic"},
+		{"declare -a a=(1 2) b[0]=1; local x=\"$1\"; export y=$x", Allow, ""},
+		{`[ -f "$f" ] && printf '%s\n' "$x" "a[$x]"; export PATH="$PATH:/x"; read -r line; test -n "$y"`, Allow, "builtins"},
 	}
 	for _, tt := range tests {
 		d := e.CheckExec(tt.line)
 		if d.Action != tt.want || !strings.Contains(d.Reason, tt.says) {
 			t.Errorf("exec %q = %s (%s), want %s containing %q", tt.line, d.Action, d.Reason, tt.want, tt.says)
+		}
+	}
+	for _, tt := range shellUnsureLines {
+		if d := e.CheckExec(tt.line); d.Action != Deny || !strings.Contains(d.Reason, tt.why) {
+			t.Errorf("exec %q = %s (%s), want deny naming %q", tt.line, d.Action, d.Reason, tt.why)
 		}
 	}
 	if d := e.CheckArgv([]string{"echo", "hi"}); d.Action != Deny {
@@ -167,6 +205,13 @@ func TestCheckExecUnrestricted(t *testing.T) {
 	}
 	if d := e.CheckExec("anything > /etc/passwd"); d.Action != Deny {
 		t.Errorf("redirect outside writes allowed without an exec list")
+	}
+	// Without an exec list, a line the shells read differently is still
+	// refused: what it runs and writes cannot be told.
+	for _, tt := range shellUnsureLines {
+		if d := e.CheckExec(tt.line); d.Action != Deny {
+			t.Errorf("unrestricted exec %q = %s (%s), want deny", tt.line, d.Action, d.Reason)
+		}
 	}
 }
 

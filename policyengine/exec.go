@@ -147,22 +147,28 @@ func (e *Engine) allowAll(programs []string) Decision {
 	if len(programs) == 0 {
 		return Decision{Action: Allow, Reason: "the command runs no program"}
 	}
-	var listed, kernel []string
+	var listed, kernel, builtins []string
 	for _, p := range dedupe(programs) {
 		if _, ok := e.lookupProgram(p); ok {
 			listed = append(listed, p)
 		} else if why, ok := e.kernelExec(p); ok {
 			kernel = append(kernel, why)
+		} else {
+			// checkCommand let it through as a shell builtin.
+			builtins = append(builtins, p)
 		}
 	}
-	reason := "every program (" + strings.Join(listed, ", ") + ") is in the exec list"
-	switch {
-	case len(listed) == 0:
-		reason = "the kernel lets it run: " + strings.Join(kernel, "; ")
-	case len(kernel) > 0:
-		reason += ", and the kernel lets it run: " + strings.Join(kernel, "; ")
+	var parts []string
+	if len(listed) > 0 {
+		parts = append(parts, "every program ("+strings.Join(listed, ", ")+") is in the exec list")
 	}
-	return Decision{Action: Allow, Reason: reason}
+	if len(kernel) > 0 {
+		parts = append(parts, "the kernel lets it run: "+strings.Join(kernel, "; "))
+	}
+	if len(builtins) > 0 {
+		parts = append(parts, "the shell runs "+strings.Join(builtins, ", ")+" itself (builtins)")
+	}
+	return Decision{Action: Allow, Reason: strings.Join(parts, ", and ")}
 }
 
 // checkCommand checks one simple command: its redirections, its program,
@@ -194,11 +200,17 @@ func (e *Engine) checkCommand(c Command, depth int, inShell bool, st lineState) 
 		st.cwd.change(prog, c.Args)
 		return Decision{Action: Allow, Reason: prog + " is a shell builtin"}, nil
 	case inShell && prog == "unset":
+		if why := bashEvaluates(prog, c.Args); why != "" {
+			return Decision{Action: Deny, Reason: why}, nil
+		}
 		for _, a := range c.Args {
 			delete(st.functions, a) // unset -f NAME, or unset NAME
 		}
 		return Decision{Action: Allow, Reason: "unset is a shell builtin"}, nil
 	case inShell && shellBuiltins[prog] && prog != "trap" && prog != "alias":
+		if why := bashEvaluates(prog, c.Args); why != "" {
+			return Decision{Action: Deny, Reason: why}, nil
+		}
 		return Decision{Action: Allow, Reason: prog + " is a shell builtin"}, nil
 	}
 	if strings.Contains(prog, "/") && !path.IsAbs(prog) && e.perms.ExecRestricted() && (len(st.cwd.dirs) != 1 || st.cwd.dirs[0] != e.workDir) {

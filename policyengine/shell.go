@@ -70,6 +70,10 @@ func SplitCommandLine(line string) ([]Command, error) {
 	if strings.TrimSpace(line) == "" {
 		return nil, ErrEmptyCommand
 	}
+	line, err := joinContinuations(line)
+	if err != nil {
+		return nil, fmt.Errorf("split command line: %w", err)
+	}
 	if cmds, ok := splitPlain(line); ok {
 		return cmds, nil
 	}
@@ -130,6 +134,9 @@ type shellSplitter struct {
 	// expanding is set when an expansion starts it (see shellWord).
 	wordStart int
 	expanding bool
+	// inParam counts the ${...} being read: bash reads $'...' in them
+	// even inside double quotes (shopt extquote), dash does not.
+	inParam int
 }
 
 type shellChildResult struct {
@@ -138,6 +145,7 @@ type shellChildResult struct {
 }
 
 type shellHeredoc struct {
+	depth     int // the nesting level of its operator
 	delim     string
 	quoted    bool // a quoted delimiter means the body is not expanded
 	stripTabs bool // <<-
@@ -282,20 +290,11 @@ func (s *shellSplitter) parseList(closer byte, open int) error {
 	}
 }
 
-// skipBlanks skips spaces, tabs and line continuations.
+// skipBlanks skips spaces and tabs. Line continuations are removed
+// before (joinContinuations): one still here is refused by readWord.
 func (s *shellSplitter) skipBlanks() {
-	for s.pos < len(s.src) {
-		switch s.src[s.pos] {
-		case ' ', '\t':
-			s.pos++
-		case '\\':
-			if s.at(s.pos+1) != '\n' {
-				return
-			}
-			s.pos += 2
-		default:
-			return
-		}
+	for s.pos < len(s.src) && (s.src[s.pos] == ' ' || s.src[s.pos] == '\t') {
+		s.pos++
 	}
 }
 
@@ -346,6 +345,17 @@ func (s *shellSplitter) finish(sc *shellSimple) {
 // newline consumes a newline and the bodies of the here-documents
 // started on the line it ends.
 func (s *shellSplitter) newline() error {
+	// A here-document's body starts after the line that holds its
+	// operator ends at the operator's own level. A newline inside a
+	// substitution on that line, or the end of a line after a
+	// substitution that holds the operator, is read differently by bash
+	// and dash (dash runs the lines of "$(cat <<E)" as commands).
+	for _, doc := range s.heredocs {
+		if doc.depth != s.depth {
+			return shellUnsuref(s.pos, "a here-document %q whose line has a newline inside a substitution, "+
+				"or whose operator is inside one that ends before the line does: where its body starts cannot be told for sure", doc.delim)
+		}
+	}
 	s.pos++
 	for _, doc := range s.heredocs {
 		start := s.pos
@@ -436,6 +446,9 @@ func (s *shellSplitter) openParen(sc *shellSimple) error {
 	defer func() { sc.mark = len(s.out) }()
 	if s.at(start+1) == '(' && !s.notArith[start] {
 		if ok, err := s.tryArith(start, start+2); err != nil || ok {
+			if err == nil {
+				err = shellUnsuref(start, "%s", whyDoubleParen)
+			}
 			return err
 		}
 	}
@@ -568,7 +581,7 @@ func (s *shellSplitter) redirect(sc *shellSimple, op string, end int) error {
 		return shellSyntaxErrorf(start, "redirection %q has no target", op)
 	}
 	if op == "<<" || op == "<<-" {
-		s.heredocs = append(s.heredocs, shellHeredoc{delim: w.value, quoted: w.quoted, stripTabs: op == "<<-"})
+		s.heredocs = append(s.heredocs, shellHeredoc{depth: s.depth, delim: w.value, quoted: w.quoted, stripTabs: op == "<<-"})
 		op = "<<"
 	}
 	sc.cmd.Redirects = append(sc.cmd.Redirects, Redirect{Op: op, Target: w.value})
@@ -597,6 +610,11 @@ func (s *shellSplitter) addWord(sc *shellSimple, w shellWord, cases *[]shellCase
 			sc.mode = shellModeCommand
 			return nil
 		}
+		if sc.headerWords == 0 {
+			if why := evalVarWhy(w.value); why != "" {
+				return shellUnsuref(s.pos, "%s", why)
+			}
+		}
 		sc.headerIn = sc.headerIn || sc.headerWords == 1 && w.is("in")
 		sc.headerWords++
 		return nil
@@ -621,6 +639,12 @@ func (s *shellSplitter) addWord(sc *shellSimple, w shellWord, cases *[]shellCase
 			sc.cond = false
 		}
 	case w.assign:
+		if !plainSubscript(w.value[:shellAssignEnd(w.value)]) {
+			return shellUnsuref(s.pos, "%s", whySubscript)
+		}
+		if why := evalVarWhy(w.value[:shellAssignEnd(w.value)]); why != "" {
+			return shellUnsuref(s.pos, "%s", why)
+		}
 		sc.assigns = true
 		sc.cmd.Assigns = append(sc.cmd.Assigns, w.value)
 	case !sc.assigns && !w.quoted && s.reservedWord(sc, w.value, cases):
@@ -629,8 +653,10 @@ func (s *shellSplitter) addWord(sc *shellSimple, w shellWord, cases *[]shellCase
 		// refuse rather than report a command without a program.
 		return shellSyntaxErrorf(s.pos, "empty command name")
 	default:
+		if w.is("[[") {
+			return shellUnsuref(s.pos, "%s", whyCond)
+		}
 		sc.cmd.Program, sc.hasProgram = w.value, true
-		sc.cond = w.is("[[")
 	}
 	return nil
 }
@@ -735,7 +761,11 @@ loop:
 			switch {
 			case s.pos+1 >= len(s.src):
 				s.buf = append(s.buf, '\\')
-			case s.src[s.pos+1] != '\n': // backslash-newline is a continuation
+			case s.src[s.pos+1] == '\n':
+				// joinContinuations removed the continuations it could
+				// place: this one is where it lost track.
+				return w, shellUnsuref(s.pos, "a line continuation (backslash-newline) whose place cannot be told")
+			default:
 				s.buf = append(s.buf, s.src[s.pos+1])
 			}
 			s.skip(2)
@@ -743,10 +773,9 @@ loop:
 		case '$':
 			switch s.at(s.pos + 1) {
 			case '\'':
-				err, keepRaw = s.ansiC(), false
-			case '"': // $"..." is a translated string, quoted like "..."
-				s.pos++
-				err, keepRaw = s.readDouble(true), false
+				return w, shellUnsuref(s.pos, "%s", whyAnsiC)
+			case '"':
+				return w, shellUnsuref(s.pos, "%s", whyTranslated)
 			default:
 				// Unquoted, its value is split into words anywhere
 				// in the word: a-$X can give "-o" as a word.
@@ -841,11 +870,15 @@ func (s *shellSplitter) arrayLiteral() error {
 			s.skipComment()
 		default:
 			start := s.pos
-			if _, err := s.readWord(); err != nil {
+			w, err := s.readWord()
+			if err != nil {
 				return err
 			}
 			if s.pos == start {
 				return shellSyntaxErrorf(start, "unexpected %q in array", s.src[start])
+			}
+			if i := strings.Index(w.value, "]="); strings.HasPrefix(w.value, "[") && i > 0 && !plainSubscript("a"+w.value[:i+1]) {
+				return shellUnsuref(start, "%s", whySubscript)
 			}
 		}
 	}
@@ -878,6 +911,7 @@ func (s *shellSplitter) readDouble(emit bool) error {
 		case c == '\\' && s.pos+1 < len(s.src):
 			switch next := s.src[s.pos+1]; next {
 			case '\n':
+				return shellUnsuref(s.pos, "a line continuation (backslash-newline) whose place cannot be told")
 			case '"', '\\', '$', '`':
 				s.appendIf(emit, next)
 			default:
@@ -891,6 +925,8 @@ func (s *shellSplitter) readDouble(emit bool) error {
 		case c == '`':
 			s.expansionAt()
 			err = s.backquote(true)
+		case c == '$' && s.at(s.pos+1) == '[':
+			return shellUnsuref(s.pos, "%s", whyOldArith)
 		default:
 			if c == '$' && emit {
 				s.expansionAt() // "$x"
@@ -923,63 +959,6 @@ func (s *shellSplitter) expansionAt() {
 	}
 }
 
-// ansiC reads $'...' and appends its decoded text to buf.
-func (s *shellSplitter) ansiC() error {
-	open := s.pos
-	s.pos += 2
-	for s.pos < len(s.src) {
-		c := s.src[s.pos]
-		switch {
-		case c == '\'':
-			s.pos++
-			return nil
-		case c != '\\' || s.pos+1 >= len(s.src):
-			s.buf = append(s.buf, c)
-			s.pos++
-			continue
-		}
-		e := s.src[s.pos+1]
-		s.pos += 2
-		if i := strings.IndexByte(`ntrabfvEe\'"?`, e); i >= 0 {
-			s.buf = append(s.buf, "\n\t\r\a\b\f\v\x1b\x1b\\'\"?"[i])
-			continue
-		}
-		base, maxDigits := 0, 0
-		switch {
-		case e == 'x':
-			base, maxDigits = 16, 2
-		case e >= '0' && e <= '7':
-			base, maxDigits = 8, 3
-			s.pos--
-		}
-		v, n := 0, 0
-		for ; n < maxDigits && s.pos < len(s.src); n++ {
-			d := shellDigitValue(s.src[s.pos])
-			if d >= base {
-				break
-			}
-			v = v*base + d
-			s.pos++
-		}
-		if n == 0 { // \u, \c and unknown escapes are kept as written
-			s.buf = append(s.buf, '\\', e)
-			continue
-		}
-		s.buf = append(s.buf, byte(v))
-	}
-	return shellSyntaxErrorf(open, "unterminated $' quote")
-}
-
-func shellDigitValue(c byte) int {
-	switch {
-	case c >= '0' && c <= '9':
-		return int(c - '0')
-	case c|0x20 >= 'a' && c|0x20 <= 'f':
-		return int(c|0x20-'a') + 10
-	}
-	return 99
-}
-
 // dollar reads a $ expansion, looking into any command it runs. Plain
 // parameters ($x, $1, $?) are just the "$".
 func (s *shellSplitter) dollar(inDouble bool) error {
@@ -988,14 +967,30 @@ func (s *shellSplitter) dollar(inDouble bool) error {
 	case '(':
 		if s.at(start+2) == '(' && !s.notArith[start] {
 			if ok, err := s.tryArith(start, start+3); err != nil || ok {
+				if err == nil && !plainArith(s.src[start+3:s.pos-2]) {
+					err = shellUnsuref(start, "%s", whyArith)
+				}
 				return err
 			}
 		}
 		s.pos = start + 2
 		return s.parseList(')', start)
 	case '{':
+		if err := checkParam(s.src, start); err != nil {
+			return err
+		}
 		s.pos = start + 2
 		return s.scanParam(start, inDouble)
+	case '\'':
+		if !inDouble || s.inParam > 0 {
+			return shellUnsuref(start, "%s", whyAnsiC)
+		}
+	case '[':
+		return shellUnsuref(start, "%s", whyOldArith)
+	case '"':
+		if !inDouble || s.inParam > 0 {
+			return shellUnsuref(start, "%s", whyTranslated)
+		}
 	}
 	s.pos++
 	return nil
@@ -1041,7 +1036,8 @@ func (s *shellSplitter) scanParam(open int, inDouble bool) error {
 	if err := s.enter(open); err != nil {
 		return err
 	}
-	defer s.leave()
+	s.inParam++
+	defer func() { s.leave(); s.inParam-- }()
 	for depth := 1; s.pos < len(s.src); {
 		var err error
 		switch s.src[s.pos] {
@@ -1123,6 +1119,10 @@ func (s *shellSplitter) backquote(inDouble bool) error {
 		return shellSyntaxErrorf(open, "unterminated backquote")
 	}
 	s.pos = end + 1
+	if len(s.heredocs) > 0 && strings.IndexByte(s.src[open:end], '\n') >= 0 {
+		return shellUnsuref(open, "a here-document %q whose line has a newline inside backquotes: "+
+			"where its body starts cannot be told for sure", s.heredocs[0].delim)
+	}
 	if err := s.child(2*open+1, unescapeBackquoted(s.src[open+1:end], inDouble), false); err != nil {
 		return fmt.Errorf("inside backquotes at offset %d: %w", open, err)
 	}

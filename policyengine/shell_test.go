@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -49,7 +50,6 @@ var shellSplitCases = []struct {
 	{"blanks folded", "  ls \t -l   -a  ", []Command{sc("ls", "-l", "-a")}},
 	{"quotes joined", `e"x"'y'\z a""b`, []Command{sc("exyz", "ab")}},
 	{"double quote escapes", `echo "\"\\\$\` + "`" + `\n"`, []Command{sc("echo", `"\$`+"`"+`\n`)}},
-	{"ansi-c quote", `echo $'a\tb\x41\101\'c'`, []Command{sc("echo", "a\tbAA'c")}},
 	{"command substitution", "echo $(rm -rf /)", []Command{sc("echo", "$(rm -rf /)"), sc("rm", "-rf", "/")}},
 	{"substitution in double quotes", `echo "$(curl x)"`, []Command{sc("echo", "$(curl x)"), sc("curl", "x")}},
 	{"backquotes", "echo `id`", []Command{sc("echo", "`id`"), sc("id")}},
@@ -79,7 +79,6 @@ var shellSplitCases = []struct {
 	{"heredoc quoted literal", "cat <<\"EOF\"\n$(id)\nEOF", []Command{sc("cat").to("<<", "EOF")}},
 	{"two heredocs", "a <<X; b <<Y\nrm\nX\nrm\nY\nc", []Command{sc("a").to("<<", "X"), sc("b").to("<<", "Y"), sc("c")}},
 	{"heredoc inside substitution", "x=$(cat <<EOF\nhi)\nEOF\n); ls", []Command{sc("").set("x=$(cat <<EOF\nhi)\nEOF\n)"), sc("cat").to("<<", "EOF"), sc("ls")}},
-	{"heredoc body after substitution", "echo $(cat <<EOF) x\nrm\nEOF", []Command{sc("echo", "$(cat <<EOF)", "x"), sc("cat").to("<<", "EOF")}},
 	{"heredoc cut by backquotes", "echo `cat <<EOF`\nrm\nEOF", []Command{sc("echo", "`cat <<EOF`"), sc("cat").to("<<", "EOF"), sc("rm"), sc("EOF")}},
 	{"here-string", "grep x <<< \"$v\"", []Command{sc("grep", "x").to("<<<", "$v")}},
 	{"if", "if true; then rm x; fi", []Command{sc("true"), sc("rm", "x")}},
@@ -90,8 +89,6 @@ var shellSplitCases = []struct {
 	{"for on lines", "for f\nin a b\ndo\ncat $f\ndone", []Command{sc("cat", "$f")}},
 	{"for without in", "for x do rm $x; done", []Command{sc("rm", "$x")}},
 	{"for with do as word", "for x in do; do rm $x; done", []Command{sc("rm", "$x")}},
-	{"arithmetic for without separator", "for ((;;)) do ls; done", []Command{sc("ls")}},
-	{"arithmetic for", "for ((i=0; i<3; i++)); do echo $i; done", []Command{sc("echo", "$i")}},
 	{"case", "case $x in a|b) ls;; (c) rm x;& *) id;;& esac; pwd", []Command{sc("ls"), sc("rm", "x"), sc("id"), sc("pwd")}},
 	{"case in substitution", "echo $(case x in x) id;; esac)", []Command{sc("echo", "$(case x in x) id;; esac)"), sc("id")}},
 	{"case on lines", "case $x\nin\n  a) ls ;;\nesac", []Command{sc("ls")}},
@@ -109,11 +106,8 @@ var shellSplitCases = []struct {
 	{"function keyword", "function g { id; }", []Command{fn("g"), sc("id")}},
 	{"conditional function", "x && f() { id; }", []Command{sc("x"), {Function: "f", Conditional: true}, sc("id")}},
 	{"backgrounded function", "f() { id; } & g() { x; }", []Command{{Function: "f", Conditional: true}, sc("id"), fn("g"), sc("x")}},
-	{"conditional", "[[ -f x && $(id) < y ]] && ls", []Command{sc("[[", "-f", "x", "&&", "$(id)", "<", "y", "]]"), sc("id"), sc("ls")}},
 	{"arithmetic", "echo $((1+2))", []Command{sc("echo", "$((1+2))")}},
-	{"arithmetic with substitution", "echo $(( $(id -u) + 1 ))", []Command{sc("echo", "$(( $(id -u) + 1 ))"), sc("id", "-u")}},
 	{"unbalanced arithmetic runs commands", "echo $(( p2 $(case x in x) id;; esac) ))", []Command{sc("echo", "$(( p2 $(case x in x) id;; esac) ))"), sc("p2", "$(case x in x) id;; esac)"), sc("id")}},
-	{"arithmetic command", "(( i++ )) && ls", []Command{sc("ls")}},
 	{"subshell in substitution", "echo $((ls) )", []Command{sc("echo", "$((ls) )"), sc("ls")}},
 	{"nested subshells", "((ls); pwd)", []Command{sc("ls"), sc("pwd")}},
 	{"parameter", "echo ${HOME}/x ${#a[@]}", []Command{sc("echo", "${HOME}/x", "${#a[@]}")}},
@@ -130,6 +124,22 @@ var shellSplitCases = []struct {
 	{"prefix commands not unwrapped", "sudo env FOO=1 nice xargs rm", []Command{sc("sudo", "env", "FOO=1", "nice", "xargs", "rm")}},
 	{"exec redirect", "exec 3>&1", []Command{sc("exec").to(">&", "1")}},
 	{"pipe across lines", "ls |\n  grep x &&\n  wc", []Command{sc("ls"), sc("grep", "x"), sc("wc")}},
+	{"continuation in options", "curl \\\n -s https://x", []Command{sc("curl", "-s", "https://x")}},
+	{"continuation in double quotes", "echo \"a\\\nb\" \"$\\\n(id)\"", []Command{sc("echo", "ab", "$(id)"), sc("id")}},
+	{"continuation splits an operator", "ls &\\\n& pwd", []Command{sc("ls"), sc("pwd")}},
+	{"continuation in a keyword", "case x in (a) pwd;; esa\\\nc; id", []Command{sc("pwd"), sc("id")}},
+	{"continuation in substitution", "echo $\\\n(i\\\nd)", []Command{sc("echo", "$(id)"), sc("id")}},
+	{"no continuation in single quotes", "echo 'a\\\nb' \\\n c", []Command{sc("echo", "a\\\nb", "c")}},
+	{"comment ends at the newline", "ls # a \\\npwd", []Command{sc("ls"), sc("pwd")}},
+	{"escaped backslash before newline", "echo a\\\\\npwd", []Command{sc("echo", "a\\"), sc("pwd")}},
+	{"continuation kept in a quoted here-document", "cat <<'E' \\\n-\n$(id) \\\nE\nE\nls \\\n-l", []Command{sc("cat", "-").to("<<", "E"), sc("E"), sc("ls", "-l")}},
+	{"continuation and an unquoted here-document", "cat <<E \\\n-\n$(id)\nE\nls \\\n-l", []Command{sc("cat", "-").to("<<", "E"), sc("ls", "-l"), sc("id")}},
+	{"for over a glob", `for f in *.go; do wc -l "$f"; done`, []Command{sc("wc", "-l", "$f")}},
+	{"if test", "if [ -f x ]; then cat x; fi", []Command{sc("[", "-f", "x", "]"), sc("cat", "x")}},
+	{"variable in double quotes", `echo "$HOME" ${HOME} ${#x} ${x%.go} ${@} ${1} ${a[@]} ${!}`, []Command{sc("echo", "$HOME", "${HOME}", "${#x}", "${x%.go}", "${@}", "${1}", "${a[@]}", "${!}")}},
+	{"numeric subscripts", "a[1]=x b=([0]=y z) c+=(w)", []Command{sc("").set("a[1]=x", "b=([0]=y z)", "c+=(w)")}},
+	{"arithmetic of numbers", "echo $((1 + 0x1f * 16#ff)) $(( (2) ))", []Command{sc("echo", "$((1 + 0x1f * 16#ff))", "$(( (2) ))")}},
+	{"test is not [[", "[ a '<' b ] && echo [[", []Command{sc("[", "a", "<", "b", "]"), sc("echo", "[[")}},
 }
 
 func TestSplitCommandLine(t *testing.T) {
@@ -165,7 +175,6 @@ func TestSplitCommandLineExpanding(t *testing.T) {
 		{"sort ''$X \"\"*", []int{0, 1}},
 		{"sort '*' \"*\" \\* '$X' \\$X a* ./* ~/x \"a$X\" -k\"$X\"", nil},
 		{"sort -k$X --o=$X a$(x) a`x`", []int{0, 1, 2, 3}},
-		{"sort $'\\x2d' $\"x\"", nil},
 		{"sort a $X b", []int{1}},
 	} {
 		cmds, err := SplitCommandLine(tt.line)
@@ -220,6 +229,123 @@ func TestSplitCommandLineErrors(t *testing.T) {
 				t.Errorf("SplitCommandLine(%q) error %q: ErrEmptyCommand is %v, want %v", tc.line, err, empty, tc.empty)
 			}
 		})
+	}
+}
+
+// shellUnsureLines are command lines that bash and dash read differently,
+// or whose reading corral cannot be sure of: SplitCommandLine refuses
+// them with ErrUnclear and a reason holding why. Most are attacks that
+// made "corral check" allow a line on which a shell runs touch.
+var shellUnsureLines = []struct {
+	line, why string
+}{
+	// Here-document bodies start after the line at the operator's level.
+	{"cat <<'pwd' -- $(\ntouch PWNED\npwd\n)\npwd", "here-document"},
+	{"cat <<'pwd' -- \"$(\ntouch PWNED\npwd\n)\"\npwd", "here-document"},
+	{"cat <<'pwd' -- <(\ntouch PWNED\npwd\n)\npwd", "here-document"},
+	{"cat <<'pwd' -- ${x:-$(\ntouch PWNED\npwd\n)}\npwd", "here-document"},
+	{"cat <<'pwd' -- `\ntouch PWNED\npwd\n`\npwd", "here-document"},
+	{"cat <<pwd -- $(\ntouch PWNED\npwd\n)\npwd", "here-document"},
+	{"cat -- $(cat <<'E')\ntouch PWNED\nE", "here-document"},
+	{"cat <<E; a=(x\ny)\nE", "here-document"},
+	// Line continuations are removed first, or refused where their place
+	// cannot be told.
+	{"cat <<E\\\nOF\n$(touch PWNED)\nEOF", "here-document"},
+	{"cat <<E\n\\\n$(touch PWNED)\nE", "here-document"},
+	{"cat <<E\nE\\\n\n$(touch PWNED)\nE", "here-document"},
+	{"cat <<E$x\nx\\\ny\nE", "delimiter"},
+	{"echo $(cat <<E\nx\nE\n) \\\n y", "here-document"},
+	{"cat <<E; echo $(\n) \\\n\nE", "here-document"},
+	{"cat -- $\\\n'\\' '; touch PWNED; #'", "$'"},
+	{"cat -- `echo \\\n`", "backquotes"},
+	{"cat -- ${x:-\\\n$(touch PWNED)}", "${...}"},
+	{"echo \"$(case x in x) echo ')' ;; esac)\\\n\" '\\\n'", "case"},
+	// $'...' is not a quote in dash.
+	{"cat -- $'\\' ;touch PWNED; #'", "$'"},
+	{"cat -- x$'\\'' ;touch PWNED; #'", "$'"},
+	{"cat -- ${x:-$'\\' ;touch PWNED; #'}", "$'"},
+	{"echo $(( $'1' ))", "$'"},
+	{"echo $'a\\tb'", "$'"},
+	// (( is arithmetic in bash, nested subshells in dash.
+	{"pwd; ((touch PWNED))", "(("},
+	{"((i++)) && ls", "(("},
+	{"for ((;;)) do ls; done", "(("},
+	{"echo $( ((touch PWNED)) )", "(("},
+	// bash evaluates values again: assignments in words, @P, arithmetic
+	// on names, subscripts, indirection, substrings.
+	{`cat -- "${x:=\$(touch PWNED)}" "${x@P}"`, "${x:="},
+	{`cat -- "${x:=a[\$(touch PWNED)]}" "$((x))"`, "${x:="},
+	{`cat -- ${x=a} $((x))`, "${x="},
+	{`x='$(touch PWNED)'; echo "${x@P}"`, "@"},
+	{`x='a[$(touch PWNED)]'; echo $((x))`, "arithmetic"},
+	{`x='a[$(touch PWNED)]'; echo $(($x + 1))`, "arithmetic"},
+	{"echo $(( `echo x` ))", "arithmetic"},
+	{`x='a[$(touch PWNED)]'; echo ${a[x]}`, "subscript"},
+	{`x='a[$(touch PWNED)]'; echo ${y:x}`, "offset"},
+	{`x='a[$(touch PWNED)]'; echo ${!x}`, "indirection"},
+	{`echo ${x|y}`, "operator"},
+	{"x='b[$(touch PWNED)]'; a[x]=1", "subscript"},
+	{"x='b[$(touch PWNED)]'; a[$x]=1 ls", "subscript"},
+	{"x='b[$(touch PWNED)]'; a=([x]=1)", "subscript"},
+	{"x='b[$(touch PWNED)]'; a+=([$x]=1)", "subscript"},
+	{"x='b[$(touch PWNED)]'; echo ${#a[x]}", "subscript"},
+	{"x='b[$(touch PWNED)]'; echo ${@:x}", "offset"},
+	{"echo $[1+2]", "$[...]"},
+	{`echo $"hello"`, "translated"},
+	{`echo ${x:-$"hello"}`, "translated"},
+	{"PS4='$(touch PWNED)'; set -x; ls", "PS4"},
+	{"PS4+='$(touch PWNED)' bash -xc ls", "PS4"},
+	{"for PS4 in '$(touch PWNED)'; do set -x; ls; done", "PS4"},
+	{"BASH_ENV=./x bash -c ls", "BASH_ENV"},
+	{"SHELLOPTS=xtrace PS4='$(touch PWNED)' bash -c ls", "SHELLOPTS"},
+	// [[ is a keyword in bash, a command in dash.
+	{"[[ -f <(touch PWNED) ]]", "[["},
+	{"[[ a || touch PWNED ]]", "[["},
+	{"[[ a > PWNED ]]", "[["},
+	{"ls && [[ -n $x ]]", "[["},
+}
+
+func TestSplitCommandLineUnsure(t *testing.T) {
+	for _, tc := range shellUnsureLines {
+		t.Run(tc.line, func(t *testing.T) {
+			got, err := SplitCommandLine(tc.line)
+			if err == nil {
+				t.Fatalf("SplitCommandLine(%q) = %#v, want an error", tc.line, got)
+			}
+			if !errors.Is(err, ErrUnclear) || !strings.Contains(err.Error(), tc.why) {
+				t.Errorf("SplitCommandLine(%q) error %q: want ErrUnclear naming %q", tc.line, err, tc.why)
+			}
+		})
+	}
+}
+
+// TestSplitCommandLineSeesTouch: lines on which a shell runs touch once
+// its line continuations are removed: the splitter finds touch.
+func TestSplitCommandLineSeesTouch(t *testing.T) {
+	for _, line := range []string{
+		"cat -- \"$\\\n(touch PWNED)\"",
+		"cat -- $\\\n(touch PWNED)",
+		"cat -- $\\\n\\\n(touch PWNED)",
+		"case x in (a) pwd;; esa\\\nc; touch PWNED",
+		"echo a &\\\n& touch PWNED",
+		"cat <\\\n(touch PWNED)",
+		"echo x # \\\ntouch PWNED",
+		"echo \"a\\\n\" ; touch PWNED",
+		"t\\\nouch PWNED",
+		"echo $(\\\n(touch PWNED) )",
+		"cat <<< x \\\n$(touch PWNED)",
+		"cat <\\\n<E\nx\nE\ntouch PWNED",
+		"cat <<'E' \\\n-\nx\\\nE\nE\ntouch PWNED",
+		"cat <<-\\E\n\tx\\\n\tE\n t\\\nouch PWNED",
+	} {
+		cmds, err := SplitCommandLine(line)
+		if err != nil {
+			t.Errorf("SplitCommandLine(%q): %v", line, err)
+			continue
+		}
+		if !slices.ContainsFunc(cmds, func(c Command) bool { return c.Program == "touch" }) {
+			t.Errorf("SplitCommandLine(%q) = %+v: touch not found", line, cmds)
+		}
 	}
 }
 

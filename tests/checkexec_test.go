@@ -84,6 +84,31 @@ var checkExecLines = []struct {
 	{"cd sub && ls > out", false},
 	{"env -C /etc sh -c 'ls > PWNED'", true},
 	{"env -C sub sh -c 'ls > out'", false},
+	// Constructs bash and dash read differently, line continuations and
+	// here-documents (issue 15, shell reading): check refuses what it
+	// cannot read for sure, and reads the continuations as sh does.
+	{"ls <<'ls' -- $(\ntouch PWNED\nls\n)\nls", true},
+	{"ls <<'ls' -- \"$(\ntouch PWNED\nls\n)\"\nls", true},
+	{"ls <<'ls' -- ${x:-$(\ntouch PWNED\nls\n)}\nls", true},
+	{"ls -- $(cat <<'E')\ntouch PWNED\nE", true},
+	{"ls -- \"$\\\n(touch PWNED)\"", true},
+	{"ls <<E\\\nOF\n$(touch PWNED)\nEOF", true},
+	{"case x in (a) ls;; esa\\\nc; touch PWNED", true},
+	{"ls -- $\\\n'\\' '; touch PWNED; #'", true},
+	{"ls -- $'\\' ;touch PWNED; #'", true},
+	{"ls; ((touch PWNED))", true},
+	{"ls -- \"${x:=\\$(touch PWNED)}\" \"${x@P}\"", true},
+	{"ls -- \"${x:=a[\\$(touch PWNED)]}\" \"$((x))\"", true},
+	{"[[ -f <(touch PWNED) ]]", true},
+	{"[[ a || touch PWNED ]]", true},
+	{"[[ a > PWNED ]]", true},
+	{"x='a[$(touch PWNED)]'; let x", true},
+	{"x='b[$(touch PWNED)]'; a[x]=1; ls", true},
+	{"x='a[$(touch PWNED)]'; ls $[x]", true},
+	{"x='a[$(touch PWNED)]'; test -v \"$x\"", true},
+	{"ls \\\n  -la \\\n  .", false},
+	{"for f in .; do ls -d -- \"$f\"; done", false},
+	{"if ls .; then ls -- \"$HOME\" ${HOME} $((1+2)) 2>/dev/null; fi; echo \"a\\\nb\"", false},
 }
 
 // TestCheckAgreesWithExec: for each line, `corral check exec LINE` and
