@@ -330,6 +330,13 @@ func (c compiledURL) decideMode(u policyengine.URL, tunnel bool) policyengine.De
 		{"deny", c.deny, policyengine.Deny}, {"allow", c.allow, policyengine.Allow}} {
 		for _, r := range l.rules {
 			matched := r.match(u, canonical)
+			if !matched && !tunnel && l.action == policyengine.Deny && u.RawQuery != "" && !strings.ContainsRune(string(r.path.pat), '?') {
+				// A deny rule about a path denies it whatever query
+				// follows: every server serves /admin?a=1 as /admin.
+				bare := u
+				bare.RawQuery = ""
+				matched = r.match(bare, canonical)
+			}
 			if tunnel && r.preset == policyengine.CatNone {
 				host, _ := canonicalParts(u)
 				matched = r.scheme.match(u.Scheme) && hostMatch(r.host, host) && !(r.host.wild() && u.Category != policyengine.CatNone)

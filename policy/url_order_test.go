@@ -185,3 +185,21 @@ func TestCheckRequest(t *testing.T) {
 		wantDecision(t, fmt.Sprintf("%s %s %s:%d", tt.method, tt.url, tt.host, tt.port), d, tt.want, "-", projectLabel)
 	}
 }
+
+// TestURLDenyIgnoresQuery: a deny rule about a path denies it whatever
+// query follows (servers serve /admin?a=1 as /admin); an allow rule about
+// an exact path still does not allow it with a query, and a rule that
+// names a query matches as written.
+func TestURLDenyIgnoresQuery(t *testing.T) {
+	e := project(t, "url:\n  default: deny\n  allow: ['http://h.test/*', 'http://h.test/exact']\n  deny: ['http://h.test/admin', 'http://h.test/admin/*', 'http://h.test/q\\?x=1']\n")
+	for _, u := range []string{"http://h.test/admin?a=1", "http://h.test/admin?", "http://h.test/admin/x?y=2", "http://h.test/q?x=1"} {
+		if d := e.CheckURL(u); d.Action != policyengine.Deny {
+			t.Errorf("%s: %s (%s), want deny", u, d.Action, d.Reason)
+		}
+	}
+	for _, u := range []string{"http://h.test/other?a=1", "http://h.test/q?x=2", "http://h.test/administrator"} {
+		if d := e.CheckURL(u); d.Action != policyengine.Allow {
+			t.Errorf("%s: %s (%s), want allow", u, d.Action, d.Reason)
+		}
+	}
+}
