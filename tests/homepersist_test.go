@@ -520,3 +520,37 @@ echo evil > .bash_completion && chmod `+mode+` .config`)
 		})
 	}
 }
+
+// TestHomeMoreStartupFiles: the second review's files that host tools run
+// from a writable home: less's compiled key file, go's env file (GOFLAGS
+// -toolexec), rustup's cargo env sourced by shells, docker CLI plugins,
+// gpg's agent program, sensible-editor's choice and npm init's script.
+// Existing ones stay read-only; created ones are quarantined.
+func TestHomeMoreStartupFiles(t *testing.T) {
+	users(t, func(t *testing.T, u user) {
+		attack(t, "persistence", "write ~/.less, ~/.config/go/env, ~/.cargo/env, docker plugins, ~/.gnupg, ~/.selected_editor, ~/.npm-init.js")
+		home := newDir(t, u, "home")
+		writeFile(t, filepath.Join(home, ".config/README"), "configs\n", 0o644)
+		writeFile(t, filepath.Join(home, ".cargo/env"), "export PATH=\"$HOME/.cargo/bin:$PATH\"\n", 0o644)
+		writeFile(t, filepath.Join(home, ".gnupg/gpg.conf"), "keyid-format long\n", 0o600)
+		own(t, u, home, filepath.Join(home, ".cargo"), filepath.Join(home, ".cargo/env"), filepath.Join(home, ".gnupg"), filepath.Join(home, ".gnupg/gpg.conf"))
+		created := []string{".less", ".config/go/env", ".docker/cli-plugins", ".selected_editor", ".npm-init.js", ".fzf.bash", ".hgrc"}
+		r := runScriptArgs(t, u, home, homeEnv(home), nil, `
+echo 'touch /tmp/x' >> .cargo/env; echo 'agent-program /tmp/x' >> .gnupg/gpg.conf
+printf 'x' > .less; mkdir -p .config/go && echo 'GOFLAGS=-toolexec=/tmp/x' > .config/go/env
+mkdir -p .docker/cli-plugins && echo 'touch /tmp/x' > .docker/cli-plugins/docker-zz
+echo 'touch /tmp/x' > .selected_editor; echo 'require("fs")' > .npm-init.js
+echo 'touch /tmp/x' > .fzf.bash; printf '[hooks]\npre-commit = touch /tmp/x\n' > .hgrc`)
+		for _, p := range created {
+			if _, err := os.Lstat(filepath.Join(home, p)); err == nil {
+				t.Errorf("%s, created by the command, is still there:\n%s", p, r)
+			}
+		}
+		if got := readFile(t, filepath.Join(home, ".cargo/env")); strings.Contains(got, "touch") {
+			t.Errorf("the command appended to ~/.cargo/env:\n%s", got)
+		}
+		if got := readFile(t, filepath.Join(home, ".gnupg/gpg.conf")); strings.Contains(got, "agent-program") {
+			t.Errorf("the command appended to ~/.gnupg/gpg.conf:\n%s", got)
+		}
+	})
+}
