@@ -29,5 +29,6 @@ func (s *Skills) CheckPlan(ev *policy.Evaluator) (*sandbox.Plan, error) {
 			made = append(made, r.dir)
 		}
 	}
-	return sandbox.CheckPlan(sk.Perms, sandbox.Spec{WorkDir: sk.Vars.WorkDir, Env: os.Environ()}, made)
+	spec := sandbox.Spec{WorkDir: sk.Vars.WorkDir, Env: os.Environ(), Home: sk.Vars.Home, Keep: KeptPaths(sk, ev)}
+	return sandbox.CheckPlan(sk.Perms, spec, made)
 }

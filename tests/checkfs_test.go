@@ -338,3 +338,25 @@ func TestCheckFSStdin(t *testing.T) {
 		}
 	})
 }
+
+// TestCheckFSHomeAndSkills: with the home folder as the work dir, check
+// answers for the home-relative protected paths and the active skill's
+// files as exec enforces them (quarantined, read-only), not from the globs.
+func TestCheckFSHomeAndSkills(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "check", "check allows a home start-up file or the skill's own SKILL.md that exec protects")
+		home := newDir(t, u, "home")
+		skill := writeSkill(t, filepath.Join(home, "skills"), "mine", "")
+		own(t, u, home)
+		args := []string{"check", "--work-dir", home, "--skill", skill, "write"}
+		env := append(defaultEnv()[:2:2], "HOME="+home)
+		for _, p := range []string{".lesskey", ".config/go/env", filepath.Join(skill, "SKILL.md")} {
+			r := u.run(t, runOpts{args: append(args, p), dir: home, env: env})
+			var a checkAnswer
+			if err := json.Unmarshal([]byte(r.stdout), &a); err != nil || a.Action != "deny" || !strings.Contains(a.Reason, "protected") {
+				t.Errorf("check write %s with the home folder as the work dir: %s (%v), want a protected deny", p, r, err)
+			}
+		}
+	})
+}
