@@ -596,3 +596,54 @@ printf '#!/bin/sh\ntouch `+marker+`\n' > hooks/pre-commit && chmod +x hooks/pre-
 		}
 	})
 }
+
+// TestGitHooksPathWorkTrees: a relative core.hooksPath is found from the
+// top of the work tree git runs in, which a .git file, a .git folder with
+// a commondir or a core.worktree of config.worktree the command made
+// chooses: hooks written there run for an existing repository.
+func TestGitHooksPathWorkTrees(t *testing.T) {
+	t.Parallel()
+	hook := func(d string) string {
+		return `mkdir -p ` + d + ` && printf '#!/bin/sh\ntouch %s\n' "$M" > ` + d + `/pre-commit && chmod +x ` + d + `/pre-commit` + "\n"
+	}
+	for _, c := range []struct {
+		name, global, script, dir string
+		repoHooks                 bool
+	}{
+		{name: "repository hooksPath, new .git file in a sub-folder", repoHooks: true,
+			script: hook("sub/.husky/_") + `echo "gitdir: ../.git" > sub/.git`, dir: "sub"},
+		{name: "repository hooksPath, new .git folder with a commondir", repoHooks: true,
+			script: hook("sub/.husky/_") + `mkdir -p sub/.git && echo "ref: refs/heads/master" > sub/.git/HEAD && echo ../../.git > sub/.git/commondir`, dir: "sub"},
+		{name: "global hooksPath, new .git file in a sub-folder", global: ".githooks",
+			script: hook("sub/.githooks") + `echo "gitdir: ../.git" > sub/.git`, dir: "sub"},
+		{name: "global hooksPath, core.worktree in config.worktree", global: ".githooks",
+			script: `git init -q r && git -C r config extensions.worktreeConfig true
+` + hook("other/.githooks") + `printf '[core]\n\tworktree = ../../other\n' > r/.git/config.worktree`, dir: "r"},
+	} {
+		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
+			t.Parallel()
+			users(t, func(t *testing.T, u user) {
+				attack(t, "persistence", "git: hooks where a relative core.hooksPath leads from a work tree the command chose: "+c.name)
+				home := newDir(t, u, "home")
+				if c.global != "" {
+					writeFile(t, filepath.Join(home, ".gitconfig"), "[core]\n\thooksPath = "+c.global+"\n", 0o644)
+				}
+				work := newDir(t, u, "work")
+				marker := filepath.Join(newDir(t, u, "marker"), "ran")
+				hostGitSetup(t, work, "init", "-q")
+				if c.repoHooks {
+					hostGitSetup(t, work, "config", "core.hooksPath", ".husky/_")
+					os.MkdirAll(filepath.Join(work, ".husky/_"), 0o755)
+				}
+				own(t, u, work)
+				own(t, u, home)
+				time.Sleep(20 * time.Millisecond)
+				r := runScriptArgs(t, u, work, homeEnv(home), nil, "M="+marker+"\n"+c.script+"\ntrue")
+				hostGit(t, u, home, filepath.Join(work, c.dir), hostCommit...)
+				if exists(marker) {
+					t.Errorf("the host's git ran a hook the sandboxed command planted (%s exists)\n%s", marker, r)
+				}
+			})
+		})
+	}
+}
