@@ -647,3 +647,35 @@ func TestGitHooksPathWorkTrees(t *testing.T) {
 		})
 	}
 }
+
+// TestProtectedNamesInSubFolders: the root-relative protected names
+// (.envrc, .vscode, .mcp.json...) are read by direnv, IDEs and agents in
+// whatever folder the user opens: made or changed in a sub-folder during
+// the run, they are quarantined; the user's unchanged ones stay.
+func TestProtectedNamesInSubFolders(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "persistence", "protected names (.envrc, .vscode, .mcp.json, .claude) in sub-folders of the work dir")
+		work := newDir(t, u, "work")
+		writeFile(t, filepath.Join(work, "old/.claude/settings.json"), "{}\n", 0o644)
+		writeFile(t, filepath.Join(work, "keep/.vscode/settings.json"), "{}\n", 0o644)
+		writeFile(t, filepath.Join(work, "keep/.envrc"), "export A=1\n", 0o644)
+		own(t, u, work)
+		time.Sleep(20 * time.Millisecond)
+		r := runScript(t, u, work, nil, `
+mkdir -p sub/deep a/b/.vscode && echo 'touch /tmp/x' > sub/deep/.envrc
+echo '{"tasks":[]}' > a/b/.vscode/tasks.json && echo '{}' > sub/.mcp.json
+echo '{"hooks":{}}' > old/.claude/settings.json
+true`)
+		for _, p := range []string{"sub/deep/.envrc", "a/b/.vscode", "sub/.mcp.json", "old/.claude"} {
+			if exists(filepath.Join(work, p)) {
+				t.Errorf("%s is still there after the run\n%s", p, r)
+			}
+		}
+		for _, p := range []string{"keep/.vscode/settings.json", "keep/.envrc"} {
+			if !exists(filepath.Join(work, p)) {
+				t.Errorf("the user's unchanged %s was moved\n%s", p, r)
+			}
+		}
+	})
+}
