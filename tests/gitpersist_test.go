@@ -679,3 +679,24 @@ true`)
 		}
 	})
 }
+
+// TestProtectedNamesGrantedExactly: a write grant that names a protected
+// path in a sub-folder exactly keeps what the command writes there.
+func TestProtectedNamesGrantedExactly(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		work := newDir(t, u, "work")
+		os.MkdirAll(filepath.Join(work, "proj/.vscode"), 0o755)
+		sk := writeSkill(t, newDir(t, u, "skills"), "ide", "  fs:\n    write: [\"$WORK_DIR/**\", \"$WORK_DIR/proj/.vscode/**\"]\n  exec: [sh, mkdir]\n")
+		own(t, u, work)
+		time.Sleep(20 * time.Millisecond)
+		r := runScriptArgs(t, u, work, nil, []string{"--skill", sk}, `
+echo '{}' > proj/.vscode/tasks.json; mkdir -p q/.vscode && echo '{}' > q/.vscode/tasks.json`)
+		if !exists(filepath.Join(work, "proj/.vscode/tasks.json")) {
+			t.Errorf("the granted proj/.vscode was quarantined\n%s", r)
+		}
+		if exists(filepath.Join(work, "q/.vscode")) {
+			t.Errorf("q/.vscode, not granted, is still there\n%s", r)
+		}
+	})
+}
