@@ -608,8 +608,10 @@ func TestGitHooksPathWorkTrees(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name, global, script, dir string
-		repoHooks                 bool
+		repoHooks, linked         bool
 	}{
+		{name: "repository hooksPath, the user's linked worktree", repoHooks: true, linked: true,
+			script: hook("w2/.husky/_"), dir: "w2"},
 		{name: "repository hooksPath, new .git file in a sub-folder", repoHooks: true,
 			script: hook("sub/.husky/_") + `echo "gitdir: ../.git" > sub/.git`, dir: "sub"},
 		{name: "repository hooksPath, new .git folder with a commondir", repoHooks: true,
@@ -634,6 +636,10 @@ func TestGitHooksPathWorkTrees(t *testing.T) {
 				if c.repoHooks {
 					hostGitSetup(t, work, "config", "core.hooksPath", ".husky/_")
 					os.MkdirAll(filepath.Join(work, ".husky/_"), 0o755)
+				}
+				if c.linked {
+					hostGitSetup(t, work, "-c", "user.name=a", "-c", "user.email=a@example.invalid", "commit", "-q", "--allow-empty", "-m", "x")
+					hostGitSetup(t, work, "worktree", "add", "-q", filepath.Join(work, "w2"))
 				}
 				own(t, u, work)
 				own(t, u, home)
