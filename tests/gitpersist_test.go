@@ -607,9 +607,15 @@ func TestGitHooksPathWorkTrees(t *testing.T) {
 		return `mkdir -p ` + d + ` && printf '#!/bin/sh\ntouch %s\n' "$M" > ` + d + `/pre-commit && chmod +x ` + d + `/pre-commit` + "\n"
 	}
 	for _, c := range []struct {
-		name, global, script, dir string
-		repoHooks, linked         bool
+		name, global, script, dir, earlier string
+		repoHooks, linked                  bool
 	}{
+		{name: "repository hooksPath, new .git file next to hooks an earlier run left", repoHooks: true, earlier: "sub/.husky/_",
+			script: `echo "gitdir: ../.git" > sub/.git`, dir: "sub"},
+		{name: "repository hooksPath, new commondir next to hooks an earlier run left", repoHooks: true, earlier: "sub/.husky/_",
+			script: `mkdir -p sub/.git && echo "ref: refs/heads/master" > sub/.git/HEAD && echo ../../.git > sub/.git/commondir`, dir: "sub"},
+		{name: "global hooksPath, new .git file next to hooks an earlier run left", global: ".githooks", earlier: "sub/.githooks",
+			script: `echo "gitdir: ../.git" > sub/.git`, dir: "sub"},
 		{name: "repository hooksPath, the user's linked worktree", repoHooks: true, linked: true,
 			script: hook("w2/.husky/_"), dir: "w2"},
 		{name: "repository hooksPath, new .git file in a sub-folder", repoHooks: true,
@@ -636,6 +642,9 @@ func TestGitHooksPathWorkTrees(t *testing.T) {
 				if c.repoHooks {
 					hostGitSetup(t, work, "config", "core.hooksPath", ".husky/_")
 					os.MkdirAll(filepath.Join(work, ".husky/_"), 0o755)
+				}
+				if c.earlier != "" {
+					writeFile(t, filepath.Join(work, c.earlier, "pre-commit"), "#!/bin/sh\ntouch "+marker+"\n", 0o755)
 				}
 				if c.linked {
 					hostGitSetup(t, work, "-c", "user.name=a", "-c", "user.email=a@example.invalid", "commit", "-q", "--allow-empty", "-m", "x")
