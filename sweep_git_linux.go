@@ -54,30 +54,82 @@ func (s *sweep) gitFolder(fd int, dir string, inherited bool) {
 		s.config(fd, dir, name, -1, changed, 0)
 	}
 	s.hooks(fd, dir, "hooks", changed)
-	if s.globalHooks != "" {
-		s.globalHooksIn(fd, dir, changed)
-	}
+	s.relativeHooksIn(fd, dir, -1, changed)
 	s.attributes(fd, dir, changed)
 	s.commondir(fd, dir, changed)
 }
 
-// globalHooksIn checks the folder a relative core.hooksPath of the user's
-// global config names in the work tree of the git folder dir (fd): the
-// folder above a .git folder, else the git folder itself.
-func (s *sweep) globalHooksIn(fd int, dir string, changed bool) {
-	var entries []gitEntry
-	if data, err := s.read(fd, "config"); err == nil {
-		entries, _ = parseGitConfig(data)
+// relativeHooksIn checks the folder a relative core.hooksPath names for
+// the git folder dir (fd), as git finds it: the last core.hooksPath of
+// the user's global config, then the config of its commondir (itself if
+// none) and its own config.worktree;
+// relative to the top of the work tree, which is core.worktree of those
+// if set, else wt (open: the folder holding a .git file or folder that
+// leads here), else the folder above a .git folder, else the git folder
+// itself. (A relative core.hooksPath of the user's own config with no wt
+// is checked by config too.)
+func (s *sweep) relativeHooksIn(fd int, dir string, wt int, changed bool) {
+	hp, from := s.globalHooks, "the user's global git config"
+	cfd, cdir := fd, dir
+	if data, err := s.read(fd, "commondir"); err == nil {
+		if common, nul := cString([]byte(strings.TrimRight(string(data), "\r\n"))); common != "" && !nul {
+			var restore []func()
+			defer func() { undoAll(restore) }()
+			if c, real := s.openPointer(fd, common, &restore); c >= 0 {
+				defer unix.Close(c)
+				cfd, cdir = c, real
+			}
+		}
 	}
-	top, err := s.workTree(fd, dir, entries)
+	var entries []gitEntry
+	for _, f := range []struct {
+		fd        int
+		dir, name string
+	}{{cfd, cdir, "config"}, {fd, dir, "config.worktree"}} {
+		data, err := s.read(f.fd, f.name)
+		if err != nil {
+			continue
+		}
+		name := f.dir + "/" + f.name
+		es, err := parseGitConfig(data)
+		if err != nil {
+			es = looseGitEntries(data)
+		}
+		for _, e := range es {
+			if e.pattern() == "core.hookspath" {
+				hp, from = e.Value, name
+			}
+		}
+		entries = append(entries, es...)
+	}
+	if hp == "" || path.IsAbs(hp) || strings.HasPrefix(hp, "~/") {
+		return // none, or the same folder for every work tree: config checks it
+	}
+	var top int
+	var err error
+	if wt >= 0 && !hasWorkTree(entries) {
+		top, err = unix.FcntlInt(uintptr(wt), unix.F_DUPFD_CLOEXEC, 0)
+	} else {
+		top, err = s.workTree(fd, dir, entries)
+	}
 	if err != nil {
-		s.Errs = append(s.Errs, fmt.Sprintf("%s: the top of its work tree, where the global core.hooksPath %q is: %v", dir, s.globalHooks, err))
+		s.Errs = append(s.Errs, fmt.Sprintf("%s: the top of its work tree, where core.hooksPath %q of %s is: %v", dir, hp, from, err))
 		return
 	}
 	defer unix.Close(top)
-	s.follow(top, s.globalHooks, fmt.Sprintf("%s (its work tree's %s: core.hooksPath of the user's global git config)", dir, s.globalHooks), func(pfd int, real, last string) {
+	s.follow(top, hp, fmt.Sprintf("%s (its work tree's %s: core.hooksPath of %s)", dir, hp, from), func(pfd int, real, last string) {
 		s.hooks(pfd, real, last, changed)
 	})
+}
+
+// hasWorkTree says if entries set core.worktree.
+func hasWorkTree(entries []gitEntry) bool {
+	for _, e := range entries {
+		if e.pattern() == "core.worktree" {
+			return true
+		}
+	}
+	return false
 }
 
 // workTree opens (O_PATH) the top of the work tree of the git folder dir
@@ -336,15 +388,19 @@ func (s *sweep) commondir(dirfd int, dir string, changed bool) {
 	case err != nil || target == "":
 		return
 	}
-	s.pointsTo(dirfd, dir, "commondir", target, changed)
+	s.pointsTo(dirfd, dir, "commondir", target, changed, -1)
 }
 
 // pointsTo inspects the git folder target that dir/name names, followed
 // as git does. If name changed and the target is outside the writable
 // roots, or cannot be followed to a folder (missing, a loop, a folder
 // corral cannot search, a new symlink to an absolute path on the way),
-// name is quarantined: never taken as "no repository there".
-func (s *sweep) pointsTo(dirfd int, dir, name, target string, changed bool) {
+// name is quarantined: never taken as "no repository there". wt (open, or
+// -1) is the top of the work tree that uses the target through name: a
+// relative core.hooksPath there is found from it, whatever git folder
+// the target is (a new .git file next to hooks the command wrote chooses
+// them for an existing repository).
+func (s *sweep) pointsTo(dirfd int, dir, name, target string, changed bool, wt int) {
 	var restore []func()
 	defer func() { undoAll(restore) }()
 	pfd, _, last, err := s.resolve(dirfd, target, &restore)
@@ -376,6 +432,9 @@ func (s *sweep) pointsTo(dirfd int, dir, name, target string, changed bool) {
 		}
 	default:
 		s.gitFolder(fd, real, changed)
+		if wt >= 0 {
+			s.relativeHooksIn(fd, real, wt, changed)
+		}
 	}
 }
 
@@ -383,21 +442,57 @@ func (s *sweep) pointsTo(dirfd int, dir, name, target string, changed bool) {
 // ("gitdir: PATH") or a symlink the command made.
 func (s *sweep) gitFile(dirfd int, dir string) {
 	st, ok := s.stat(dirfd, ".git")
-	if !ok || !s.fresh(&st) {
+	if !ok {
 		return
 	}
+	fresh := s.fresh(&st)
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		s.quarantine(dirfd, dir, ".git", "a .git symlink the command made")
+		if fresh {
+			s.quarantine(dirfd, dir, ".git", "a .git "+fileKind(st.Mode)+" the command made")
+		}
 		return
 	}
 	data, err := s.read(dirfd, ".git")
 	text, nul := cString([]byte(strings.TrimRight(string(data), "\r\n")))
 	target, ok := strings.CutPrefix(text, "gitdir: ")
 	if err != nil || !ok || target == "" || nul {
-		s.quarantine(dirfd, dir, ".git", "a .git file the command wrote that corral cannot read or that holds a NUL byte")
+		if fresh {
+			s.quarantine(dirfd, dir, ".git", "a .git file the command wrote that corral cannot read or that holds a NUL byte")
+		}
 		return
 	}
-	s.pointsTo(dirfd, dir, ".git", target, true)
+	if fresh {
+		s.pointsTo(dirfd, dir, ".git", target, true, dirfd)
+		return
+	}
+	// The user's own .git file (a linked worktree, a submodule) is
+	// followed too: its folder is a work tree where a relative
+	// core.hooksPath finds hooks the command wrote.
+	var restore []func()
+	defer func() { undoAll(restore) }()
+	if fd, real := s.openPointer(dirfd, target, &restore); fd >= 0 {
+		s.relativeHooksIn(fd, real, dirfd, false)
+		unix.Close(fd)
+	}
+}
+
+// fileKind names the type of a file that is not a regular file.
+func fileKind(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFLNK:
+		return "symlink"
+	case unix.S_IFIFO:
+		return "FIFO"
+	case unix.S_IFSOCK:
+		return "socket"
+	case unix.S_IFCHR:
+		return "character device"
+	case unix.S_IFBLK:
+		return "block device"
+	case unix.S_IFDIR:
+		return "folder"
+	}
+	return "file of unknown type"
 }
 
 // gitmodules checks a .gitmodules the command changed: git ignores an

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"corral/policyengine"
 	"corral/sandbox"
 )
 
@@ -58,7 +59,17 @@ func sweepStart() sweepClock {
 // the plan bound read-only: a git folder whose config was among them is
 // not taken as changed because git ran in it.
 func sweepGit(roots, protected []string, home string, since sweepClock) *sweep {
-	s := &sweep{since: since, home: home, uid: os.Geteuid(), known: map[string]bool{}, done: map[[2]uint64]int{}, chmodded: map[[2]uint64]bool{}, buf: make([]byte, 32<<10)}
+	s := &sweep{since: since, home: home, uid: os.Geteuid(), known: map[string]bool{}, done: map[[2]uint64]int{}, chmodded: map[[2]uint64]bool{}, buf: make([]byte, 32<<10), names: map[string]string{}, exact: map[string]bool{}}
+	for _, e := range policyengine.ProtectedPaths {
+		if !e.Home && !strings.Contains(e.Path, "/") {
+			s.names[e.Path] = e.Why
+		}
+	}
+	// A protected path a write grant names exactly is a root of its own
+	// (the grant's base).
+	for _, r := range roots {
+		s.exact[r] = true
+	}
 	for _, p := range protected {
 		if path.Base(p) == "config" {
 			s.known[path.Dir(p)] = true
@@ -95,7 +106,11 @@ type sweep struct {
 	// globalHooks is a relative core.hooksPath of the user's global git
 	// config: a folder of every repository's work tree.
 	globalHooks string
-	done        map[[2]uint64]int // git folders inspected (by device and inode): 1 as found, 2 as changed
+	// names are the root-relative protected names (and why), quarantined
+	// in sub-folders too; exact the roots, which a grant names exactly.
+	names map[string]string
+	exact map[string]bool
+	done  map[[2]uint64]int // git folders inspected (by device and inode): 1 as found, 2 as changed
 	// chmodded are the folders whose mode corral changed to look
 	// inside, and whether they had changed during the run before.
 	chmodded map[[2]uint64]bool
@@ -266,7 +281,11 @@ func (s *sweep) visit(stack []*sweepFrame) {
 	top := stack[len(stack)-1]
 	s.Folders++
 	var head, gitfile, gitmodules bool
+	var named []string
 	err := s.entries(top.fd, func(name string, typ byte) {
+		if _, ok := s.names[name]; ok && len(stack) > 1 {
+			named = append(named, name)
+		}
 		switch {
 		case typ == unix.DT_DIR:
 			top.subdirs = append(top.subdirs, name)
@@ -286,6 +305,9 @@ func (s *sweep) visit(stack []*sweepFrame) {
 	if top.name == "objects" && len(stack) > 1 && stack[len(stack)-2].git {
 		s.objects(top)
 	}
+	if len(named) > 0 {
+		s.protectedNames(top, framePath(stack), named)
+	}
 	if !head && top.name != ".git" && !gitfile && !gitmodules {
 		return // most folders: no path to build
 	}
@@ -302,6 +324,62 @@ func (s *sweep) visit(stack []*sweepFrame) {
 	if gitmodules {
 		s.gitmodules(top.fd, dir)
 	}
+}
+
+// protectedNames quarantines the names of the root-relative protected
+// paths (.envrc, .vscode, .mcp.json, shell start-up files...) found in the
+// sub-folder dir of a root (f) that the command made or changed (a
+// folder: anything in it), unless a write grant names the path exactly.
+// The plan protects them only at the top of each root, but direnv, IDEs
+// and agents read them in whatever folder the user opens.
+func (s *sweep) protectedNames(f *sweepFrame, dir string, names []string) {
+	for _, n := range names {
+		p := dir + "/" + n
+		if s.exact[p] {
+			continue
+		}
+		st, ok := s.stat(f.fd, n)
+		if !ok || !s.fresh(&st) && !(st.Mode&unix.S_IFMT == unix.S_IFDIR && s.changedInside(f.fd, n, 0)) {
+			continue
+		}
+		moved := len(s.Moved)
+		s.quarantine(f.fd, dir, n, "a "+n+" the command made or changed in a sub-folder: "+s.names[n])
+		// The walk goes on into the folder under its new name.
+		if len(s.Moved) > moved && s.Moved[moved].To != "" {
+			if i := slices.Index(f.subdirs, n); i >= 0 {
+				f.subdirs[i] = path.Base(s.Moved[moved].To)
+			}
+		}
+	}
+}
+
+// changedInside says if anything in the folder dirfd/name changed during
+// the run (up to 8 folders deep; deeper counts as changed).
+func (s *sweep) changedInside(dirfd int, name string, depth int) bool {
+	if depth > 8 {
+		return true
+	}
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return true // the command may have made it unreadable
+	}
+	defer unix.Close(fd)
+	// Listed first: entries' buffer is the sweep's one.
+	var names []string
+	if err := s.entries(fd, func(n string, _ byte) { names = append(names, n) }); err != nil {
+		return true
+	}
+	for _, n := range names {
+		st, ok := s.stat(fd, n)
+		switch {
+		case !ok:
+		case s.fresh(&st):
+			return true
+		case st.Mode&unix.S_IFMT == unix.S_IFDIR && s.changedInside(fd, n, depth+1):
+			return true
+		}
+	}
+	return false
 }
 
 // objects trims the walk of a git folder's objects folder (f): up to 256

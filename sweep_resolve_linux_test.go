@@ -63,3 +63,19 @@ func TestSweepResolve(t *testing.T) {
 		t.Errorf("cString: %q %v", got, nul)
 	}
 }
+
+// TestSweepGitFIFO: a .git the command made that is neither a file nor a
+// folder is quarantined as what it is.
+func TestSweepGitFIFO(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	os.MkdirAll(filepath.Join(root, "sub"), 0o755)
+	since := sweepStart()
+	since.Sec -= 60
+	if err := unix.Mkfifo(filepath.Join(root, "sub/.git"), 0o644); err != nil {
+		t.Skip(err)
+	}
+	s := sweepGit([]string{root}, nil, "", since)
+	if len(s.Moved) != 1 || s.Moved[0].Why != "a .git FIFO the command made" {
+		t.Fatalf("moved %+v, errors %v", s.Moved, s.Errs)
+	}
+}

@@ -596,3 +596,122 @@ printf '#!/bin/sh\ntouch `+marker+`\n' > hooks/pre-commit && chmod +x hooks/pre-
 		}
 	})
 }
+
+// TestGitHooksPathWorkTrees: a relative core.hooksPath is found from the
+// top of the work tree git runs in, which a .git file, a .git folder with
+// a commondir or a core.worktree of config.worktree the command made
+// chooses: hooks written there run for an existing repository.
+func TestGitHooksPathWorkTrees(t *testing.T) {
+	t.Parallel()
+	hook := func(d string) string {
+		return `mkdir -p ` + d + ` && printf '#!/bin/sh\ntouch %s\n' "$M" > ` + d + `/pre-commit && chmod +x ` + d + `/pre-commit` + "\n"
+	}
+	for _, c := range []struct {
+		name, global, script, dir, earlier string
+		repoHooks, linked                  bool
+	}{
+		{name: "repository hooksPath, new .git file next to hooks an earlier run left", repoHooks: true, earlier: "sub/.husky/_",
+			script: `echo "gitdir: ../.git" > sub/.git`, dir: "sub"},
+		{name: "repository hooksPath, new commondir next to hooks an earlier run left", repoHooks: true, earlier: "sub/.husky/_",
+			script: `mkdir -p sub/.git && echo "ref: refs/heads/master" > sub/.git/HEAD && echo ../../.git > sub/.git/commondir`, dir: "sub"},
+		{name: "global hooksPath, new .git file next to hooks an earlier run left", global: ".githooks", earlier: "sub/.githooks",
+			script: `echo "gitdir: ../.git" > sub/.git`, dir: "sub"},
+		{name: "repository hooksPath, the user's linked worktree", repoHooks: true, linked: true,
+			script: hook("w2/.husky/_"), dir: "w2"},
+		{name: "repository hooksPath, new .git file in a sub-folder", repoHooks: true,
+			script: hook("sub/.husky/_") + `echo "gitdir: ../.git" > sub/.git`, dir: "sub"},
+		{name: "repository hooksPath, new .git folder with a commondir", repoHooks: true,
+			script: hook("sub/.husky/_") + `mkdir -p sub/.git && echo "ref: refs/heads/master" > sub/.git/HEAD && echo ../../.git > sub/.git/commondir`, dir: "sub"},
+		{name: "global hooksPath, new .git file in a sub-folder", global: ".githooks",
+			script: hook("sub/.githooks") + `echo "gitdir: ../.git" > sub/.git`, dir: "sub"},
+		{name: "global hooksPath, core.worktree in config.worktree", global: ".githooks",
+			script: `git init -q r && git -C r config extensions.worktreeConfig true
+` + hook("other/.githooks") + `printf '[core]\n\tworktree = ../../other\n' > r/.git/config.worktree`, dir: "r"},
+	} {
+		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
+			t.Parallel()
+			users(t, func(t *testing.T, u user) {
+				attack(t, "persistence", "git: hooks where a relative core.hooksPath leads from a work tree the command chose: "+c.name)
+				home := newDir(t, u, "home")
+				if c.global != "" {
+					writeFile(t, filepath.Join(home, ".gitconfig"), "[core]\n\thooksPath = "+c.global+"\n", 0o644)
+				}
+				work := newDir(t, u, "work")
+				marker := filepath.Join(newDir(t, u, "marker"), "ran")
+				hostGitSetup(t, work, "init", "-q")
+				if c.repoHooks {
+					hostGitSetup(t, work, "config", "core.hooksPath", ".husky/_")
+					os.MkdirAll(filepath.Join(work, ".husky/_"), 0o755)
+				}
+				if c.earlier != "" {
+					writeFile(t, filepath.Join(work, c.earlier, "pre-commit"), "#!/bin/sh\ntouch "+marker+"\n", 0o755)
+				}
+				if c.linked {
+					hostGitSetup(t, work, "-c", "user.name=a", "-c", "user.email=a@example.invalid", "commit", "-q", "--allow-empty", "-m", "x")
+					hostGitSetup(t, work, "worktree", "add", "-q", filepath.Join(work, "w2"))
+				}
+				own(t, u, work)
+				own(t, u, home)
+				time.Sleep(20 * time.Millisecond)
+				r := runScriptArgs(t, u, work, homeEnv(home), nil, "M="+marker+"\n"+c.script+"\ntrue")
+				hostGit(t, u, home, filepath.Join(work, c.dir), hostCommit...)
+				if exists(marker) {
+					t.Errorf("the host's git ran a hook the sandboxed command planted (%s exists)\n%s", marker, r)
+				}
+			})
+		})
+	}
+}
+
+// TestProtectedNamesInSubFolders: the root-relative protected names
+// (.envrc, .vscode, .mcp.json...) are read by direnv, IDEs and agents in
+// whatever folder the user opens: made or changed in a sub-folder during
+// the run, they are quarantined; the user's unchanged ones stay.
+func TestProtectedNamesInSubFolders(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "persistence", "protected names (.envrc, .vscode, .mcp.json, .claude) in sub-folders of the work dir")
+		work := newDir(t, u, "work")
+		writeFile(t, filepath.Join(work, "old/.claude/settings.json"), "{}\n", 0o644)
+		writeFile(t, filepath.Join(work, "keep/.vscode/settings.json"), "{}\n", 0o644)
+		writeFile(t, filepath.Join(work, "keep/.envrc"), "export A=1\n", 0o644)
+		own(t, u, work)
+		time.Sleep(20 * time.Millisecond)
+		r := runScript(t, u, work, nil, `
+mkdir -p sub/deep a/b/.vscode && echo 'touch /tmp/x' > sub/deep/.envrc
+echo '{"tasks":[]}' > a/b/.vscode/tasks.json && echo '{}' > sub/.mcp.json
+echo '{"hooks":{}}' > old/.claude/settings.json
+true`)
+		for _, p := range []string{"sub/deep/.envrc", "a/b/.vscode", "sub/.mcp.json", "old/.claude"} {
+			if exists(filepath.Join(work, p)) {
+				t.Errorf("%s is still there after the run\n%s", p, r)
+			}
+		}
+		for _, p := range []string{"keep/.vscode/settings.json", "keep/.envrc"} {
+			if !exists(filepath.Join(work, p)) {
+				t.Errorf("the user's unchanged %s was moved\n%s", p, r)
+			}
+		}
+	})
+}
+
+// TestProtectedNamesGrantedExactly: a write grant that names a protected
+// path in a sub-folder exactly keeps what the command writes there.
+func TestProtectedNamesGrantedExactly(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		work := newDir(t, u, "work")
+		os.MkdirAll(filepath.Join(work, "proj/.vscode"), 0o755)
+		sk := writeSkill(t, newDir(t, u, "skills"), "ide", "  fs:\n    write: [\"$WORK_DIR/**\", \"$WORK_DIR/proj/.vscode/**\"]\n  exec: [sh, mkdir]\n")
+		own(t, u, work)
+		time.Sleep(20 * time.Millisecond)
+		r := runScriptArgs(t, u, work, nil, []string{"--skill", sk}, `
+echo '{}' > proj/.vscode/tasks.json; mkdir -p q/.vscode && echo '{}' > q/.vscode/tasks.json`)
+		if !exists(filepath.Join(work, "proj/.vscode/tasks.json")) {
+			t.Errorf("the granted proj/.vscode was quarantined\n%s", r)
+		}
+		if exists(filepath.Join(work, "q/.vscode")) {
+			t.Errorf("q/.vscode, not granted, is still there\n%s", r)
+		}
+	})
+}
