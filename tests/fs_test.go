@@ -385,6 +385,10 @@ func plantProtected(t *testing.T, u user, work string) {
 		writeFile(t, filepath.Join(work, name), content, 0o755)
 	}
 	own(t, u, filepath.Join(work, ".git"), filepath.Join(work, ".bashrc"), filepath.Join(work, ".profile"), filepath.Join(work, ".gitconfig"))
+	// The git sweep takes what changed since the run's start on the
+	// kernel's coarse clock (a few ms a tick) as the command's: a hook the
+	// host wrote in the same tick would be quarantined.
+	time.Sleep(20 * time.Millisecond)
 }
 
 // protectedMounts are the bind mounts plantProtected's files get.
