@@ -375,8 +375,14 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	}
 	// The init gets the cgroup after its mounts (Launch.Run calls this
 	// once the plan is on its way), so making it overlaps them.
-	joinCgroup := func() (*sandbox.Cgroup, error) {
+	joinCgroup := func(initPid int) (*sandbox.Cgroup, error) {
 		cgr := cgroupMade()
+		if cgr.err == nil {
+			// A user scope is started around the init now.
+			if err := cgr.cg.Attach(initPid); err != nil {
+				cgr = cgroupResult{err: err}
+			}
+		}
 		trace("cgroupready")
 		if cgr.err != nil && limits.Explicit && !spec.BestEffort {
 			return nil, fmt.Errorf("%w: cannot enforce the memory and process limits (%s, %s): %v", sandbox.ErrProtection, limits.MemoryFrom, limits.PidsFrom, cgr.err)
@@ -610,7 +616,7 @@ func LimitsProtection(l sandbox.Limits, cg *sandbox.Cgroup, err error) sandbox.P
 		}
 		return sandbox.Protection{Name: "limits", Detail: fmt.Sprintf("no cgroup, so no memory or process cap: %v; %s", err, what)}
 	}
-	return sandbox.Protection{Name: "limits", Enforced: true, Detail: fmt.Sprintf("cgroup v%d: %s", cg.Version, LimitsText(l))}
+	return sandbox.Protection{Name: "limits", Enforced: true, Detail: fmt.Sprintf("%s: %s", cg.Where(), LimitsText(l))}
 }
 
 // LimitsText says what the limits are and where each came from.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -27,12 +28,48 @@ type Cgroup struct {
 	Path    string   // relative to the hierarchy root, as in /proc/PID/cgroup
 	memDir  string   // the memory controller's folder
 	dirs    []string // one per controller hierarchy (one on v2)
+
+	// scope, until Attach, is the systemd user manager's transient scope
+	// an ordinary user's run gets instead (cgroup_systemd_linux.go);
+	// inScope says the manager placed the init there.
+	scope   *userScope
+	inScope bool
+}
+
+// Where says how the run's cgroup is had, for the protections table.
+func (c *Cgroup) Where() string {
+	if c.scope != nil || c.inScope {
+		return "cgroup v2, a transient scope of the systemd user manager"
+	}
+	return "cgroup v" + strconv.Itoa(c.Version)
+}
+
+// Attach finishes a cgroup that needs the sandbox to exist: a user scope
+// is started holding the sandbox that the process pid launched (its shim),
+// and its caps are checked. For any other cgroup it does nothing (the
+// sandbox's PID 1 joins it itself).
+func (c *Cgroup) Attach(pid int) error {
+	s := c.scope
+	if s == nil {
+		return nil
+	}
+	c.scope = nil
+	path, err := s.start(pid)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(CgroupRoot, path)
+	c.Path, c.memDir, c.dirs, c.inScope = path, dir, []string{dir}, true
+	return checkCaps(dir, s.memory, s.pids)
 }
 
 // JoinFiles are the files the sandbox's PID 1 writes "0" to, to join the
 // cgroup: v1's `tasks` files (moving the calling thread takes no global
 // lock; PID 1 has one thread), or v2's cgroup.procs.
 func (c *Cgroup) JoinFiles() []string {
+	if c.scope != nil || c.inScope {
+		return nil // systemd moves the init
+	}
 	name := "tasks"
 	if c.Version == 2 {
 		name = "cgroup.procs"
@@ -76,10 +113,46 @@ func NewCgroup(parent string, memory int64, pids int) (*Cgroup, error) {
 	// runs several at once); PID-START tells a later corral the owner
 	// is gone.
 	name := cgroupPrefix + strconv.Itoa(os.Getpid()) + "-" + startTime(os.Getpid()) + "-" + strconv.FormatInt(runSeq.Add(1), 10)
-	if cgroups.Mode() == cgroups.Unified {
-		return newCgroup2(parent, name, memory, pids)
+	if cgroups.Mode() != cgroups.Unified {
+		return newCgroup1(parent, name, memory, pids)
 	}
-	return newCgroup1(parent, name, memory, pids)
+	cg, err := newCgroup2(parent, name, memory, pids)
+	if err == nil || parent != "" || os.Geteuid() == 0 {
+		return cg, err
+	}
+	// An ordinary user outside a tree delegated to them: their systemd
+	// user manager makes the cgroup (see cgroup_systemd_linux.go).
+	scope, serr := newUserScope(name, memory, pids)
+	if serr != nil {
+		return nil, fmt.Errorf("%w; %v", err, serr)
+	}
+	return &Cgroup{Version: 2, scope: scope}, nil
+}
+
+// ProbeCgroup makes a cgroup as a run would and removes it, for doctor.
+// A user scope needs a sandbox to hold: a shell with one child, as a
+// launcher has, killed after.
+func ProbeCgroup(memory int64, pids int) (*Cgroup, error) {
+	cg, err := NewCgroup("", memory, pids)
+	if err != nil {
+		return nil, err
+	}
+	defer cg.Remove()
+	if cg.scope == nil {
+		return cg, nil
+	}
+	child := exec.Command("sh", "-c", "sleep 30 & wait")
+	child.SysProcAttr = &unix.SysProcAttr{Setpgid: true}
+	if err := child.Start(); err != nil {
+		cg.scope.close()
+		return nil, fmt.Errorf("no process to try the systemd user manager's scope with: %w", err)
+	}
+	defer child.Wait()
+	defer unix.Kill(-child.Process.Pid, unix.SIGKILL)
+	if err := cg.Attach(child.Process.Pid); err != nil {
+		return nil, err
+	}
+	return cg, nil
 }
 
 func newCgroup2(parent, name string, memory int64, pids int) (*Cgroup, error) {
@@ -297,6 +370,18 @@ func (c *Cgroup) Drain(d time.Duration) bool {
 // retries after 10 ms sleeps: a run's cgroup is normally empty by now, and
 // one rmdir per folder is all it takes.)
 func (c *Cgroup) Remove() error {
+	if c.scope != nil {
+		c.scope.close() // never started
+		return nil
+	}
+	if c.inScope {
+		// The user manager removes an empty scope itself; what is
+		// left of the command is killed.
+		for _, d := range c.dirs {
+			killMembers(filepath.Join(d, "cgroup.procs"))
+		}
+		return nil
+	}
 	var errs []string
 	for _, d := range c.dirs {
 		if err := removeCgroupDir(d); err != nil {

@@ -321,7 +321,9 @@ func TestHostFactsCgroup2Only(t *testing.T) {
 			old := CgroupRoot
 			CgroupRoot = root
 			defer func() { CgroupRoot = old }()
-			group := filepath.Join(root, own, "corral", "run-1-2")
+			// Beside corral's own cgroup, not in it (v2Parent).
+			parent := v2Parent(own)
+			group := filepath.Join(root, parent, "run-1-2")
 			if err := os.MkdirAll(group, 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -336,7 +338,7 @@ func TestHostFactsCgroup2Only(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := filepath.Join("/", own, "corral", "run-1-2"); cg.Version != 2 || cg.Path != want {
+			if want := filepath.Join(parent, "run-1-2"); cg.Version != 2 || cg.Path != want {
 				t.Errorf("cgroup v%d %q, want v2 %q", cg.Version, cg.Path, want)
 			}
 			for file, want := range tc.want {

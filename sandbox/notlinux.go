@@ -16,6 +16,15 @@ type Cgroup struct {
 // host without a writable cgroup.
 func NewCgroup(parent string, memory int64, pids int) (*Cgroup, error) { return nil, ErrUnsupported }
 
+// ProbeCgroup fails off Linux.
+func ProbeCgroup(memory int64, pids int) (*Cgroup, error) { return nil, ErrUnsupported }
+
+// Where is empty off Linux.
+func (c *Cgroup) Where() string { return "" }
+
+// Attach does nothing off Linux.
+func (c *Cgroup) Attach(pid int) error { return nil }
+
 // JoinFiles is empty off Linux.
 func (c *Cgroup) JoinFiles() []string { return nil }
 

@@ -27,11 +27,12 @@ type RunOptions struct {
 	// Serve gets the proxy's listening sockets when the plan has a proxy;
 	// it must return at once (serve from goroutines).
 	Serve func([]*os.File)
-	// Cgroup, if set, is called once the plan is on its way and waits for
-	// the run's cgroup (nil: none); PID 1 joins it after its mounts, before
-	// the command starts, and its peak memory and OOM kills go in the
-	// Result. An error ends the run before the command starts.
-	Cgroup func() (*Cgroup, error)
+	// Cgroup, if set, is called once the plan is on its way with the
+	// sandbox init's pid and waits for the run's cgroup (nil: none); PID 1
+	// joins it after its mounts (or is already in it), before the command
+	// starts, and its peak memory and OOM kills go in the Result. An
+	// error ends the run before the command starts.
+	Cgroup func(initPid int) (*Cgroup, error)
 	// Timeout ends the run: SIGTERM to the command, then after KillGrace
 	// SIGKILL to the whole sandbox. Closing Done does the same at once.
 	Timeout, KillGrace time.Duration

@@ -253,7 +253,7 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 	var cg *Cgroup
 	if opts.Cgroup != nil {
 		var err error
-		if cg, err = opts.Cgroup(); err != nil {
+		if cg, err = opts.Cgroup(l.proc.pid); err != nil {
 			l.Abort()
 			return nil, err
 		}

@@ -15,8 +15,9 @@
 // and counted as a known bug, not as held.
 //
 // Set CORRAL_REQUIRE_KERNEL=1 (as CI does) to make a missing kernel
-// feature fail the test instead of skipping it, and CORRAL_E2E_BIN=FILE to
-// test a prebuilt corral instead of building ./cmd/corral.
+// feature fail the test instead of skipping it, CORRAL_E2E_BIN=FILE to
+// test a prebuilt corral instead of building ./cmd/corral, and
+// CORRAL_E2E_PROBE=FILE to use a prebuilt attack helper.
 package tests
 
 import (
@@ -96,21 +97,29 @@ func setup(m *testing.M) (int, error) {
 		}
 		return os.Chmod(out, 0o755)
 	}
-	if prebuilt := os.Getenv("CORRAL_E2E_BIN"); prebuilt != "" {
-		// Test a given binary (a release build, or a deliberately broken
-		// one to check that the attacks can fail).
-		data, err := os.ReadFile(prebuilt)
-		if err != nil {
+	// Prebuilt binaries are copied in: a release build, a deliberately
+	// broken one to check that the attacks can fail, or those a VM of
+	// the matrix gets from the host (it has no Go toolchain).
+	for _, b := range []struct {
+		env, out, pkg string
+		buildEnv      []string
+	}{
+		{"CORRAL_E2E_BIN", corralBin, "./cmd/corral", nil},
+		{"CORRAL_E2E_PROBE", probeBin, "./tests/testdata/probe", []string{"CGO_ENABLED=0"}},
+	} {
+		if prebuilt := os.Getenv(b.env); prebuilt != "" {
+			data, err := os.ReadFile(prebuilt)
+			if err != nil {
+				return 0, err
+			}
+			if err := os.WriteFile(b.out, data, 0o755); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if err := build(b.out, b.pkg, b.buildEnv...); err != nil {
 			return 0, err
 		}
-		if err := os.WriteFile(corralBin, data, 0o755); err != nil {
-			return 0, err
-		}
-	} else if err := build(corralBin, "./cmd/corral"); err != nil {
-		return 0, err
-	}
-	if err := build(probeBin, "./tests/testdata/probe", "CGO_ENABLED=0"); err != nil {
-		return 0, err
 	}
 	if p, err := exec.LookPath("setpriv"); err == nil {
 		setpriv = p

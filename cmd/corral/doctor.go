@@ -31,10 +31,7 @@ var doctorCommand = command{
 				return failed(err)
 			}
 			limits := sandbox.ResolveLimits(l.Perms.Limits, sandbox.LimitFlags{})
-			cg, cgErr := sandbox.NewCgroup("", limits.Memory, limits.Pids)
-			if cgErr == nil {
-				cg.Remove()
-			}
+			cg, cgErr := sandbox.ProbeCgroup(limits.Memory, limits.Pids)
 			plan.Protections = append(plan.Protections, corral.LimitsProtection(limits, cg, cgErr))
 			start := time.Now()
 			idx := sandbox.HostProgramIndex()

@@ -1,0 +1,228 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/godbus/dbus/v5"
+	"golang.org/x/sys/unix"
+)
+
+// An ordinary user on a cgroup v2 host with systemd cannot make a cgroup
+// for the run by hand: their login shell sits in session-N.scope, which
+// root owns, and moving a process into a cgroup needs write access to the
+// cgroup.procs of the common ancestor of both (user-UID.slice, also
+// root's). Their systemd user manager can: it owns the user's part of the
+// tree (user@UID.service) and, for a process it cannot move itself, asks
+// PID 1 to (AttachProcessesToUnit, which checks that the caller owns the
+// process). So a user's run asks the user manager for a transient scope
+// holding the sandbox's init, with the memory and pids caps as the
+// scope's properties, the way `systemd-run --user --scope -p MemoryMax=…`
+// does. The conversation is one D-Bus call on the manager's private
+// socket (no bus daemon), dialled while the plan is built.
+
+// userScope is a transient scope asked for but not yet started: starting
+// needs the init's pid.
+type userScope struct {
+	conn   *dbus.Conn
+	name   string
+	memory int64
+	pids   int
+}
+
+// userManagerSocket is the private socket of the calling user's systemd
+// manager, if it has one: $XDG_RUNTIME_DIR/systemd/private, or
+// /run/user/UID/systemd/private. The socket must be the user's own.
+func userManagerSocket() (string, error) {
+	dir := os.Getenv("XDG_RUNTIME_DIR")
+	if dir == "" || !filepath.IsAbs(dir) {
+		dir = "/run/user/" + strconv.Itoa(os.Geteuid())
+	}
+	sock := filepath.Join(dir, "systemd", "private")
+	var st unix.Stat_t
+	if err := unix.Stat(sock, &st); err != nil {
+		return "", fmt.Errorf("no systemd user manager for uid %d (%s: %w): enable lingering (loginctl enable-linger) or run from a login session", os.Geteuid(), sock, err)
+	}
+	if int(st.Uid) != os.Geteuid() || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		return "", fmt.Errorf("%s is not a socket owned by uid %d", sock, os.Geteuid())
+	}
+	return sock, nil
+}
+
+// newUserScope connects to the user manager for a run's scope.
+func newUserScope(name string, memory int64, pids int) (*userScope, error) {
+	sock, err := userManagerSocket()
+	if err != nil {
+		return nil, err
+	}
+	conn, err := dbus.Dial("unix:path=" + sock)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the systemd user manager: %w", err)
+	}
+	// EXTERNAL with the uid (not a user name: no NSS lookup); the private
+	// socket is peer to peer, so there is no Hello.
+	if err := conn.Auth([]dbus.Auth{dbus.AuthExternal(strconv.Itoa(os.Geteuid()))}); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("authenticating to the systemd user manager: %w", err)
+	}
+	return &userScope{conn: conn, name: "corral-" + name + ".scope", memory: memory, pids: pids}, nil
+}
+
+type unitProperty struct {
+	Name  string
+	Value dbus.Variant
+}
+
+// start asks for the scope holding the sandbox, whose launcher (the
+// shim outside the sandbox's namespaces) is shim, and waits until the
+// kernel shows the sandbox's PID 1 there; it returns the scope's cgroup
+// path. The shim forks PID 1 as soon as it has made the namespaces,
+// before it is moved, so both are: PID 1 waits for corral's word before
+// it starts the command, and whatever either forks later is in the scope.
+func (s *userScope) start(shim int) (string, error) {
+	defer s.conn.Close()
+	init, err := onlyChild(shim)
+	if err != nil {
+		return "", err
+	}
+	props := []unitProperty{
+		{"Description", dbus.MakeVariant("corral sandbox (pid " + strconv.Itoa(shim) + ")")},
+		{"PIDs", dbus.MakeVariant([]uint32{uint32(shim), uint32(init)})},
+		// A scope whose command the OOM killer hit ends as "failed";
+		// without this it would stay loaded until the manager exits.
+		{"CollectMode", dbus.MakeVariant("inactive-or-failed")},
+	}
+	if s.memory > 0 {
+		props = append(props,
+			unitProperty{"MemoryMax", dbus.MakeVariant(uint64(s.memory))},
+			unitProperty{"MemorySwapMax", dbus.MakeVariant(uint64(0))})
+	}
+	if s.pids > 0 {
+		props = append(props, unitProperty{"TasksMax", dbus.MakeVariant(uint64(s.pids))})
+	}
+	// The OOM killer ends the command, and corral reports it (137); with
+	// systemd's default policy (stop) the manager would also kill the
+	// sandbox's init. Managers before 243 have no OOMPolicy and need
+	// none: they never stop a unit for an OOM kill.
+	withPolicy := append(props, unitProperty{"OOMPolicy", dbus.MakeVariant("continue")})
+	err = s.call(withPolicy)
+	if err != nil && strings.Contains(err.Error(), "OOMPolicy") {
+		err = s.call(props)
+	}
+	if err != nil {
+		return "", fmt.Errorf("the systemd user manager refused a scope for the run: %w", err)
+	}
+	// Starting the scope moves the pids, through PID 1 when the user
+	// manager cannot: wait until the kernel says so.
+	deadline := time.Now().Add(5 * time.Second)
+	for i := 0; ; i++ {
+		path, err := cgroup2Of(init)
+		if err != nil {
+			return "", err
+		}
+		if filepath.Base(path) == s.name {
+			return path, nil
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("the systemd user manager did not move the sandbox into %s within 5 s (it is in %s)", s.name, path)
+		}
+		if i%50 == 49 && !s.loaded() {
+			return "", fmt.Errorf("the systemd user manager could not start %s (see journalctl --user -u %s)", s.name, s.name)
+		}
+		time.Sleep(time.Duration(min(i+1, 20)) * 100 * time.Microsecond)
+	}
+}
+
+func (s *userScope) call(props []unitProperty) error {
+	aux := []struct {
+		Name  string
+		Props []unitProperty
+	}{}
+	var job dbus.ObjectPath
+	return s.manager().Call("org.freedesktop.systemd1.Manager.StartTransientUnit", 0, s.name, "fail", props, aux).Store(&job)
+}
+
+func (s *userScope) manager() dbus.BusObject {
+	return s.conn.Object("org.freedesktop.systemd1", "/org/freedesktop/systemd1")
+}
+
+// loaded reports whether the manager still knows the scope (a scope that
+// failed to start is collected at once).
+func (s *userScope) loaded() bool {
+	var unit dbus.ObjectPath
+	return s.manager().Call("org.freedesktop.systemd1.Manager.GetUnit", 0, s.name).Store(&unit) == nil
+}
+
+func (s *userScope) close() { s.conn.Close() }
+
+// onlyChild waits (at most 2 s) for the one child the shim forks, and
+// returns its pid. /proc/PID/task/TID/children lists a thread's children;
+// the shim has one thread.
+func onlyChild(pid int) (int, error) {
+	file := fmt.Sprintf("/proc/%d/task/%d/children", pid, pid)
+	deadline := time.Now().Add(2 * time.Second)
+	for i := 0; ; i++ {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return 0, fmt.Errorf("finding the sandbox's PID 1: %w", err)
+		}
+		if f := strings.Fields(string(data)); len(f) > 0 {
+			return strconv.Atoi(f[0])
+		}
+		if time.Now().After(deadline) {
+			return 0, errors.New("finding the sandbox's PID 1: the launcher forked none within 2 s")
+		}
+		time.Sleep(time.Duration(min(i+1, 20)) * 50 * time.Microsecond)
+	}
+}
+
+// cgroup2Of is the cgroup v2 path of a process.
+func cgroup2Of(pid int) (string, error) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			return p, nil
+		}
+	}
+	return "", errors.New("no cgroup2 entry in /proc/" + strconv.Itoa(pid) + "/cgroup")
+}
+
+// checkCaps verifies that the cgroup at dir has the caps asked for: a
+// user manager that was not delegated the memory or pids controller
+// accepts MemoryMax and TasksMax and enforces nothing.
+func checkCaps(dir string, memory int64, pids int) error {
+	want := func(file, value, what string) error {
+		data, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			return fmt.Errorf("the run's scope has no %s cap (%v): the systemd user manager is not delegated the %s controller (Delegate= of user@.service)", what, err, what)
+		}
+		if got := strings.TrimSpace(string(data)); got != value {
+			return fmt.Errorf("the run's scope has %s %s, not %s", file, got, value)
+		}
+		return nil
+	}
+	if memory > 0 {
+		if err := want("memory.max", strconv.FormatInt(memory, 10), "memory"); err != nil {
+			return err
+		}
+		if hasFile(dir, "memory.swap.max") {
+			if err := want("memory.swap.max", "0", "memory"); err != nil {
+				return err
+			}
+		}
+	}
+	if pids > 0 {
+		if err := want("pids.max", strconv.Itoa(pids), "pids"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
