@@ -97,7 +97,8 @@ var wrapperSpecs = sync.OnceValue(func() map[string]wrapper {
 		"flock": {spec: OptSpec{Short: "sexnouFw:E:c:hV", Long: map[string]ArgKind{
 			"shared": NoArg, "exclusive": NoArg, "nonblock": NoArg, "close": NoArg, "unlock": NoArg,
 			"no-fork": NoArg, "timeout": RequiredArg, "conflict-exit-code": RequiredArg, "command": RequiredArg,
-			"verbose": NoArg, "help": NoArg, "version": NoArg}}, operands: 1},
+			"verbose": NoArg, "help": NoArg, "version": NoArg,
+			"fcntl": NoArg}}, operands: 1}, // util-linux 2.41 (Debian 13)
 		"watch": {spec: OptSpec{Short: "bcCd::eghn:pq:rtvwx", Long: map[string]ArgKind{
 			"beep": NoArg, "color": NoArg, "no-color": NoArg, "differences": OptionalArg, "errexit": NoArg,
 			"chgexit": NoArg, "interval": RequiredArg, "precise": NoArg, "equexit": RequiredArg,

@@ -103,11 +103,20 @@ func write(t *testing.T, file, data string) {
 
 func read(t *testing.T, file string) string {
 	t.Helper()
-	data, err := os.ReadFile(file)
+	data, err := readFake(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return strings.TrimSpace(string(data))
+}
+
+// readFake reads a file of a fake cgroup tree. The cgroup library
+// creates a control file that the kernel would have made with mode 0
+// (it only ever writes them); root reads it anyway, an ordinary user
+// gives it back its read bit first.
+func readFake(file string) ([]byte, error) {
+	os.Chmod(file, 0o600)
+	return os.ReadFile(file)
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -342,7 +342,7 @@ func TestHostFactsCgroup2Only(t *testing.T) {
 				t.Errorf("cgroup v%d %q, want v2 %q", cg.Version, cg.Path, want)
 			}
 			for file, want := range tc.want {
-				data, err := os.ReadFile(filepath.Join(group, file))
+				data, err := readFake(filepath.Join(group, file))
 				if got := strings.TrimSpace(string(data)); (want == "") != (err != nil) || got != want {
 					t.Errorf("%s = %q (%v), want %q", file, got, err, want)
 				}

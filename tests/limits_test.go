@@ -12,7 +12,8 @@ import (
 	"time"
 )
 
-// cgroupsOf returns the memory and pids cgroup paths of a host process.
+// cgroupsOf returns the memory and pids cgroup paths of a host process
+// (on a hybrid host, the v1 hierarchies' paths win over the v2 one).
 func cgroupsOf(t *testing.T, pid int) (memory, pids string) {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cgroup"))
@@ -25,6 +26,10 @@ func cgroupsOf(t *testing.T, pid int) (memory, pids string) {
 			continue
 		}
 		switch parts[1] {
+		case "": // cgroup v2: one path for every controller
+			if parts[0] == "0" && memory == "" && pids == "" {
+				memory, pids = parts[2], parts[2]
+			}
 		case "memory":
 			memory = parts[2]
 		case "pids":

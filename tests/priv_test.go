@@ -33,7 +33,7 @@ echo "uid_map: $(cat /proc/self/uid_map)"
 				t.Errorf("/proc/self/status does not match %s:\n%s", want, r)
 			}
 		}
-		hostUID := 0
+		hostUID := os.Getuid() // root, or the user the suite runs as
 		if u.unpriv {
 			hostUID = nobody
 		}

@@ -10,6 +10,7 @@
 # end, and a non-zero exit status on any mismatch.
 #
 #   bash vagrant/qemu.sh [BOX]...        # default: every box
+#   bash vagrant/qemu.sh --images [BOX]...   # only build (or find) images
 #
 # Boxes: debian-11 debian-12 debian-13 debian-sid debian-12-cgroup1
 # debian-13-nouserns. Environment:
@@ -34,9 +35,11 @@ cache=${CORRAL_VM_CACHE:-/var/tmp/corral-vm}
 all_boxes=(debian-11 debian-12 debian-13 debian-sid debian-12-cgroup1 debian-13-nouserns)
 
 boxes=()
+images_only=0
 for a in "$@"; do
 	case $a in
-	-h | --help) sed -n '2,30p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,33p' "$0"; exit 0 ;;
+	--images) images_only=1 ;;
 	-*) echo "qemu.sh: unknown option $a" >&2; exit 2 ;;
 	*) boxes+=("$a") ;;
 	esac
@@ -162,6 +165,10 @@ check() {
 	[ "$bad" = 0 ]
 }
 
+if [ $images_only = 1 ]; then
+	for box in "${boxes[@]}"; do image "$(suite "$box")"; done
+	exit 0
+fi
 stage=$cache/stage
 echo "qemu.sh: building corral and the test binaries on the host"
 bash "$repo/scripts/vm-stage.sh" "$stage"
