@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -30,22 +32,21 @@ import (
 // needs the init's pid.
 type userScope struct {
 	conn   *dbus.Conn
+	ctx    context.Context // ends the conversation after scopeTimeout
+	cancel context.CancelFunc
 	name   string
 	memory int64
 	pids   int
 }
 
 // userManagerSocket is the private socket of the calling user's systemd
-// manager, if it has one: $XDG_RUNTIME_DIR/systemd/private, or
-// /run/user/UID/systemd/private. The socket must be the user's own.
+// manager, if it has one: /run/user/UID/systemd/private (not wherever
+// $XDG_RUNTIME_DIR points, which could be a folder a sandbox can write).
+// The socket must be the user's own.
 func userManagerSocket() (string, error) {
-	dir := os.Getenv("XDG_RUNTIME_DIR")
-	if dir == "" || !filepath.IsAbs(dir) {
-		dir = "/run/user/" + strconv.Itoa(os.Geteuid())
-	}
-	sock := filepath.Join(dir, "systemd", "private")
+	sock := "/run/user/" + strconv.Itoa(os.Geteuid()) + "/systemd/private"
 	var st unix.Stat_t
-	if err := unix.Stat(sock, &st); err != nil {
+	if err := unix.Lstat(sock, &st); err != nil {
 		return "", fmt.Errorf("no systemd user manager for uid %d (%s: %w): enable lingering (loginctl enable-linger) or run from a login session", os.Geteuid(), sock, err)
 	}
 	if int(st.Uid) != os.Geteuid() || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
@@ -54,23 +55,34 @@ func userManagerSocket() (string, error) {
 	return sock, nil
 }
 
-// newUserScope connects to the user manager for a run's scope.
+// scopeTimeout bounds the whole conversation with the user manager, from
+// the dial to the sandbox being in its scope: a manager that does not
+// answer must not hang the run.
+const scopeTimeout = 10 * time.Second
+
+// newUserScope connects to the user manager for a run's scope. The
+// memory cap is rounded down to whole pages, as the kernel keeps it.
 func newUserScope(name string, memory int64, pids int) (*userScope, error) {
 	sock, err := userManagerSocket()
 	if err != nil {
 		return nil, err
 	}
-	conn, err := dbus.Dial("unix:path=" + sock)
+	ctx, cancel := context.WithTimeout(context.Background(), scopeTimeout)
+	conn, err := dbus.Dial("unix:path="+sock, dbus.WithContext(ctx))
 	if err != nil {
+		cancel()
 		return nil, fmt.Errorf("connecting to the systemd user manager: %w", err)
 	}
 	// EXTERNAL with the uid (not a user name: no NSS lookup); the private
-	// socket is peer to peer, so there is no Hello.
+	// socket is peer to peer, so there is no Hello. The context's end
+	// closes the connection, which ends an Auth that hangs.
 	if err := conn.Auth([]dbus.Auth{dbus.AuthExternal(strconv.Itoa(os.Geteuid()))}); err != nil {
 		conn.Close()
+		cancel()
 		return nil, fmt.Errorf("authenticating to the systemd user manager: %w", err)
 	}
-	return &userScope{conn: conn, name: "corral-" + name + ".scope", memory: memory, pids: pids}, nil
+	page := int64(os.Getpagesize())
+	return &userScope{conn: conn, ctx: ctx, cancel: cancel, name: "corral-" + name + ".scope", memory: memory / page * page, pids: pids}, nil
 }
 
 type unitProperty struct {
@@ -84,8 +96,8 @@ type unitProperty struct {
 // path. The shim forks PID 1 as soon as it has made the namespaces,
 // before it is moved, so both are: PID 1 waits for corral's word before
 // it starts the command, and whatever either forks later is in the scope.
-func (s *userScope) start(shim int) (string, error) {
-	defer s.conn.Close()
+func (s *userScope) start(shim int) (path string, err error) {
+	defer s.close()
 	init, err := onlyChild(shim)
 	if err != nil {
 		return "", err
@@ -117,11 +129,18 @@ func (s *userScope) start(shim int) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("the systemd user manager refused a scope for the run: %w", err)
 	}
+	defer func() {
+		// A scope that was asked for but not seen in time could still
+		// take the sandbox later, behind the report's back: stop it.
+		if err != nil {
+			s.manager().CallWithContext(s.ctx, "org.freedesktop.systemd1.Manager.StopUnit", 0, s.name, "replace")
+		}
+	}()
 	// Starting the scope moves the pids, through PID 1 when the user
 	// manager cannot: wait until the kernel says so.
 	deadline := time.Now().Add(5 * time.Second)
 	for i := 0; ; i++ {
-		path, err := cgroup2Of(init)
+		path, err = cgroup2Of(init)
 		if err != nil {
 			return "", err
 		}
@@ -144,7 +163,7 @@ func (s *userScope) call(props []unitProperty) error {
 		Props []unitProperty
 	}{}
 	var job dbus.ObjectPath
-	return s.manager().Call("org.freedesktop.systemd1.Manager.StartTransientUnit", 0, s.name, "fail", props, aux).Store(&job)
+	return s.manager().CallWithContext(s.ctx, "org.freedesktop.systemd1.Manager.StartTransientUnit", 0, s.name, "fail", props, aux).Store(&job)
 }
 
 func (s *userScope) manager() dbus.BusObject {
@@ -155,10 +174,13 @@ func (s *userScope) manager() dbus.BusObject {
 // failed to start is collected at once).
 func (s *userScope) loaded() bool {
 	var unit dbus.ObjectPath
-	return s.manager().Call("org.freedesktop.systemd1.Manager.GetUnit", 0, s.name).Store(&unit) == nil
+	return s.manager().CallWithContext(s.ctx, "org.freedesktop.systemd1.Manager.GetUnit", 0, s.name).Store(&unit) == nil
 }
 
-func (s *userScope) close() { s.conn.Close() }
+func (s *userScope) close() {
+	s.conn.Close()
+	s.cancel()
+}
 
 // onlyChild waits (at most 2 s) for the one child the shim forks, and
 // returns its pid. /proc/PID/task/TID/children lists a thread's children;
@@ -173,6 +195,11 @@ func onlyChild(pid int) (int, error) {
 		}
 		if f := strings.Fields(string(data)); len(f) > 0 {
 			return strconv.Atoi(f[0])
+		}
+		// A launcher that failed (user namespaces refused, say) exits
+		// without a child; its status says why.
+		if state, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); bytes.Contains(state, []byte(") Z ")) {
+			return 0, errors.New("finding the sandbox's PID 1: the launcher exited")
 		}
 		if time.Now().After(deadline) {
 			return 0, errors.New("finding the sandbox's PID 1: the launcher forked none within 2 s")
