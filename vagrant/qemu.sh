@@ -169,7 +169,10 @@ if [ $images_only = 1 ]; then
 	for box in "${boxes[@]}"; do image "$(suite "$box")"; done
 	exit 0
 fi
-stage=$cache/stage
+# One stage per run: two runs (CI and a matrix) may share the cache.
+mkdir -p "$cache"
+stage=$(mktemp -d "$cache/stage.XXXXXX")
+trap 'rm -rf "$stage"' EXIT
 echo "qemu.sh: building corral and the test binaries on the host"
 bash "$repo/scripts/vm-stage.sh" "$stage"
 acc=$(accel)
@@ -190,9 +193,9 @@ for box in "${boxes[@]}"; do
 	mkdir -p "$res"
 	img=$(image "$(suite "$box")") || { status=1; echo "$box: no image" | tee "$res/check.txt"; continue; }
 	# The guest writes on a copy of the image, which is thrown away.
-	disk=$cache/$box.run.img
+	disk=$stage.$box.img
 	cp --sparse=always "$img/disk.img" "$disk"
-	share=$cache/share-$box
+	share=$stage.share-$box
 	rm -rf "$share"
 	mkdir -p "$share/results"
 	cp -a "$stage/." "$share/"
