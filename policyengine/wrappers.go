@@ -60,8 +60,10 @@ var wrapperSpecs = sync.OnceValue(func() map[string]wrapper {
 		"time": {spec: OptSpec{Short: "af:o:pqvhV", Long: map[string]ArgKind{
 			"append": NoArg, "format": RequiredArg, "output": RequiredArg, "portability": NoArg,
 			"quiet": NoArg, "verbose": NoArg, "help": NoArg, "version": NoArg}}},
-		"env": {spec: OptSpec{Short: "i0u:C:S:v", Long: map[string]ArgKind{
-			"ignore-environment": NoArg, "null": NoArg, "unset": RequiredArg, "chdir": RequiredArg,
+		// -a/--argv0 (coreutils 9.5, Debian 13) takes the name the
+		// program sees as its argv[0].
+		"env": {spec: OptSpec{Short: "i0u:C:S:va:", Long: map[string]ArgKind{
+			"ignore-environment": NoArg, "null": NoArg, "unset": RequiredArg, "chdir": RequiredArg, "argv0": RequiredArg,
 			"split-string": RequiredArg, "block-signal": OptionalArg, "default-signal": OptionalArg,
 			"ignore-signal": OptionalArg, "list-signal-handling": NoArg, "debug": NoArg, "help": NoArg, "version": NoArg}}},
 		"nice":  {spec: OptSpec{Short: "n:", Long: map[string]ArgKind{"adjustment": RequiredArg, "help": NoArg, "version": NoArg}}},
@@ -129,7 +131,7 @@ const maxOperands = 1 << 30
 var suSpec = OptSpec{Short: "c:fs:lmpg:G:w:PhV", Permute: true, Long: map[string]ArgKind{
 	"command": RequiredArg, "session-command": RequiredArg, "shell": RequiredArg, "login": NoArg,
 	"fast": NoArg, "preserve-environment": NoArg, "group": RequiredArg, "supp-group": RequiredArg,
-	"whitelist-environment": RequiredArg, "pty": NoArg, "help": NoArg, "version": NoArg}}
+	"whitelist-environment": RequiredArg, "pty": NoArg, "no-pty": NoArg, "help": NoArg, "version": NoArg}}
 
 // runuserSpec is su's and -u USER: runuser -u USER [--] PROGRAM [ARGS]
 // runs PROGRAM with no shell.

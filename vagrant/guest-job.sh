@@ -96,6 +96,9 @@ for who in root user nobody; do
 	# No flags: the 512 MiB default, then the python-data skill's own
 	# limits; 600 MiB must be refused (137) by both.
 	probe "$who.memory_default" "$as" corral exec -- python3 -c "$big"
+	# The same cap with --best-effort: whether the limits hold where a
+	# missing protection (no Landlock on 5.10) refuses every plain run.
+	probe "$who.memory_best_effort" "$as" corral exec --best-effort -- python3 -c "$big"
 	probe "$who.memory_skill" "$as" corral exec --skill "$skill" -- python3 -c "$big"
 	# 300 processes against the skill's 64: fork fails and python3
 	# exits 1; 0 would mean nothing capped them.
