@@ -17,7 +17,9 @@
 // Set CORRAL_REQUIRE_KERNEL=1 (as CI does) to make a missing kernel
 // feature fail the test instead of skipping it, CORRAL_E2E_BIN=FILE to
 // test a prebuilt corral instead of building ./cmd/corral, and
-// CORRAL_E2E_PROBE=FILE to use a prebuilt attack helper.
+// CORRAL_E2E_PROBE=FILE to use a prebuilt attack helper. CORRAL_E2E_NOBODY=0
+// leaves out the variants that run as nobody (the CI VM runs the whole
+// suite as an ordinary user instead).
 package tests
 
 import (
@@ -265,6 +267,9 @@ func users(t *testing.T, fn func(t *testing.T, u user)) {
 			if u.unpriv {
 				if !isRoot {
 					t.Skip("the tests already run unprivileged: the other variant covers it")
+				}
+				if os.Getenv("CORRAL_E2E_NOBODY") == "0" {
+					t.Skip("CORRAL_E2E_NOBODY=0: a separate pass runs the suite as an ordinary user (the CI VM)")
 				}
 				requireKernel(t, userNSErr == "", userNSErr)
 			}

@@ -21,6 +21,8 @@
 #   CORRAL_VM_SUITES  which suites the guest runs: "unit e2e" (default), a
 #                     subset, or "none" for doctor and the probe runs only
 #   CORRAL_VM_USERS   "root user" (default), or one of them
+#   CORRAL_VM_E2E_NOBODY  0 leaves the nobody variants out of root's
+#                     end-to-end pass (CI: the user's pass covers them)
 #   CORRAL_VM_TIMEOUT seconds a box may run (default 3600)
 #   CORRAL_VM_ACCEL   kvm or tcg (default: kvm when it works)
 #
@@ -172,7 +174,7 @@ fi
 # One stage per run: two runs (CI and a matrix) may share the cache.
 mkdir -p "$cache"
 stage=$(mktemp -d "$cache/stage.XXXXXX")
-trap 'rm -rf "$stage"' EXIT
+trap 'rm -rf "$stage" "$stage".*' EXIT
 echo "qemu.sh: building corral and the test binaries on the host"
 bash "$repo/scripts/vm-stage.sh" "$stage"
 acc=$(accel)
@@ -200,7 +202,8 @@ for box in "${boxes[@]}"; do
 	mkdir -p "$share/results"
 	cp -a "$stage/." "$share/"
 	cp "$here/guest-job.sh" "$share/job.sh"
-	printf 'BOX=%q\nSUITES=%q\nUSERS=%q\n' "$box" "${CORRAL_VM_SUITES:-unit e2e}" "${CORRAL_VM_USERS:-root user}" >"$share/job.env"
+	printf 'BOX=%q\nSUITES=%q\nUSERS=%q\nE2E_NOBODY=%q\n' "$box" "${CORRAL_VM_SUITES:-unit e2e}" "${CORRAL_VM_USERS:-root user}" \
+		"${CORRAL_VM_E2E_NOBODY:-1}" >"$share/job.env"
 	cpu=max
 	[ "$acc" = kvm ] && cpu=host
 	start=$(date +%s)
