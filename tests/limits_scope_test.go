@@ -42,7 +42,7 @@ func TestLimitUserScope(t *testing.T) {
 	attack(t, "resources", "lift the user scope's memory cap through systemd or cgroupfs")
 	runtime := filepath.Dir(filepath.Dir(sock))
 	skills := t.TempDir()
-	sk := writeSkill(t, skills, "runtime-reader", "  fs:\n    read: [\""+runtime+"/**\", \"/run/dbus/**\", \"/sys/fs/cgroup/**\"]\n")
+	sk := writeSkill(t, skills, "runtime-reader", "  fs:\n    read: [\"$WORK_DIR/**\", \""+runtime+"/**\", \"/run/dbus/**\", \"/sys/fs/cgroup/**\"]\n")
 	work := newDir(t, asSelf, "work")
 	report := filepath.Join(t.TempDir(), "report.json")
 	script := `
