@@ -100,6 +100,11 @@ func (p *Plan) FileAccess(h HostPath, op FileOp, view View) FileAnswer {
 	}
 	m := p.topMount(real)
 	if m == nil {
+		if root := socketRootOf(real); root != "" {
+			return FileAnswer{Kind: "hidden", Rule: root,
+				Reason: root + " holds the host's service sockets (systemd, D-Bus, container engines): nothing inside it is in the sandbox, whatever the grants say; the host's " + real + " is not reachable",
+				Advice: "no grant inside " + root + " is bound"}
+		}
 		if root := hiddenRootOf(real); root != "" && !p.mountsUnder(root) {
 			return FileAnswer{Kind: "hidden", Rule: root,
 				Reason: root + " is not in the sandbox (it holds the host's UNIX sockets and shared files): the host's " + real + " is not reachable",

@@ -36,6 +36,25 @@ type Spec struct {
 // sandbox gets a private /tmp instead.
 var hiddenRoots = []string{"/tmp", "/var/tmp", "/run", "/var/run", "/dev/shm", "/proc", "/dev", "/sys"}
 
+// socketRoots hold the host's service sockets: the systemd managers'
+// private sockets and the user's and the system's D-Bus (which start
+// programs outside any sandbox and change a scope's caps), container
+// engines, agents. Connecting to a UNIX socket needs nothing Landlock or a
+// read-only mount refuses, so nothing inside them is bound, whatever a
+// grant says: the grant is dropped with a warning.
+var socketRoots = []string{"/run", "/var/run"}
+
+// socketRootOf returns the socket root that holds p (strictly inside), or
+// "".
+func socketRootOf(p string) string {
+	for _, r := range socketRoots {
+		if p != r && isUnder(p, r) {
+			return r
+		}
+	}
+	return ""
+}
+
 // programRoots hold programs. With an exec allowlist /usr is still bound
 // whole (one mount instead of one per library folder and program), but
 // Landlock grants read only on libraryRoots and read+execute only on the
@@ -402,6 +421,10 @@ func (b *builder) grants() {
 						b.errs = append(b.errs, fmt.Sprintf("%s reaches %s, where corral keeps its program index and mount cache: a sandbox that could write there could hide programs from the exec allowlist of later runs, or slow them down", e.Value, b.facts.StateDirs[i]))
 						continue
 					}
+				}
+				if sr := socketRootOf(b.facts.file(r).Real); sr != "" {
+					b.warn("%s is inside %s, which holds the host's service sockets (systemd, D-Bus, container engines; a command that reaches them can run programs outside the sandbox): not granted", e.Value, sr)
+					continue
 				}
 				b.rule(r, w.access, from)
 				// A read grant that holds a code root (/usr/local/**)

@@ -5,6 +5,7 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,4 +86,64 @@ python3 -c 'bytearray(600 << 20); print("ALLOCATED")'
 	if !rep.OOMKilled {
 		t.Errorf("the report does not say the command was OOM-killed: %s", data)
 	}
+}
+
+// TestNetworkServiceSocketsUnderRun: a skill that grants a folder inside
+// /run (where the systemd managers, D-Bus and container engines keep their
+// sockets) does not get it: connecting to a UNIX socket needs nothing a
+// read-only mount or Landlock refuses, and those sockets start programs
+// outside the sandbox. Directly, through a symlink in the work dir, and as
+// check answers it.
+func TestNetworkServiceSocketsUnderRun(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "network", "connect to a host service's UNIX socket inside a granted folder of /run")
+		dir, err := os.MkdirTemp("/run", "corral-e2e-svc-")
+		if err != nil {
+			t.Skipf("cannot make a folder in /run to hold a service socket: %v", err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		os.Chmod(dir, 0o755)
+		sock := filepath.Join(dir, "private")
+		l, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		os.Chmod(sock, 0o777)
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				c.Write([]byte("SERVICE-ANSWERED\n"))
+				c.Close()
+			}
+		}()
+		work := newDir(t, u, "work")
+		if err := os.Symlink(dir, filepath.Join(work, "svc")); err != nil {
+			t.Fatal(err)
+		}
+		skills := newDir(t, u, "skills")
+		sk := writeSkill(t, skills, "run-reader", "  fs:\n    read: [\"$WORK_DIR/**\", \""+dir+"/**\"]\n")
+		r := runScript(t, u, work, []string{sk}, `
+for s in `+sock+` svc/private; do
+	python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+print("CONNECTED", sys.argv[1], s.recv(100))' "$s" 2>/dev/null
+done`)
+		if strings.Contains(r.stdout, "CONNECTED") || strings.Contains(r.stdout, "SERVICE-ANSWERED") {
+			t.Errorf("the command reached a service socket in /run:\n%s", r)
+		}
+		e := u.run(t, runOpts{args: []string{"explain", "--work-dir", work, "--skill", sk}, dir: work})
+		if !strings.Contains(e.output(), "holds the host's service sockets") {
+			t.Errorf("explain does not say the grant inside /run was dropped:\n%s", e)
+		}
+		c := u.run(t, runOpts{args: []string{"check", "--work-dir", work, "--skill", sk, "read", sock}, dir: work})
+		if c.code == 0 || !strings.Contains(c.output(), "service sockets") {
+			t.Errorf("check read %s: exit %d, want a denial naming the service sockets:\n%s", sock, c.code, c)
+		}
+	})
 }

@@ -152,7 +152,12 @@ for who in $USERS; do
 		summary "$who.$s.failed" "$(grep -cE '^\s*--- FAIL' "$log")"
 		summary "$who.$s.skipped" "$(grep -cE '^\s*--- SKIP' "$log")"
 		grep -E '^\s*--- FAIL' "$log" | sed 's/^ *//; s/ (.*//' | sort -u >"$out/$who.$s.failed.txt"
-		grep -E -A1 '^\s*--- SKIP' "$log" | grep -v '^--$' | sed 's/^ *//' >"$out/$who.$s.skipped.txt"
+		# Each skipped test with its reason: -v streams a test's log lines
+		# under "=== RUN/CONT/NAME name" headers.
+		awk '/^=== (RUN|CONT|NAME|PAUSE) / { cur = $3; next }
+			/^ *--- SKIP: / { skipped[$3] = 1; next }
+			/_test\.go:[0-9]+: / && !/attack \[/ { why[cur] = $0 }
+			END { for (n in skipped) printf "%s:%s\n", n, why[n] }' "$log" | sed 's/:  */: /' | sort >"$out/$who.$s.skipped.txt"
 		[ "$s" = e2e ] && grep -E '^attacks:' "$log" | tee "$out/$who.attacks.txt"
 		[ $ok = 1 ] && passed+=("$who.$s")
 	done
