@@ -2,12 +2,15 @@ package corral_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
+	"testing"
 
 	"corral"
 	"corral/policy"
+	"corral/sandbox"
 )
 
 // Load skills and ask the policy engine questions without running
@@ -67,8 +70,38 @@ func ExampleRun() {
 	}
 	fmt.Print(out.String())
 	fmt.Println("exit", res.ExitCode)
-	// Output:
-	// hello from corral
-	// no shadow
-	// exit 0
+	// On a host with every protection it prints (TestExampleRun checks it;
+	// an example cannot skip where the kernel refuses):
+	//
+	//	hello from corral
+	//	no shadow
+	//	exit 0
+}
+
+// TestExampleRun is ExampleRun's output, checked where the sandbox can run
+// and skipped with the reason where it cannot (no Landlock on 5.10).
+func TestExampleRun(t *testing.T) {
+	work := t.TempDir()
+	skills, err := corral.LoadSkills(nil, corral.Dirs{WorkDir: work})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	res, err := corral.Run(context.Background(), corral.Spec{
+		Skills: skills,
+		Argv:   []string{"sh", "-c", "echo hello from $(hostname); cat /etc/shadow 2>/dev/null || echo no shadow"},
+		Stdout: &out,
+	})
+	if errors.Is(err, sandbox.ErrProtection) {
+		if os.Getenv("CORRAL_REQUIRE_KERNEL") == "1" {
+			t.Fatal("required (CORRAL_REQUIRE_KERNEL=1): ", err)
+		}
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := out.String()+fmt.Sprintln("exit", res.ExitCode), "hello from corral\nno shadow\nexit 0\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
 }

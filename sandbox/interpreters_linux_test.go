@@ -47,6 +47,9 @@ func TestKernelExec(t *testing.T) {
 	}
 	outer := write("outer", "#!"+filepath.Join(dir, "link")+" -x\n")
 	envScript := write("envy", "#!/usr/bin/env bash\n")
+	if _, err := os.Stat("/usr/bin/ls"); err != nil {
+		t.Skipf("the cases name /usr/bin/ls, as on a merged /usr; this host has none (%v): Debian 11's /bin is its own folder", err)
+	}
 	if err := os.Symlink("/usr/bin/ls", filepath.Join(work, "myls")); err != nil {
 		t.Fatal(err)
 	}

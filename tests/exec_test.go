@@ -573,6 +573,7 @@ func TestExecProgramIndexWriteGrant(t *testing.T) {
 func TestExecProgramFolderWriteGrant(t *testing.T) {
 	pkg := usrLocalLibPath(t, "installing a folder of programs")
 	t.Parallel()
+	requireSandbox(t)
 	ld := ldso(t)
 	attack(t, "exec", "run a program in a write-granted folder of programs through the dynamic loader")
 	writeFile(t, filepath.Join(pkg, "bin", "id"), hostID(t), 0o755)
@@ -595,6 +596,7 @@ func TestExecProgramFolderWriteGrant(t *testing.T) {
 func TestExecWrittenCodeRoot(t *testing.T) {
 	dir := usrLocalLibPath(t, "making a folder")
 	t.Parallel()
+	requireSandbox(t)
 	ld := ldso(t)
 	p := firstLibraryProgram(t)
 	attack(t, "exec", "write a program into a writable folder inside a code root and map it")
