@@ -199,8 +199,12 @@ func v2Parent(own string) string {
 }
 
 // ownCgroup2 is the cgroup2 path of this process.
-func ownCgroup2() (string, error) {
-	data, err := os.ReadFile("/proc/self/cgroup")
+func ownCgroup2() (string, error) { return cgroup2Of("self") }
+
+// cgroup2Of is the cgroup v2 path of process pid ("self" for this one),
+// as /proc/PID/cgroup has it.
+func cgroup2Of(pid string) (string, error) {
+	data, err := os.ReadFile("/proc/" + pid + "/cgroup")
 	if err != nil {
 		return "", err
 	}
@@ -209,7 +213,7 @@ func ownCgroup2() (string, error) {
 			return p, nil
 		}
 	}
-	return "", errors.New("no cgroup2 entry in /proc/self/cgroup")
+	return "", errors.New("no cgroup2 entry in /proc/" + pid + "/cgroup")
 }
 
 func newCgroup1(parent, name string, memory int64, pids int) (*Cgroup, error) {

@@ -140,7 +140,7 @@ func (s *userScope) start(shim int) (path string, err error) {
 	// manager cannot: wait until the kernel says so.
 	deadline := time.Now().Add(5 * time.Second)
 	for i := 0; ; i++ {
-		path, err = cgroup2Of(init)
+		path, err = cgroup2Of(strconv.Itoa(init))
 		if err != nil {
 			return "", err
 		}
@@ -206,20 +206,6 @@ func onlyChild(pid int) (int, error) {
 		}
 		time.Sleep(time.Duration(min(i+1, 20)) * 50 * time.Microsecond)
 	}
-}
-
-// cgroup2Of is the cgroup v2 path of a process.
-func cgroup2Of(pid int) (string, error) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
-	if err != nil {
-		return "", err
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if p, ok := strings.CutPrefix(line, "0::"); ok {
-			return p, nil
-		}
-	}
-	return "", errors.New("no cgroup2 entry in /proc/" + strconv.Itoa(pid) + "/cgroup")
 }
 
 // checkCaps verifies that the cgroup at dir has the caps asked for: a

@@ -128,21 +128,3 @@ func firstDiff(got, want string) string {
 	}
 	return "(same lines)"
 }
-
-// TestSampleSkillCopies keeps the repository's skills equal to the shared
-// sample skills, when they are beside the repository.
-func TestSampleSkillCopies(t *testing.T) {
-	for _, s := range sampleSkills {
-		shared, err := os.ReadFile(filepath.Join("..", "..", "shared", "skills", s, "SKILL.md"))
-		if err != nil {
-			t.Skipf("the shared sample skills are not beside the repository: %v", err)
-		}
-		local, err := os.ReadFile(filepath.Join("..", "skills", s, "SKILL.md"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(shared, local) {
-			t.Errorf("skills/%s/SKILL.md differs from ../shared/skills/%s/SKILL.md: copy it and run go test ./seatbelt -update", s, s)
-		}
-	}
-}
