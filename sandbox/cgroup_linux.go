@@ -34,6 +34,7 @@ type Cgroup struct {
 	// inScope says the manager placed the init there.
 	scope   *userScope
 	inScope bool
+	watch   *memoryWatch // a scope's memory files, read as they change
 }
 
 // Where says how the run's cgroup is had, for the protections table.
@@ -60,7 +61,11 @@ func (c *Cgroup) Attach(pid int) error {
 	}
 	dir := filepath.Join(CgroupRoot, path)
 	c.Path, c.memDir, c.dirs, c.inScope = path, dir, []string{dir}, true
-	return checkCaps(dir, s.memory, s.pids)
+	if err := checkCaps(dir, s.memory, s.pids); err != nil {
+		return err
+	}
+	c.watch = watchMemory(dir)
+	return nil
 }
 
 // JoinFiles are the files the sandbox's PID 1 writes "0" to, to join the
@@ -331,6 +336,9 @@ func (c *Cgroup) Usage() (peak int64, oomKills int) {
 	if c.memDir == "" {
 		return 0, 0
 	}
+	if c.watch != nil {
+		return c.watch.sample(c.memDir)
+	}
 	if c.Version == 2 {
 		peak = readInt64(filepath.Join(c.memDir, "memory.peak"))
 		oomKills = int(readKey(filepath.Join(c.memDir, "memory.events"), "oom_kill"))
@@ -381,6 +389,9 @@ func (c *Cgroup) Remove() error {
 	if c.inScope {
 		// The user manager removes an empty scope itself; what is
 		// left of the command is killed.
+		if c.watch != nil {
+			c.watch.close()
+		}
 		for _, d := range c.dirs {
 			killMembers(filepath.Join(d, "cgroup.procs"))
 		}

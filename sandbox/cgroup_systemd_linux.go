@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/godbus/dbus/v5"
@@ -239,3 +240,58 @@ func checkCaps(dir string, memory int64, pids int) error {
 	}
 	return nil
 }
+
+// memoryWatch keeps the last peak and OOM-kill count read from a user
+// scope's cgroup. The user manager removes the scope as soon as its last
+// process is gone, which can be before corral reads how the run ended
+// (the CI run of 2026-11-25 saw exit 137 reported without its OOM kill);
+// the kernel announces every change of memory.events (IN_MODIFY), so
+// the count is read while the OOM-killed process's cgroup still exists.
+type memoryWatch struct {
+	file *os.File // the inotify instance; closing it ends the reader
+	mu   sync.Mutex
+	peak int64
+	ooms int
+}
+
+// watchMemory starts reading dir's memory files on every change of
+// memory.events. Without inotify it returns nil, and Usage reads once
+// at the end as for any other cgroup.
+func watchMemory(dir string) *memoryWatch {
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	if err != nil {
+		return nil
+	}
+	if _, err := unix.InotifyAddWatch(fd, filepath.Join(dir, "memory.events"), unix.IN_MODIFY); err != nil {
+		unix.Close(fd)
+		return nil
+	}
+	w := &memoryWatch{file: os.NewFile(uintptr(fd), "inotify")}
+	w.sample(dir) // an OOM kill before the watch was added
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			// One read takes every queued event; each means "read
+			// again", and an IN_IGNORED (the cgroup is gone) ends it
+			// with the next read's error or with close.
+			if _, err := w.file.Read(buf); err != nil {
+				return
+			}
+			w.sample(dir)
+		}
+	}()
+	return w
+}
+
+// sample reads dir's memory files and keeps the largest values seen; a
+// file of a removed cgroup reads as 0 and changes nothing.
+func (w *memoryWatch) sample(dir string) (peak int64, ooms int) {
+	p := readInt64(filepath.Join(dir, "memory.peak"))
+	n := int(readKey(filepath.Join(dir, "memory.events"), "oom_kill"))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.peak, w.ooms = max(w.peak, p), max(w.ooms, n)
+	return w.peak, w.ooms
+}
+
+func (w *memoryWatch) close() { w.file.Close() }

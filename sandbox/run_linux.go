@@ -330,6 +330,11 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 			res.Stage = s.Error
 		case s.Exit != nil:
 			gotExit, alone = true, s.Exit.Alone
+			if cg != nil && cg.watch != nil {
+				// A user scope goes once PID 1 and the shim have
+				// exited: read it while PID 1 still lives.
+				cg.watch.sample(cg.memDir)
+			}
 			res.ExitCode, res.Signal, res.MaxRSS = s.Exit.Code, s.Exit.Signal, s.Exit.MaxRSSKB*1024
 		}
 	}
