@@ -50,6 +50,7 @@ for name, x in r.items():
     print(f'{name} {x["median"]*1e3:.2f} {x["mean"]*1e3:.2f} {x["median"]/plain:.1f}x {x["median"]/bwrap:.2f}x')
 PY
 while read -r name med mean vp vb; do
+	# shellcheck disable=SC2086 # a command line, split on purpose
 	printf '| %s | %s | %s | %s | %s | %s |\n' "$name" "$med" "$mean" "$vp" "$vb" "$(peak ${cmds[$name]})"
 done < "$ws/rows"
 echo

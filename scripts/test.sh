@@ -12,7 +12,8 @@ fail=0
 step() { printf '\n== %s\n' "$*"; }
 
 step "gofmt"
-unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+mapfile -t gofiles < <(git ls-files '*.go' 2>/dev/null || find . -name '*.go')
+unformatted=$(gofmt -l "${gofiles[@]}")
 if [ -n "$unformatted" ]; then echo "gofmt would change: $unformatted"; fail=1; fi
 
 step "go vet (linux, and darwin without cgo)"
@@ -29,6 +30,18 @@ if [ ! -x "$staticcheck" ]; then
 	go install honnef.co/go/tools/cmd/staticcheck@v0.8.2 || true
 fi
 if [ -x "$staticcheck" ]; then "$staticcheck" ./... || fail=1; else echo "staticcheck could not be installed"; fail=1; fi
+
+step "shellcheck (scripts, bench, vagrant, .ci; settings in .shellcheckrc)"
+if ! command -v shellcheck >/dev/null; then
+	apt-get update -qq >/dev/null 2>&1 || true
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck >/dev/null 2>&1 || true
+fi
+if command -v shellcheck >/dev/null; then
+	shellcheck scripts/*.sh bench/*.sh vagrant/*.sh .ci/run || fail=1
+else
+	echo "shellcheck could not be installed (apt-get install shellcheck)"
+	fail=1
+fi
 
 step "vagrant matrix: vagrant validate (no hypervisor needed)"
 # The Vagrant matrix (bash vagrant/run-matrix.sh) needs a hypervisor;
@@ -49,14 +62,15 @@ else
 fi
 
 step "unit and kernel tests (fuzz seed corpora included)"
-go test -count=1 $(go list ./... | grep -v '/tests$') 2>&1 | tee /tmp/corral-unit.log || true
+mapfile -t pkgs < <(go list ./... | grep -v '/tests$')
+go test -count=1 "${pkgs[@]}" 2>&1 | tee /tmp/corral-unit.log || true
 grep -q '^FAIL' /tmp/corral-unit.log && fail=1
 
 step "race detector over the packages (not ./tests, whose races are between processes)"
 # The Go API runs sandboxes concurrently in one process: per-run state
 # must stay per run (sandbox.Prepare). The end-to-end package drives the
 # binary and would only multiply the run time.
-go test -race -count=1 $(go list ./... | grep -v '/tests$') 2>&1 | tee /tmp/corral-race.log || true
+go test -race -count=1 "${pkgs[@]}" 2>&1 | tee /tmp/corral-race.log || true
 grep -q '^FAIL' /tmp/corral-race.log && fail=1
 
 step "end-to-end attack suite (as root and as an unprivileged user)"

@@ -40,7 +40,7 @@ export PATH="$bindir:$PATH"
 	echo "kernel: $(uname -r)"
 	echo "lsm: $(cat /sys/kernel/security/lsm 2>/dev/null || echo '?')"
 	echo "cgroup fs: $(stat -fc %T /sys/fs/cgroup)"
-	echo "own cgroup: $(cat /proc/self/cgroup | tr '\n' ' ')"
+	echo "own cgroup: $(tr '\n' ' ' </proc/self/cgroup)"
 	for s in user/max_user_namespaces kernel/unprivileged_userns_clone kernel/apparmor_restrict_unprivileged_userns; do
 		echo "sysctl $s: $(cat /proc/sys/$s 2>/dev/null || echo absent)"
 	done
@@ -91,7 +91,8 @@ fi
 # ---- unit, kernel and end-to-end tests ----
 # Not CORRAL_REQUIRE_KERNEL: a feature this kernel lacks is a skip with
 # its reason, which is what the matrix is for.
-go test -count=1 $(go list ./... | grep -v '/tests$') >"$out/unit.log" 2>&1
+mapfile -t pkgs < <(go list ./... | grep -v '/tests$')
+go test -count=1 "${pkgs[@]}" >"$out/unit.log" 2>&1
 if grep -q '^FAIL' "$out/unit.log"; then summary unit FAIL; else summary unit ok; fi
 go test -count=1 -v -timeout 30m ./tests >"$out/e2e.log" 2>&1
 if grep -qE '^ok ' "$out/e2e.log"; then summary e2e ok; else summary e2e FAIL; fi

@@ -119,8 +119,8 @@ image() {
 	local tmp=$dir.tmp
 	rm -rf "$tmp"
 	mkdir -p "$tmp"
-	cp "$(ls "$root"/boot/vmlinuz-* | sort -V | tail -1)" "$tmp/vmlinuz"
-	cp "$(ls "$root"/boot/initrd.img-* | sort -V | tail -1)" "$tmp/initrd.img"
+	cp "$(printf '%s\n' "$root"/boot/vmlinuz-* | sort -V | tail -1)" "$tmp/vmlinuz"
+	cp "$(printf '%s\n' "$root"/boot/initrd.img-* | sort -V | tail -1)" "$tmp/initrd.img"
 	# A sparse 6 GiB file: the tests write their temporary folders here.
 	mkfs.ext4 -q -L corral-root -d "$root" "$tmp/disk.img" 6G >&2
 	rm -rf "$root"
