@@ -22,6 +22,7 @@ import (
 	"corral/policyengine"
 	"corral/printable"
 	"corral/sandbox"
+	"corral/sandbox/cgroup"
 )
 
 // Spec is one sandboxed run.
@@ -312,8 +313,8 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	r.Limits = &limits
 	cgDone := make(chan cgroupResult, 1)
 	go func() {
-		sandbox.RemoveStale(spec.CgroupParent)
-		cg, err := sandbox.NewCgroup(spec.CgroupParent, limits.Memory, limits.Pids)
+		cgroup.RemoveStale(spec.CgroupParent)
+		cg, err := cgroup.New(spec.CgroupParent, limits.Memory, limits.Pids)
 		cgDone <- cgroupResult{cg, err}
 	}()
 	cgroupMade := sync.OnceValue(func() cgroupResult { return <-cgDone })
@@ -375,7 +376,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	}
 	// The init gets the cgroup after its mounts (Launch.Run calls this
 	// once the plan is on its way), so making it overlaps them.
-	joinCgroup := func(initPid int) (*sandbox.Cgroup, error) {
+	joinCgroup := func(initPid int) (*cgroup.Group, error) {
 		cgr := cgroupMade()
 		if cgr.err == nil {
 			// A user scope is started around the init now.
@@ -594,7 +595,7 @@ func execFailure(prog string, e *sandbox.StageError) error {
 }
 
 type cgroupResult struct {
-	cg  *sandbox.Cgroup
+	cg  *cgroup.Group
 	err error
 }
 
@@ -608,7 +609,7 @@ func removeCgroup(r cgroupResult, warn func(string)) {
 }
 
 // LimitsProtection is the limits row of the protections table.
-func LimitsProtection(l sandbox.Limits, cg *sandbox.Cgroup, err error) sandbox.Protection {
+func LimitsProtection(l sandbox.Limits, cg *cgroup.Group, err error) sandbox.Protection {
 	if err != nil {
 		what := "the default caps are dropped with this warning; a limit a skill or a flag asks for fails the run (exit 125)"
 		if l.Explicit {

@@ -2,40 +2,14 @@
 
 package sandbox
 
-import "corral/policyengine"
+import (
+	"errors"
 
-// Cgroup is Linux-only: elsewhere there is no per-sandbox memory or
-// process cap.
-type Cgroup struct {
-	Version int
-	Path    string
-}
+	"corral/policyengine"
+)
 
-// NewCgroup fails off Linux. A limit a skill or flag asks for then stops
-// the run, the implicit defaults are dropped with a warning, as on a Linux
-// host without a writable cgroup.
-func NewCgroup(parent string, memory int64, pids int) (*Cgroup, error) { return nil, ErrUnsupported }
-
-// ProbeCgroup fails off Linux.
-func ProbeCgroup(memory int64, pids int) (*Cgroup, error) { return nil, ErrUnsupported }
-
-// Where is empty off Linux.
-func (c *Cgroup) Where() string { return "" }
-
-// Attach does nothing off Linux.
-func (c *Cgroup) Attach(pid int) error { return nil }
-
-// JoinFiles is empty off Linux.
-func (c *Cgroup) JoinFiles() []string { return nil }
-
-// Usage reports nothing off Linux.
-func (c *Cgroup) Usage() (peak int64, oomKills int) { return 0, 0 }
-
-// Remove does nothing off Linux.
-func (c *Cgroup) Remove() error { return nil }
-
-// RemoveStale does nothing off Linux.
-func RemoveStale(parent string) []string { return nil }
+// ErrUnsupported means the kernel sandbox is Linux-only.
+var ErrUnsupported = errors.New("the kernel sandbox needs Linux")
 
 // Seccomp is Linux's; off Linux there is no program to prepare.
 type Seccomp struct{}

@@ -11,9 +11,6 @@ import (
 
 var forwarded = []os.Signal{os.Interrupt}
 
-// ErrUnsupported means the kernel sandbox is Linux-only.
-var ErrUnsupported = errors.New("the kernel sandbox needs Linux")
-
 // Probe reports no kernel features off Linux.
 func Probe(p policyengine.Permissions, spec Spec) *Facts {
 	return &Facts{LandlockErr: ErrUnsupported.Error(), UserNSErr: ErrUnsupported.Error(), Files: map[string]FileInfo{}, Programs: map[string]Program{}}

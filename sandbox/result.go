@@ -3,6 +3,8 @@ package sandbox
 import (
 	"os"
 	"time"
+
+	"corral/sandbox/cgroup"
 )
 
 // Result is how a run ended.
@@ -32,7 +34,7 @@ type RunOptions struct {
 	// joins it after its mounts (or is already in it), before the command
 	// starts, and its peak memory and OOM kills go in the Result. An
 	// error ends the run before the command starts.
-	Cgroup func(initPid int) (*Cgroup, error)
+	Cgroup func(initPid int) (*cgroup.Group, error)
 	// Timeout ends the run: SIGTERM to the command, then after KillGrace
 	// SIGKILL to the whole sandbox. Closing Done does the same at once.
 	Timeout, KillGrace time.Duration

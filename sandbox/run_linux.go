@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"corral/sandbox/cgroup"
 )
 
 // forwarded are the signals corral passes on to the command.
@@ -250,7 +252,7 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 		fmt.Fprintf(os.Stderr, "corral exec: plan sent   (at %d)\n", time.Now().UnixMicro()%1e7)
 	}
 	// While the init places its mounts: the cgroup and the seccomp filter.
-	var cg *Cgroup
+	var cg *cgroup.Group
 	if opts.Cgroup != nil {
 		var err error
 		if cg, err = opts.Cgroup(l.proc.pid); err != nil {
@@ -330,10 +332,10 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 			res.Stage = s.Error
 		case s.Exit != nil:
 			gotExit, alone = true, s.Exit.Alone
-			if cg != nil && cg.watch != nil {
+			if cg != nil {
 				// A user scope goes once PID 1 and the shim have
 				// exited: read it while PID 1 still lives.
-				cg.watch.sample(cg.memDir)
+				cg.Observe()
 			}
 			res.ExitCode, res.Signal, res.MaxRSS = s.Exit.Code, s.Exit.Signal, s.Exit.MaxRSSKB*1024
 		}
@@ -421,7 +423,7 @@ func (l *Launch) reap() (syscall.WaitStatus, error) {
 // its parent's, which PID 1 moves back to once the command runs. An
 // error means the cgroup could not be joined; a closed socket is left to
 // the init's status to explain.
-func sendLate(sock *os.File, bpf []byte, cg *Cgroup) error {
+func sendLate(sock *os.File, bpf []byte, cg *cgroup.Group) error {
 	var fds []int
 	defer func() {
 		for _, fd := range fds {

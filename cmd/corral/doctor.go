@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"corral/sandbox"
+	"corral/sandbox/cgroup"
 )
 
 var doctorCommand = command{
@@ -31,7 +32,7 @@ var doctorCommand = command{
 				return failed(err)
 			}
 			limits := sandbox.ResolveLimits(l.Perms.Limits, sandbox.LimitFlags{})
-			cg, cgErr := sandbox.ProbeCgroup(limits.Memory, limits.Pids)
+			cg, cgErr := cgroup.Probe(limits.Memory, limits.Pids)
 			plan.Protections = append(plan.Protections, corral.LimitsProtection(limits, cg, cgErr))
 			start := time.Now()
 			idx := sandbox.HostProgramIndex()

@@ -1,4 +1,4 @@
-package sandbox
+package cgroup
 
 import (
 	"os"
@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"corral/policyengine"
+	"golang.org/x/sys/unix"
 )
 
 // TestCgroup2FakeTree drives the cgroup v2 path against a fake cgroup
@@ -19,9 +19,9 @@ import (
 // cgroup.procs, and peak memory and OOM kills are read back.
 func TestCgroup2FakeTree(t *testing.T) {
 	root := t.TempDir()
-	old := CgroupRoot
-	CgroupRoot = root
-	defer func() { CgroupRoot = old }()
+	old := Root
+	Root = root
+	defer func() { Root = old }()
 	group := filepath.Join(root, "agents", "corral", "run-1-2")
 	for _, dir := range []string{root, filepath.Join(root, "agents"), filepath.Join(root, "agents", "corral"), group} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -83,17 +83,6 @@ func TestCgroupOwnerAlive(t *testing.T) {
 	}
 }
 
-func TestResolveLimits(t *testing.T) {
-	l := ResolveLimits(policyLimits(64<<20, 0), LimitFlags{Pids: 10})
-	if l.Memory != 64<<20 || !strings.Contains(l.MemoryFrom, "s1") || l.Pids != 10 || l.PidsFrom != "--pids" || !l.Explicit {
-		t.Errorf("%+v", l)
-	}
-	d := ResolveLimits(policyLimits(0, 0), LimitFlags{})
-	if d.Memory != DefaultMemory || d.Pids != DefaultPids || d.Explicit || d.Timeout != 0 || d.KillGrace != DefaultKillGrace {
-		t.Errorf("defaults: %+v", d)
-	}
-}
-
 func write(t *testing.T, file, data string) {
 	t.Helper()
 	if err := os.WriteFile(file, []byte(data), 0o644); err != nil {
@@ -120,17 +109,6 @@ func readFake(file string) ([]byte, error) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
-
-func policyLimits(mem int64, pids int) policyengine.Limits {
-	var l policyengine.Limits
-	if mem > 0 {
-		l.Memory = policyengine.Limit[int64]{Value: mem, From: []string{"s1"}}
-	}
-	if pids > 0 {
-		l.Pids = policyengine.Limit[int]{Value: pids, From: []string{"s1"}}
-	}
-	return l
-}
 
 // TestCgroupV2DefaultParent: the default parent is beside corral's own
 // cgroup, since v2 enables controllers only where no process lives.
@@ -182,5 +160,90 @@ func TestKillMembers(t *testing.T) {
 	var ws syscall.WaitStatus
 	if pid, _ := syscall.Wait4(left.Process.Pid, &ws, syscall.WNOHANG, nil); pid == left.Process.Pid {
 		t.Errorf("a process no longer in the cgroup was killed: %v", ws)
+	}
+}
+
+// TestCgroup2Only drives the cgroup v2 path of a unified host
+// (Ubuntu 24.04, Fedora) against a fake tree: the default parent is a
+// "corral" folder inside corral's own cgroup, and only the asked-for
+// controllers get caps (memory alone, pids alone, no swap file).
+func TestCgroup2Only(t *testing.T) {
+	own, err := ownCgroup2()
+	if err != nil {
+		t.Skipf("no cgroup2 line in /proc/self/cgroup: %v", err)
+	}
+	for _, tc := range []struct {
+		name     string
+		memory   int64
+		pids     int
+		swapFile bool
+		want     map[string]string // file -> content; "" means absent
+	}{
+		{"memory and pids", 64 << 20, 32, true, map[string]string{"memory.max": "67108864", "memory.swap.max": "0", "pids.max": "32"}},
+		{"memory only", 64 << 20, 0, true, map[string]string{"memory.max": "67108864", "memory.swap.max": "0", "pids.max": ""}},
+		{"pids only", 0, 32, true, map[string]string{"memory.max": "", "memory.swap.max": "max", "pids.max": "32"}},
+		{"no swap accounting", 64 << 20, 32, false, map[string]string{"memory.max": "67108864", "memory.swap.max": "", "pids.max": "32"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			old := Root
+			Root = root
+			defer func() { Root = old }()
+			// Beside corral's own cgroup, not in it (v2Parent).
+			parent := v2Parent(own)
+			group := filepath.Join(root, parent, "run-1-2")
+			if err := os.MkdirAll(group, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			// What the kernel has in every folder of a cgroup2 tree.
+			for dir := group; strings.HasPrefix(dir, root); dir = filepath.Dir(dir) {
+				write(t, filepath.Join(dir, "cgroup.subtree_control"), "")
+			}
+			if tc.swapFile {
+				write(t, filepath.Join(group, "memory.swap.max"), "max")
+			}
+			cg, err := newCgroup2("", "run-1-2", tc.memory, tc.pids)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := filepath.Join(parent, "run-1-2"); cg.Version != 2 || cg.Path != want {
+				t.Errorf("cgroup v%d %q, want v2 %q", cg.Version, cg.Path, want)
+			}
+			for file, want := range tc.want {
+				data, err := readFake(filepath.Join(group, file))
+				if got := strings.TrimSpace(string(data)); (want == "") != (err != nil) || got != want {
+					t.Errorf("%s = %q (%v), want %q", file, got, err, want)
+				}
+			}
+			if got := cg.JoinFiles(); len(got) != 1 || got[0] != filepath.Join(group, "cgroup.procs") {
+				t.Errorf("joins through %v", got)
+			}
+		})
+	}
+}
+
+// TestNoWritableCgroup: where no cgroup can be made (an ordinary
+// user without delegation, or a tree that refuses mkdir) the error says so
+// in words a user can act on. /sys refuses mkdir even to root, as a cgroup
+// tree refuses it to a user.
+func TestNoWritableCgroup(t *testing.T) {
+	var st unix.Statfs_t
+	if err := unix.Statfs("/sys", &st); err != nil || st.Type != unix.SYSFS_MAGIC {
+		t.Skip("/sys is not sysfs here")
+	}
+	old := Root
+	Root = "/sys"
+	defer func() { Root = old }()
+	_, err := newCgroup2("corral-hostfacts-test", "run-1-2", 64<<20, 32)
+	why := "operation not permitted" // root: sysfs refuses mkdir
+	if os.Getuid() != 0 {
+		why = "permission denied" // a user: /sys is not writable
+	}
+	want := "no writable cgroup (mkdir /sys/corral-hostfacts-test: " + why + "): run as root, or pass --cgroup-parent with a cgroup delegated to you"
+	if err == nil || err.Error() != want {
+		t.Errorf("err = %v, want %s", err, want)
+	}
+	if _, err := os.Stat("/sys/corral-hostfacts-test"); err == nil {
+		t.Error("a folder was made in /sys")
 	}
 }

@@ -1,4 +1,4 @@
-package sandbox
+package cgroup
 
 import (
 	"bufio"
@@ -20,10 +20,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Cgroup is the fresh cgroup a run's sandbox lives in: memory (memory +
+// Group is the fresh cgroup a run's sandbox lives in: memory (memory +
 // swap) and pids capped. The init joins it before it starts the command,
 // so the command never runs uncapped.
-type Cgroup struct {
+type Group struct {
 	Version int      // 1 or 2
 	Path    string   // relative to the hierarchy root, as in /proc/PID/cgroup
 	memDir  string   // the memory controller's folder
@@ -38,7 +38,7 @@ type Cgroup struct {
 }
 
 // Where says how the run's cgroup is had, for the protections table.
-func (c *Cgroup) Where() string {
+func (c *Group) Where() string {
 	if c.scope != nil || c.inScope {
 		return "cgroup v2, a transient scope of the systemd user manager"
 	}
@@ -49,7 +49,7 @@ func (c *Cgroup) Where() string {
 // is started holding the sandbox that the process pid launched (its shim),
 // and its caps are checked. For any other cgroup it does nothing (the
 // sandbox's PID 1 joins it itself).
-func (c *Cgroup) Attach(pid int) error {
+func (c *Group) Attach(pid int) error {
 	s := c.scope
 	if s == nil {
 		return nil
@@ -59,7 +59,7 @@ func (c *Cgroup) Attach(pid int) error {
 	if err != nil {
 		return err
 	}
-	dir := filepath.Join(CgroupRoot, path)
+	dir := filepath.Join(Root, path)
 	c.Path, c.memDir, c.dirs, c.inScope = path, dir, []string{dir}, true
 	if err := checkCaps(dir, s.memory, s.pids); err != nil {
 		return err
@@ -71,7 +71,7 @@ func (c *Cgroup) Attach(pid int) error {
 // JoinFiles are the files the sandbox's PID 1 writes "0" to, to join the
 // cgroup: v1's `tasks` files (moving the calling thread takes no global
 // lock; PID 1 has one thread), or v2's cgroup.procs.
-func (c *Cgroup) JoinFiles() []string {
+func (c *Group) JoinFiles() []string {
 	if c.scope != nil || c.inScope {
 		return nil // systemd moves the init
 	}
@@ -90,7 +90,7 @@ func (c *Cgroup) JoinFiles() []string {
 // cgroup's parent once the command is in the run's cgroup, so the cgroup
 // is empty when the command's processes are: v1's parents' `tasks` files.
 // None on v2, whose parent has controllers on and so may hold no process.
-func (c *Cgroup) LeaveFiles() []string {
+func (c *Group) LeaveFiles() []string {
 	if c.Version == 2 {
 		return nil
 	}
@@ -105,15 +105,15 @@ func (c *Cgroup) LeaveFiles() []string {
 // the ones a SIGKILLed corral left: run-PID-STARTTIME.
 const cgroupPrefix = "run-"
 
-// CgroupRoot is where cgroup2 is mounted (a test points it at a fake
+// Root is where cgroup2 is mounted (a test points it at a fake
 // tree).
-var CgroupRoot = "/sys/fs/cgroup"
+var Root = "/sys/fs/cgroup"
 
-// NewCgroup makes a fresh cgroup for one run under parent ("" means a
+// New makes a fresh cgroup for one run under parent ("" means a
 // "corral" folder inside the cgroup corral itself runs in) with the memory
 // and pids caps of lim; zero values are not capped. It uses cgroup v2 when
 // the host is unified, else the v1 memory and pids hierarchies.
-func NewCgroup(parent string, memory int64, pids int) (*Cgroup, error) {
+func New(parent string, memory int64, pids int) (*Group, error) {
 	// run-PID-START-N: N tells apart the runs of one process (the Go API
 	// runs several at once); PID-START tells a later corral the owner
 	// is gone.
@@ -131,14 +131,14 @@ func NewCgroup(parent string, memory int64, pids int) (*Cgroup, error) {
 	if serr != nil {
 		return nil, fmt.Errorf("%w; %v", err, serr)
 	}
-	return &Cgroup{Version: 2, scope: scope}, nil
+	return &Group{Version: 2, scope: scope}, nil
 }
 
-// ProbeCgroup makes a cgroup as a run would and removes it, for doctor.
+// Probe makes a cgroup as a run would and removes it, for doctor.
 // A user scope needs a sandbox to hold: a shell with one child, as a
 // launcher has, killed after.
-func ProbeCgroup(memory int64, pids int) (*Cgroup, error) {
-	cg, err := NewCgroup("", memory, pids)
+func Probe(memory int64, pids int) (*Group, error) {
+	cg, err := New("", memory, pids)
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +160,7 @@ func ProbeCgroup(memory int64, pids int) (*Cgroup, error) {
 	return cg, nil
 }
 
-func newCgroup2(parent, name string, memory int64, pids int) (*Cgroup, error) {
+func newCgroup2(parent, name string, memory int64, pids int) (*Group, error) {
 	if parent == "" {
 		own, err := ownCgroup2()
 		if err != nil {
@@ -176,11 +176,11 @@ func newCgroup2(parent, name string, memory int64, pids int) (*Cgroup, error) {
 	if pids > 0 {
 		res.Pids = &cgroup2.Pids{Max: int64(pids)}
 	}
-	_, err := cgroup2.NewManager(CgroupRoot, group, res)
+	_, err := cgroup2.NewManager(Root, group, res)
 	if err != nil {
 		return nil, cgroupError(err)
 	}
-	dir := filepath.Join(CgroupRoot, group)
+	dir := filepath.Join(Root, group)
 	if memory > 0 && hasFile(dir, "memory.swap.max") {
 		// No swap on top: memory + swap is capped at memory.
 		if err := os.WriteFile(filepath.Join(dir, "memory.swap.max"), []byte("0"), 0); err != nil {
@@ -188,7 +188,7 @@ func newCgroup2(parent, name string, memory int64, pids int) (*Cgroup, error) {
 			return nil, err
 		}
 	}
-	return &Cgroup{Version: 2, Path: group, memDir: dir, dirs: []string{dir}}, nil
+	return &Group{Version: 2, Path: group, memDir: dir, dirs: []string{dir}}, nil
 }
 
 func hasFile(dir, name string) bool {
@@ -221,7 +221,7 @@ func cgroup2Of(pid string) (string, error) {
 	return "", errors.New("no cgroup2 entry in /proc/" + pid + "/cgroup")
 }
 
-func newCgroup1(parent, name string, memory int64, pids int) (*Cgroup, error) {
+func newCgroup1(parent, name string, memory int64, pids int) (*Group, error) {
 	own, err := cgroup1.ParseCgroupFile("/proc/self/cgroup")
 	if err != nil {
 		return nil, err
@@ -272,7 +272,7 @@ func newCgroup1(parent, name string, memory int64, pids int) (*Cgroup, error) {
 		return nil, cgroupError(err)
 	}
 	p, _ := path(cgroup1.Memory)
-	return &Cgroup{Version: 1, Path: p, memDir: memDir, dirs: dirs}, nil
+	return &Group{Version: 1, Path: p, memDir: memDir, dirs: dirs}, nil
 }
 
 // v1Subsystems are the memory and pids hierarchies. cgroup1.Default
@@ -280,8 +280,8 @@ func newCgroup1(parent, name string, memory int64, pids int) (*Cgroup, error) {
 // ms of CPU per launch here); where both are mounted in the usual place
 // the two are built directly.
 func v1Subsystems() ([]cgroup1.Subsystem, error) {
-	if hasFile(CgroupRoot, "memory/memory.limit_in_bytes") && hasFile(CgroupRoot, "pids/cgroup.procs") {
-		return []cgroup1.Subsystem{cgroup1.NewMemory(CgroupRoot), cgroup1.NewPids(CgroupRoot)}, nil
+	if hasFile(Root, "memory/memory.limit_in_bytes") && hasFile(Root, "pids/cgroup.procs") {
+		return []cgroup1.Subsystem{cgroup1.NewMemory(Root), cgroup1.NewPids(Root)}, nil
 	}
 	return cgroup1.Default()
 }
@@ -330,9 +330,19 @@ func killListed(list func() []int) {
 	}
 }
 
+// Observe reads a user scope's memory counters now, while the sandbox's
+// PID 1 still holds the scope (systemd removes it once it is empty);
+// Usage reports the largest values seen. Other cgroups are removed by
+// corral itself, after Usage, and need no early look.
+func (c *Group) Observe() {
+	if c.watch != nil {
+		c.watch.sample(c.memDir)
+	}
+}
+
 // Usage reads the peak memory use and how many processes the kernel's
 // OOM killer ended in the cgroup.
-func (c *Cgroup) Usage() (peak int64, oomKills int) {
+func (c *Group) Usage() (peak int64, oomKills int) {
 	if c.memDir == "" {
 		return 0, 0
 	}
@@ -353,7 +363,7 @@ func (c *Cgroup) Usage() (peak int64, oomKills int) {
 // it is empty; it reports whether it is. Run calls it when the sandbox
 // ended without PID 1's report (killed, timed out), before corral looks
 // at what the command left: nothing of the sandbox may still be writing.
-func (c *Cgroup) Drain(d time.Duration) bool {
+func (c *Group) Drain(d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for i := 0; ; i++ {
 		empty := true
@@ -381,7 +391,7 @@ func (c *Cgroup) Drain(d time.Duration) bool {
 // not use the library's Delete, which walks every file of the cgroup and
 // retries after 10 ms sleeps: a run's cgroup is normally empty by now, and
 // one rmdir per folder is all it takes.)
-func (c *Cgroup) Remove() error {
+func (c *Group) Remove() error {
 	if c.scope != nil {
 		c.scope.close() // never started
 		return nil
@@ -439,7 +449,7 @@ func RemoveStale(parent string) []string {
 		if parent == "" {
 			parent = v2Parent(own)
 		}
-		dirs = []string{filepath.Join(CgroupRoot, parent)}
+		dirs = []string{filepath.Join(Root, parent)}
 	} else {
 		own, err := cgroup1.ParseCgroupFile("/proc/self/cgroup")
 		if err != nil {
@@ -450,7 +460,7 @@ func RemoveStale(parent string) []string {
 			if p == "" {
 				p = filepath.Join(own[s], "corral")
 			}
-			dirs = append(dirs, filepath.Join(CgroupRoot, s, p))
+			dirs = append(dirs, filepath.Join(Root, s, p))
 		}
 	}
 	// Only cgroups this user made (where another user can make them at

@@ -1,4 +1,4 @@
-package sandbox
+package cgroup
 
 import (
 	"os"
@@ -20,7 +20,7 @@ func TestMemoryWatchOutlivesCgroup(t *testing.T) {
 	}
 	write("memory.events", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n")
 	write("memory.peak", "4096\n")
-	c := &Cgroup{Version: 2, memDir: dir, dirs: []string{dir}, inScope: true, watch: watchMemory(dir)}
+	c := &Group{Version: 2, memDir: dir, dirs: []string{dir}, inScope: true, watch: watchMemory(dir)}
 	if c.watch == nil {
 		t.Fatal("watchMemory: no inotify watch on a plain file")
 	}
