@@ -12,6 +12,7 @@ import (
 
 	"corral/policyengine"
 	"corral/printable"
+	"corral/sandbox/seccomp"
 )
 
 // Spec is what the caller asks for.
@@ -124,7 +125,7 @@ func BuildPlan(p policyengine.Permissions, spec Spec, facts *Facts) (*Plan, erro
 	b.protected()
 	b.devices()
 	b.env()
-	b.plan.Seccomp = seccompFor(restricted)
+	b.plan.Seccomp = seccomp.Rules(restricted)
 	b.workDir()
 	b.finishMounts()
 	if len(b.errs) > 0 {
@@ -1028,7 +1029,7 @@ func (b *builder) protections() {
 	}
 	add("landlock-net", f.LandlockABI >= 4, landlockDetail(f.LandlockABI, 4, llNet))
 	add("landlock-scope", f.LandlockABI >= 6, landlockDetail(f.LandlockABI, 6, "no signals or abstract UNIX sockets beyond the sandbox"))
-	add("seccomp", f.Seccomp, orText(map[bool]string{false: "seccomp filters are unavailable"}[f.Seccomp], fmt.Sprintf("%d rules refusing namespaces, mounts, ptrace, bpf, io_uring, keyrings, TIOCSTI and more", len(SeccompRules()))))
+	add("seccomp", f.Seccomp, orText(map[bool]string{false: "seccomp filters are unavailable"}[f.Seccomp], fmt.Sprintf("%d rules refusing namespaces, mounts, ptrace, bpf, io_uring, keyrings, TIOCSTI and more", len(seccomp.Table()))))
 	add("no-new-privs", true, "set before exec")
 	// Without a user namespace there is nothing to drop capabilities in,
 	// no network namespace and no mount namespace: say why, not what.

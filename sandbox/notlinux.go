@@ -2,21 +2,10 @@
 
 package sandbox
 
-import (
-	"errors"
-
-	"corral/policyengine"
-)
+import "errors"
 
 // ErrUnsupported means the kernel sandbox is Linux-only.
 var ErrUnsupported = errors.New("the kernel sandbox needs Linux")
-
-// Seccomp is Linux's; off Linux there is no program to prepare.
-type Seccomp struct{}
-
-// Prepare does nothing off Linux: on macOS the profile is rendered when
-// the plan runs.
-func Prepare(p policyengine.Permissions) *Seccomp { return nil }
 
 // HostProgramIndex is empty here: the program index is for Linux's exec
 // allowlist.

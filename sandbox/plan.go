@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"corral/policyengine"
+	"corral/sandbox/seccomp"
 )
 
 // Plan is everything the sandbox will do, as plain data. It travels to the
@@ -16,12 +17,12 @@ type Plan struct {
 	Dir  string   `json:"dir"`
 	Env  []string `json:"env"`
 
-	Hostname string     `json:"hostname"`
-	Mounts   []Mount    `json:"mounts"`
-	Landlock Landlock   `json:"landlock"`
-	Seccomp  []SysRule  `json:"seccomp"`
-	Exec     ExecPolicy `json:"exec"`
-	Limits   Limits     `json:"limits"`
+	Hostname string         `json:"hostname"`
+	Mounts   []Mount        `json:"mounts"`
+	Landlock Landlock       `json:"landlock"`
+	Seccomp  []seccomp.Rule `json:"seccomp"`
+	Exec     ExecPolicy     `json:"exec"`
+	Limits   Limits         `json:"limits"`
 	// Proxy is set when the permissions allow any network: the sandbox's
 	// one way out is corral's egress proxy, listening inside it.
 	Proxy *ProxyPlan `json:"proxy,omitempty"`

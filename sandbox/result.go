@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"corral/sandbox/cgroup"
+	"corral/sandbox/seccomp"
 )
 
 // Result is how a run ended.
@@ -41,7 +42,7 @@ type RunOptions struct {
 	Done               <-chan struct{}
 	// Seccomp is this run's program from Prepare (nil: chosen or
 	// compiled when the plan is sent).
-	Seccomp *Seccomp
+	Seccomp *seccomp.Prepared
 }
 
 // Stdio are the streams the command gets, passed straight through.

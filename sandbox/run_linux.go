@@ -260,7 +260,7 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 			return nil, err
 		}
 	}
-	bpf, err := opts.Seccomp.program(plan.Seccomp)
+	bpf, err := opts.Seccomp.Program(plan.Seccomp)
 	if err != nil {
 		l.Abort()
 		return nil, err

@@ -1,4 +1,4 @@
-package sandbox
+package seccomp
 
 import (
 	"fmt"
@@ -6,23 +6,18 @@ import (
 	"os"
 	"reflect"
 
-	seccomp "github.com/seccomp/libseccomp-golang"
-	"golang.org/x/sys/unix"
-
-	"corral/policyengine"
+	libseccomp "github.com/seccomp/libseccomp-golang"
 )
-
-var errnos = map[string]int16{"EPERM": int16(unix.EPERM), "ENOSYS": int16(unix.ENOSYS)}
 
 // compileSeccomp builds the filter for rules: allow by default, the rules'
 // errnos, and kill the whole process for a foreign architecture (the
 // default kills one thread, which hangs a Go program).
-func compileSeccomp(rules []SysRule) (*seccomp.ScmpFilter, error) {
-	f, err := seccomp.NewFilter(seccomp.ActAllow)
+func compileFilter(rules []Rule) (*libseccomp.ScmpFilter, error) {
+	f, err := libseccomp.NewFilter(libseccomp.ActAllow)
 	if err != nil {
 		return nil, fmt.Errorf("creating seccomp filter: %w", err)
 	}
-	if err := f.SetBadArchAction(seccomp.ActKillProcess); err != nil {
+	if err := f.SetBadArchAction(libseccomp.ActKillProcess); err != nil {
 		f.Release()
 		return nil, fmt.Errorf("setting seccomp bad-arch action: %w", err)
 	}
@@ -40,8 +35,8 @@ func compileSeccomp(rules []SysRule) (*seccomp.ScmpFilter, error) {
 // architecture corral builds for (x86_64, arm64).
 var newSyscalls = map[string]int{"open_tree_attr": 467}
 
-func addRule(f *seccomp.ScmpFilter, r SysRule) error {
-	nr, err := seccomp.GetSyscallFromName(r.Syscall)
+func addRule(f *libseccomp.ScmpFilter, r Rule) error {
+	nr, err := libseccomp.GetSyscallFromName(r.Syscall)
 	if err != nil {
 		// The kernel may have a syscall this libseccomp is too old to
 		// name (libseccomp 2.5.4 and open_tree_attr, in the kernel since
@@ -50,68 +45,66 @@ func addRule(f *seccomp.ScmpFilter, r SysRule) error {
 		if !ok {
 			return fmt.Errorf("seccomp rule %s: libseccomp does not know this syscall and corral has no number for it", r.Syscall)
 		}
-		nr = seccomp.ScmpSyscall(n)
+		nr = libseccomp.ScmpSyscall(n)
 	}
-	errno, ok := errnos[r.Errno]
-	if !ok {
-		return fmt.Errorf("seccomp rule %s: unknown errno %q", r.Syscall, r.Errno)
+	if _, ok := errnoNames[r.Errno]; !ok {
+		return fmt.Errorf("seccomp rule %s: errno %d is not one the table uses", r.Syscall, r.Errno)
 	}
-	action := seccomp.ActErrno.SetReturnCode(errno)
+	action := libseccomp.ActErrno.SetReturnCode(int16(r.Errno))
 	if r.Arg == nil {
 		return wrapRule(r, f.AddRule(nr, action))
 	}
 	switch r.Arg.Op {
-	case "masked_eq":
-		c, err := seccomp.MakeCondition(r.Arg.Index, seccomp.CompareMaskedEqual, r.Arg.Mask, r.Arg.Value)
+	case MaskedEq:
+		c, err := libseccomp.MakeCondition(r.Arg.Index, libseccomp.CompareMaskedEqual, r.Arg.Mask, r.Arg.Value)
 		if err != nil {
 			return wrapRule(r, err)
 		}
-		return wrapRule(r, f.AddRuleConditional(nr, action, []seccomp.ScmpCondition{c}))
-	case "any_bit":
+		return wrapRule(r, f.AddRuleConditional(nr, action, []libseccomp.ScmpCondition{c}))
+	case AnyBit:
 		// (arg & mask) != 0 is one rule per bit: (arg & bit) == bit.
 		for bit := uint64(1); bit != 0; bit <<= 1 {
 			if r.Arg.Mask&bit == 0 {
 				continue
 			}
-			c, err := seccomp.MakeCondition(r.Arg.Index, seccomp.CompareMaskedEqual, bit, bit)
+			c, err := libseccomp.MakeCondition(r.Arg.Index, libseccomp.CompareMaskedEqual, bit, bit)
 			if err != nil {
 				return wrapRule(r, err)
 			}
-			if err := f.AddRuleConditional(nr, action, []seccomp.ScmpCondition{c}); err != nil {
+			if err := f.AddRuleConditional(nr, action, []libseccomp.ScmpCondition{c}); err != nil {
 				return wrapRule(r, err)
 			}
 		}
 		return nil
 	}
-	return fmt.Errorf("seccomp rule %s: unknown op %q", r.Syscall, r.Arg.Op)
+	return fmt.Errorf("seccomp rule %s: unknown op %d", r.Syscall, r.Arg.Op)
 }
 
-func wrapRule(r SysRule, err error) error {
+func wrapRule(r Rule, err error) error {
 	if err != nil {
 		return fmt.Errorf("seccomp rule %s: %w", r.Syscall, err)
 	}
 	return nil
 }
 
-// Seccomp is one run's seccomp program, compiled in the background from
+// Prepared is one run's seccomp program, compiled in the background from
 // the moment the run's permissions are known. It belongs to that run
 // alone: concurrent runs in one process (the Go API) each prepare their
 // own, so none can load another's program.
-type Seccomp struct {
-	rules []SysRule
+type Prepared struct {
+	rules []Rule
 	done  chan struct{} // closed once prog and err are set
 	prog  []byte
 	err   error
 }
 
-// Prepare starts compiling the seccomp filter that a plan for p will
-// need, so the ~1 ms of libseccomp work overlaps loading skills and
-// starting the init. Pass the result to the run in RunOptions.Seccomp;
-// the run uses it if its plan's table is the one prepared.
-func Prepare(p policyengine.Permissions) *Seccomp {
-	s := &Seccomp{rules: seccompFor(p.ExecRestricted()), done: make(chan struct{})}
+// Prepare starts compiling the program for rules, so the ~1 ms of
+// libseccomp work overlaps loading skills and starting the init (a table
+// compiled into the binary is ready at once). The run asks Program for
+// its plan's table.
+func Prepare(rules []Rule) *Prepared {
+	s := &Prepared{rules: rules, done: make(chan struct{})}
 	if prog := builtBPF(s.rules); prog != nil {
-		// Compiled into the binary: ready now.
 		s.prog = prog
 		close(s.done)
 		return s
@@ -123,10 +116,10 @@ func Prepare(p policyengine.Permissions) *Seccomp {
 	return s
 }
 
-// program returns the compiled filter for rules: the prepared one when it
+// Program returns the compiled filter for rules: the prepared one when it
 // is for the same table, else the one compiled into the binary, else one
 // compiled now. A nil s prepared nothing.
-func (s *Seccomp) program(rules []SysRule) ([]byte, error) {
+func (s *Prepared) Program(rules []Rule) ([]byte, error) {
 	if s != nil && reflect.DeepEqual(s.rules, rules) {
 		<-s.done
 		return s.prog, s.err
@@ -140,8 +133,8 @@ func (s *Seccomp) program(rules []SysRule) ([]byte, error) {
 // compileBPF compiles rules to a classic BPF program (struct sock_filter
 // array) that the init stage (C, init_linux.c) loads with one prctl, so
 // the init needs neither libseccomp nor its ~1 ms of filter generation.
-func compileBPF(rules []SysRule) ([]byte, error) {
-	f, err := compileSeccomp(rules)
+func compileBPF(rules []Rule) ([]byte, error) {
+	f, err := compileFilter(rules)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package sandbox
+package seccomp
 
 import (
 	"bytes"
@@ -18,8 +18,8 @@ func TestBuiltSeccompCurrent(t *testing.T) {
 	if runtime.GOARCH != "amd64" {
 		t.Skip("the compiled-in programs are x86_64's")
 	}
-	for file, restricted := range map[string]bool{"seccomp_amd64": false, "seccomp_amd64_restricted": true} {
-		rules := seccompFor(restricted)
+	for file, restricted := range map[string]bool{"amd64": false, "amd64_restricted": true} {
+		rules := Rules(restricted)
 		prog, err := compileBPF(rules)
 		if err != nil {
 			t.Fatal(err)
@@ -38,7 +38,7 @@ func TestBuiltSeccompCurrent(t *testing.T) {
 			continue
 		}
 		if got := builtBPF(rules); !bytes.Equal(got, prog) {
-			t.Errorf("%s.bpf (%d bytes) is not what the table compiles to (%d bytes), or %s.json is not the table: run go test ./sandbox -run TestBuiltSeccompCurrent -update", file, len(got), len(prog), file)
+			t.Errorf("%s.bpf (%d bytes) is not what the table compiles to (%d bytes), or %s.json is not the table: run go test ./sandbox/seccomp -run TestBuiltSeccompCurrent -update", file, len(got), len(prog), file)
 		}
 	}
 	if *updateBuilt {
@@ -46,15 +46,15 @@ func TestBuiltSeccompCurrent(t *testing.T) {
 	}
 	// Any other table is compiled at run time: one more rule, or one
 	// rule changed (as when the table is edited and -update forgotten).
-	if builtBPF(append(seccompFor(false), always("getpid", "EPERM", "test"))) != nil {
+	if builtBPF(append(Rules(false), always("getpid", EPERM, "test"))) != nil {
 		t.Errorf("a table that is neither of the two got a compiled-in program")
 	}
-	changed := seccompFor(true)
-	changed[0].Errno = "ENOSYS"
+	changed := Rules(true)
+	changed[0].Errno = ENOSYS
 	if builtBPF(changed) != nil {
 		t.Errorf("a changed table got the program compiled for the old one")
 	}
-	if !bytes.Equal(builtBPF(seccompFor(true)), builtRestricted) || !bytes.Equal(builtBPF(seccompFor(false)), builtDefault) {
+	if !bytes.Equal(builtBPF(Rules(true)), builtRestricted) || !bytes.Equal(builtBPF(Rules(false)), builtDefault) {
 		t.Errorf("the two tables do not get their own programs")
 	}
 }

@@ -1,4 +1,4 @@
-package sandbox
+package seccomp
 
 import (
 	"bytes"
@@ -13,24 +13,24 @@ import (
 // the launch is short of CPU. Each is stored with the table it was
 // compiled from (as JSON), and is used only for exactly that table: a
 // table changed since (and not compiled again) is compiled at run time.
-// `go test ./sandbox -run TestBuiltSeccompCurrent -update` writes them;
+// `go test ./sandbox/seccomp -run TestBuiltSeccompCurrent -update` writes them;
 // without -update the test fails when they are not the current table's.
 // Other architectures compile at run time.
 
-//go:embed seccomp_amd64.bpf
+//go:embed amd64.bpf
 var builtDefault []byte
 
-//go:embed seccomp_amd64.json
+//go:embed amd64.json
 var builtDefaultTable []byte
 
-//go:embed seccomp_amd64_restricted.bpf
+//go:embed amd64_restricted.bpf
 var builtRestricted []byte
 
-//go:embed seccomp_amd64_restricted.json
+//go:embed amd64_restricted.json
 var builtRestrictedTable []byte
 
 // builtBPF returns the program compiled into the binary for rules, or nil.
-func builtBPF(rules []SysRule) []byte {
+func builtBPF(rules []Rule) []byte {
 	if runtime.GOARCH != "amd64" {
 		return nil
 	}

@@ -1,11 +1,9 @@
-package sandbox
+package seccomp
 
 import (
 	"bytes"
 	"sync"
 	"testing"
-
-	"corral/policyengine"
 )
 
 // TestPrepareConcurrentRuns prepares the seccomp programs of many runs at
@@ -14,10 +12,9 @@ import (
 // program of its own table (a process-wide slot handed some runs the other
 // table's). Run it with -race too.
 func TestPrepareConcurrentRuns(t *testing.T) {
-	restricted := policyengine.Permissions{ExecDeclared: []string{"sh"}}
 	want := map[bool][]byte{}
 	for _, r := range []bool{false, true} {
-		prog, err := compileBPF(seccompFor(r))
+		prog, err := compileBPF(Rules(r))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -34,13 +31,9 @@ func TestPrepareConcurrentRuns(t *testing.T) {
 		wg.Add(1)
 		go func(restrict bool) {
 			defer wg.Done()
-			p := policyengine.Permissions{}
-			if restrict {
-				p = restricted
-			}
 			for i := 0; i < rounds; i++ {
-				s := Prepare(p)
-				prog, err := s.program(seccompFor(restrict))
+				s := Prepare(Rules(restrict))
+				prog, err := s.Program(Rules(restrict))
 				if err != nil || !bytes.Equal(prog, want[restrict]) {
 					mu.Lock()
 					wrong++
