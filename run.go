@@ -63,6 +63,30 @@ type Spec struct {
 	Warn func(string)
 	// Trace gets timing steps (CORRAL_TRACE=1 in the CLI).
 	Trace func(step string)
+	// Debug holds options for performance work and for tests; the zero
+	// value is the product's behaviour.
+	Debug Debug
+}
+
+// Debug holds options that change how a run is carried out but never
+// what it enforces. The CLI sets TraceInit from CORRAL_TRACE=1; the rest
+// only a binary built with -tags corral_testhooks sets (from CORRAL_MOUNTS,
+// CORRAL_MOUNT_PAUSE, CORRAL_PROBE_PAUSE and CORRAL_HOLD_PAUSE), for the
+// end-to-end tests.
+type Debug struct {
+	// TraceInit makes the sandbox's init print how long each of its
+	// steps took to the command's stderr (with Trace set).
+	TraceInit bool
+	// LegacyMounts builds the new root the way kernels without open_tree
+	// and mount_setattr need (bind, then set the flags by path), so the
+	// tests cover that path on any kernel.
+	LegacyMounts bool
+	// MountPause holds the init between opening the bind sources and
+	// placing them; ProbePause waits before corral probes the host (after
+	// the init built its root ahead), HoldPause before it holds the
+	// protected paths. Each opens a window in which a test changes the
+	// host; they only slow a run.
+	MountPause, ProbePause, HoldPause time.Duration
 }
 
 // Denial is one refused permission, as audited.
@@ -336,7 +360,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	}
 	sspec := sandbox.Spec{Argv: spec.Argv, WorkDir: sk.Vars.WorkDir, Env: env, BestEffort: spec.BestEffort, Stop: stop,
 		Home: sk.Vars.Home, Keep: KeptPaths(sk, spec.Policy, spec.Keep...)}
-	testPause("CORRAL_PROBE_PAUSE")
+	pause(spec.Debug.ProbePause)
 	facts := sandbox.Probe(sk.Perms, sspec)
 	trace("probed")
 	if idx := facts.ProgramIndex; idx != nil {
@@ -400,14 +424,8 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		r.Cgroup = cgr.cg.Path
 		return cgr.cg, nil
 	}
-	plan.Trace = spec.Trace != nil && os.Getenv("CORRAL_TRACE") == "1"
-	plan.LegacyMounts = os.Getenv("CORRAL_MOUNTS") == "legacy"
-	if v := os.Getenv("CORRAL_MOUNT_PAUSE"); v != "" {
-		if plan.MountPause, err = time.ParseDuration(v); err != nil {
-			launch.Abort()
-			return r, failed(fmt.Errorf("CORRAL_MOUNT_PAUSE: %w", err))
-		}
-	}
+	plan.Trace = spec.Trace != nil && spec.Debug.TraceInit
+	plan.LegacyMounts, plan.MountPause = spec.Debug.LegacyMounts, spec.Debug.MountPause
 	r.Protections, r.Warnings = plan.Protections, append(r.Warnings, plan.Warnings...)
 	for _, a := range plan.Alerts {
 		warn(a)
@@ -437,7 +455,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	}
 	// Which file each protected path is now; the sandbox itself cannot
 	// replace one (renaming over a mount point fails), the host can.
-	testPause("CORRAL_HOLD_PAUSE")
+	pause(spec.Debug.HoldPause)
 	held := sandbox.Hold(plan.Protected)
 	defer held.Close()
 	plan.Held = held.Files()
@@ -722,14 +740,9 @@ func within(p, root string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
-// testPause sleeps as long as the variable name says (tests: a window
-// after the init built its root ahead and before corral probes the host,
-// CORRAL_PROBE_PAUSE, or holds the protected paths, CORRAL_HOLD_PAUSE, in
-// which a test changes the host).
-func testPause(name string) {
-	if v := os.Getenv(name); v != "" {
-		if d, err := time.ParseDuration(v); err == nil {
-			time.Sleep(d)
-		}
+// pause waits d (Debug's windows for tests; zero in the product).
+func pause(d time.Duration) {
+	if d > 0 {
+		time.Sleep(d)
 	}
 }

@@ -1428,7 +1428,7 @@ void corral_init_main(void) {
 			drop_ahead();
 		setup_staging(&pl);
 		enter_root();
-		step("mounts");
+		step(legacy_mounts ? "mounts legacy" : "mounts");
 	}
 	// The ruleset is made while corral may still be making the cgroup
 	// and compiling the seccomp filter; it applies further down.

@@ -28,14 +28,14 @@ type Plan struct {
 	Proxy *ProxyPlan `json:"proxy,omitempty"`
 
 	// Trace makes the init stage print how long each step took to stderr
-	// (CORRAL_TRACE=1), for performance work.
+	// (Debug.TraceInit of package corral), for performance work.
 	Trace bool `json:"trace,omitempty"`
 	// LegacyMounts makes the init bind first and set the flags by path
 	// afterwards, as it does on kernels without open_tree and
-	// mount_setattr (CORRAL_MOUNTS=legacy, for the tests of that path).
+	// mount_setattr (Debug.LegacyMounts, for the tests of that path).
 	LegacyMounts bool `json:"legacy_mounts,omitempty"`
 	// MountPause makes the init wait this long between opening the bind
-	// sources and placing them (CORRAL_MOUNT_PAUSE, for the tests of what
+	// sources and placing them (Debug.MountPause, for the tests of what
 	// the host changes meanwhile). It only slows a run down.
 	MountPause time.Duration `json:"mount_pause,omitempty"`
 

@@ -6,8 +6,9 @@
 #
 #   bash scripts/vm-stage.sh DIR
 #
-# DIR gets bin/corral, bin/probe, tests/<pkg>.test (with tests/packages
-# listing "<pkg> <folder>" pairs) and src/.
+# DIR gets bin/corral, bin/corral-test (the same with the end-to-end
+# tests' hooks, -tags corral_testhooks), bin/probe, tests/<pkg>.test (with
+# tests/packages listing "<pkg> <folder>" pairs) and src/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
@@ -15,6 +16,7 @@ dir=${1:?usage: vm-stage.sh DIR}
 rm -rf "$dir"
 mkdir -p "$dir/bin" "$dir/tests" "$dir/src"
 bash scripts/build.sh "$dir/bin/corral"
+GOFLAGS="${GOFLAGS:+$GOFLAGS }-tags=corral_testhooks" bash scripts/build.sh "$dir/bin/corral-test"
 CGO_ENABLED=0 go build -o "$dir/bin/probe" ./tests/testdata/probe
 module=$(go list -m)
 static=(-ldflags '-linkmode external -extldflags "-static"')

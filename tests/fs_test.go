@@ -932,7 +932,7 @@ func TestFSGitRedirects(t *testing.T) {
 // the dynamic loader maps nothing from a folder of programs.
 func TestFSLegacyMounts(t *testing.T) {
 	t.Parallel()
-	env := append(defaultEnv(), "CORRAL_MOUNTS=legacy")
+	env := append(defaultEnv(), "CORRAL_MOUNTS=legacy", "CORRAL_TRACE=1")
 	users(t, func(t *testing.T, u user) {
 		attack(t, "filesystem", "break out of the new root built the older way")
 		f := newFS(t, u)
@@ -955,6 +955,9 @@ echo `+attackDone+`
 			t.Errorf("the command wrote /usr:\n%s", r)
 		}
 		checkProtected(t, f.work, r)
+		if !strings.Contains(r.stderr, "corral init: mounts legacy") {
+			t.Fatalf("the init did not build the root the older way (no \"mounts legacy\" in its trace):\n%s", r)
+		}
 
 		progs := libraryPrograms()
 		if len(progs) == 0 {

@@ -16,7 +16,8 @@
 //
 // Set CORRAL_REQUIRE_KERNEL=1 (as CI does) to make a missing kernel
 // feature fail the test instead of skipping it, CORRAL_E2E_BIN=FILE to
-// test a prebuilt corral instead of building ./cmd/corral, and
+// test a prebuilt corral (built with -tags corral_testhooks) instead of
+// building ./cmd/corral, and
 // CORRAL_E2E_PROBE=FILE to use a prebuilt attack helper. CORRAL_E2E_NOBODY=0
 // leaves out the variants that run as nobody (the CI VM runs the whole
 // suite as an ordinary user instead).
@@ -91,7 +92,9 @@ func setup(m *testing.M) (int, error) {
 	corralBin = filepath.Join(bin, "corral")
 	probeBin = filepath.Join(bin, "probe")
 	build := func(out, pkg string, env ...string) error {
-		cmd := exec.Command("go", "build", "-o", out, pkg)
+		// The tests' windows and switches (CORRAL_MOUNTS=legacy, the
+		// pauses, CORRAL_EARLY_INIT=0) exist only in a test-hooks build.
+		cmd := exec.Command("go", "build", "-tags", "corral_testhooks", "-o", out, pkg)
 		cmd.Dir = repo
 		cmd.Env = append(os.Environ(), env...)
 		if b, err := cmd.CombinedOutput(); err != nil {
@@ -122,6 +125,12 @@ func setup(m *testing.M) (int, error) {
 		if err := build(b.out, b.pkg, b.buildEnv...); err != nil {
 			return 0, err
 		}
+	}
+	// A prebuilt corral without the test hooks would ignore them, and the
+	// tests of legacy mounts, of the spawned init and of the host changing
+	// mid-launch would pass without testing anything.
+	if out, err := exec.Command(corralBin, "version").Output(); err != nil || !strings.Contains(string(out), "(test hooks") {
+		return 0, fmt.Errorf("%s is not built with -tags corral_testhooks (corral version: %q, %v)", corralBin, out, err)
 	}
 	if p, err := exec.LookPath("setpriv"); err == nil {
 		setpriv = p

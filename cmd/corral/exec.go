@@ -182,6 +182,10 @@ func runExec(l *corral.Skills, nf *netFlags, lf *limitFlags, pf *policyFlags, ar
 			fmt.Fprintf(os.Stderr, "corral exec: %-12s (at %d)\n", step, time.Now().UnixMicro()%1e7)
 		}
 		spec.Trace("main")
+		spec.Debug.TraceInit = true
+	}
+	if err := testHooks(&spec.Debug); err != nil {
+		return failed(err)
 	}
 	spec.Skills = l
 	var err error

@@ -25,6 +25,9 @@ var versionCommand = command{
 					}
 				}
 			}
+			if testHooksBuilt {
+				v += " (test hooks: not for use)"
+			}
 			fmt.Printf("corral %s %s/%s %s\n", v, runtime.GOOS, runtime.GOARCH, runtime.Version())
 			return nil
 		}

@@ -1,0 +1,11 @@
+//go:build !corral_testhooks
+
+package main
+
+import "corral"
+
+// testHooks does nothing in the product: the tests' windows and switches
+// exist only in a binary built with -tags corral_testhooks.
+func testHooks(*corral.Debug) error { return nil }
+
+const testHooksBuilt = false
