@@ -459,7 +459,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	held := sandbox.Hold(plan.Protected)
 	defer held.Close()
 	plan.Held = held.Files()
-	res, err := launch.Run(plan, sandbox.RunOptions{Seccomp: prepared, Cgroup: joinCgroup, Timeout: limits.Timeout, KillGrace: limits.KillGrace, Done: ctx.Done(), Serve: func(files []*os.File) {
+	res, err := launch.Run(plan, sandbox.RunOptions{Seccomp: prepared, Cgroup: joinCgroup, Trace: spec.Trace, Timeout: limits.Timeout, KillGrace: limits.KillGrace, Done: ctx.Done(), Serve: func(files []*os.File) {
 		for _, f := range files {
 			ln, lerr := net.FileListener(f)
 			f.Close()

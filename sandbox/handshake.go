@@ -25,13 +25,9 @@ package sandbox
 //	                    carrying the listening sockets (SCM_RIGHTS)
 //
 // The init (nsinit_linux.c, init_linux.c) writes nothing else and reads
-// nothing from its environment or argv beyond InitArg (a forked one zeroes
-// its copies of corral's argv and environment), so a hostile environment
-// cannot steer it.
-
-// InitArg is argv[1] of the init stage; cmd/corral dispatches on it before
-// parsing flags.
-const InitArg = "__corral_init"
+// nothing from its environment or argv beyond CORRAL_INIT_ARG
+// (spawn_linux.h; a forked one zeroes its copies of corral's argv and
+// environment), so a hostile environment cannot steer it.
 
 // status is one message on the status pipe.
 type status struct {

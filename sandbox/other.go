@@ -3,7 +3,6 @@
 package sandbox
 
 import (
-	"errors"
 	"os"
 
 	"corral/policyengine"
@@ -30,9 +29,6 @@ func (l *Launch) Started() error { return nil }
 
 // Run is unsupported off Linux.
 func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) { return nil, ErrUnsupported }
-
-// RunInit is unsupported off Linux.
-func RunInit() { os.Exit(125) }
 
 // resolver is Linux-only.
 type resolver struct{}

@@ -82,9 +82,3 @@ func encodePlan(p *Plan) (data, mounts []byte) {
 	binary.LittleEndian.PutUint32(b, uint32(len(b)-4))
 	return b, b[start:end:end]
 }
-
-// RunInit is reached only if the C init stage did not take over (it never
-// returns into Go): say so and fail.
-func RunInit() {
-	panic("corral: the init stage runs in C (init_linux.c); its constructor did not run")
-}

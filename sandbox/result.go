@@ -43,6 +43,8 @@ type RunOptions struct {
 	// Seccomp is this run's program from Prepare (nil: chosen or
 	// compiled when the plan is sent).
 	Seccomp *seccomp.Prepared
+	// Trace gets the launcher's steps when the plan traces (plan.Trace).
+	Trace func(step string)
 }
 
 // Stdio are the streams the command gets, passed straight through.

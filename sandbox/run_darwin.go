@@ -205,12 +205,6 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 	return res, nil
 }
 
-// RunInit is Linux's init stage; macOS has none.
-func RunInit() {
-	fmt.Fprintln(os.Stderr, "corral: the sandbox's init stage is Linux-only")
-	os.Exit(125)
-}
-
 // listenProxy listens on 127.0.0.1 at a free port, and on [::1] at the
 // same port where the host has IPv6: the profile allows "localhost:PORT",
 // which is both, so nothing else may hold [::1]:PORT. It returns the

@@ -248,9 +248,11 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 			l.planW.Close()
 		}()
 	}
-	if plan.Trace {
-		fmt.Fprintf(os.Stderr, "corral exec: plan sent   (at %d)\n", time.Now().UnixMicro()%1e7)
+	trace := func(string) {}
+	if plan.Trace && opts.Trace != nil {
+		trace = opts.Trace
 	}
+	trace("plan sent")
 	// While the init places its mounts: the cgroup and the seccomp filter.
 	var cg *cgroup.Group
 	if opts.Cgroup != nil {
@@ -269,9 +271,7 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 		l.Abort()
 		return nil, err
 	}
-	if plan.Trace {
-		fmt.Fprintf(os.Stderr, "corral exec: late sent   (at %d)\n", time.Now().UnixMicro()%1e7)
-	}
+	trace("late sent")
 	// Once the command runs (the init read the cache long before): the
 	// mounts for the next run like this one. A plan that pauses its mounts
 	// (tests' race windows) is not saved: built ahead, the pause would
@@ -279,9 +279,7 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 	saveMounts := func() {
 		if l.mountCache != "" && plan.MountPause == 0 {
 			err := saveMountCache(l.mountCache, l.mountCacheKey, mounts)
-			if plan.Trace {
-				fmt.Fprintf(os.Stderr, "corral exec: mount cache %s (saved: %v)\n", l.mountCache, err == nil)
-			}
+			trace(fmt.Sprintf("mount cache %s (saved: %v)", l.mountCache, err == nil))
 		}
 	}
 	if plan.Proxy != nil {
@@ -356,8 +354,8 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 		// The shim exits after PID 1, whose exit waits for the whole PID
 		// namespace; the cgroup says so too, also when the shim itself
 		// was killed from outside and PID 1 dies by PR_SET_PDEATHSIG.
-		if cg != nil && !cg.Drain(2*time.Second) && plan.Trace {
-			fmt.Fprintln(os.Stderr, "corral exec: the run's cgroup still had processes 2 s after the sandbox ended")
+		if cg != nil && !cg.Drain(2*time.Second) {
+			trace("the run's cgroup still had processes 2 s after the sandbox ended")
 		}
 		if !gotExit && res.Started && werr == nil {
 			// PID 1 died before it reported the command's end (killed

@@ -12,10 +12,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 
 	"corral/printable"
-	"corral/sandbox"
 )
 
 // Exit codes shared by every subcommand (see the README).
@@ -56,19 +54,9 @@ type command struct {
 // commands is the subcommand table, in the order help lists them.
 var commands = []*command{&execCommand, &proxyCommand, &checkCommand, &policyCommand, &explainCommand, &seatbeltCommand, &doctorCommand, &versionCommand}
 
-func init() {
-	// The sandbox's init stage must run on the main thread, locked before
-	// any other goroutine can move it: Landlock and capabilities are per
-	// thread.
-	if len(os.Args) > 1 && os.Args[1] == sandbox.InitArg {
-		runtime.LockOSThread()
-	}
-}
-
+// The sandbox's init stage never reaches Go: the C constructor
+// (sandbox/nsinit_linux.c) takes over a process started as the init.
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == sandbox.InitArg {
-		sandbox.RunInit() // never returns
-	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
