@@ -3,12 +3,12 @@
 //
 // It is C, not Go, because it runs on every tool call: a Go init spent
 // about 6 ms starting its runtime and decoding a JSON plan, this one well
-// under one. It does, in order: read the plan (fd 3), build a new root
+// under one. It does, in order: read the plan (CORRAL_FD_PLAN, protocol.h), build a new root
 // holding only the plan's mounts and pivot into it, bring lo up, drop every
 // capability and lock the securebits, set no_new_privs, apply Landlock,
 // load the seccomp filter the parent compiled (last), then fork the command
 // in its own session, forward signals to it, reap every orphan, and report
-// on fd 4 (the handshake table is in handshake.go).
+// on CORRAL_FD_STATUS (the handshake table is in handshake.go).
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -62,9 +62,6 @@
 #define SYS_openat2 437
 #endif
 
-#define PLAN_FD 3
-#define STATUS_FD 4
-#define PROXY_FD 5 // a UNIX socket: the proxy listeners go to corral over it
 #define STAGING "/tmp"
 #define MAX_PLAN (16 << 20)
 #define MAX_BPF (1 << 20)
@@ -114,7 +111,7 @@ static size_t json_append(char *buf, size_t n, size_t size, const char *s) {
 
 static void report(const char *line) {
 	size_t len = strlen(line);
-	(void)!write(STATUS_FD, line, len);
+	(void)!write(CORRAL_FD_STATUS, line, len);
 }
 
 // While mounts are placed ahead of the plan (mounts_ahead), a failure
@@ -149,11 +146,17 @@ static void fail(const char *stage, int err, const char *fmt, ...) {
 // ---- the plan ----
 
 struct mount_step {
-	char kind;  // 't' tmpfs, 'p' proc, 'b' bind, 'v' device, 'l' symlink, 'd' folder, 'c' copy
+	char kind;  // CORRAL_MOUNT_* (protocol.h)
 	int ro, noexec, dir;
 	const char *source, *target;
 	int fd;
 };
+
+// is_bound reports whether m binds a host file or folder (a device node
+// included): its source is opened before the new root hides it.
+static int is_bound(const struct mount_step *m) {
+	return m->kind == CORRAL_MOUNT_BIND || m->kind == CORRAL_MOUNT_DEV;
+}
 
 struct rule {
 	uint64_t access;
@@ -247,18 +250,18 @@ static char *alloc_read(int fd, size_t len, const char *what) {
 	return buf;
 }
 
+// cacheable_record reports whether a record may be in a cached mount
+// block: not W, which would hold the init (corral never saves one).
+static int cacheable_record(char tag) {
+	return tag == CORRAL_REC_LEGACY_MOUNTS || tag == CORRAL_REC_MOUNT || tag == CORRAL_REC_LANDLOCK || tag == CORRAL_REC_RULE || tag == CORRAL_REC_PORT_RULE;
+}
+
 // mount_record reports whether a record tag belongs to the mount block:
 // the records setup_staging and build_landlock read, which corral sends
 // one after another. The block is what the mount cache holds
 // (mounts_ahead).
 static int mount_record(char tag) {
-	return tag == 'M' || tag == 'W' || tag == 'm' || tag == 'l' || tag == 'r' || tag == 'n';
-}
-
-// cacheable_record reports whether a record may be in a cached mount
-// block: not W, which would hold the init (corral never saves one).
-static int cacheable_record(char tag) {
-	return tag == 'M' || tag == 'm' || tag == 'l' || tag == 'r' || tag == 'n';
+	return cacheable_record(tag) || tag == CORRAL_REC_MOUNT_PAUSE;
 }
 
 // canonical reports whether p is an absolute path without empty, "." or
@@ -317,50 +320,50 @@ static void parse_plan(struct plan *pl, const char *buf, size_t len, int only_mo
 			after_block = 1;
 		}
 		switch (tag) {
-		case 'T':
+		case CORRAL_REC_TRACE:
 			trace = 1;
 			break;
-		case 'M':
+		case CORRAL_REC_LEGACY_MOUNTS:
 			legacy_mounts = 1;
 			break;
-		case 'W':
+		case CORRAL_REC_MOUNT_PAUSE:
 			mount_pause_us = strtoul(next(&p, end), NULL, 10);
 			break;
-		case 'h':
+		case CORRAL_REC_HOSTNAME:
 			pl->hostname = next(&p, end);
 			break;
-		case 'd':
+		case CORRAL_REC_DIR:
 			pl->dir = next(&p, end);
 			break;
-		case 'p':
+		case CORRAL_REC_PATH:
 			pl->path = next(&p, end);
 			break;
-		case 'a':
+		case CORRAL_REC_ARG:
 			pl->argv = grow(pl->argv, pl->nargv, sizeof *pl->argv);
 			pl->argv[pl->nargv++] = next(&p, end);
 			break;
-		case 'e':
+		case CORRAL_REC_ENV:
 			pl->env = grow(pl->env, pl->nenv, sizeof *pl->env);
 			pl->env[pl->nenv++] = next(&p, end);
 			break;
-		case 'm': {
+		case CORRAL_REC_MOUNT: {
 			pl->mounts = grow(pl->mounts, pl->nmounts, sizeof *pl->mounts);
 			struct mount_step *m = &pl->mounts[pl->nmounts++];
 			const char *kind = next(&p, end), *flags = next(&p, end);
 			m->kind = kind[0];
-			m->ro = strchr(flags, 'r') != NULL;
-			m->noexec = strchr(flags, 'x') != NULL;
-			m->dir = strchr(flags, 'D') != NULL;
+			m->ro = strchr(flags, CORRAL_MOUNT_FLAG_RO) != NULL;
+			m->noexec = strchr(flags, CORRAL_MOUNT_FLAG_NOEXEC) != NULL;
+			m->dir = strchr(flags, CORRAL_MOUNT_FLAG_DIR) != NULL;
 			m->source = next(&p, end);
 			m->target = next(&p, end);
 			m->fd = -1;
 			// A cached block is checked as a plan never needs to be:
 			// every path as corral writes them.
-			if (only_mounts && (!canonical(m->target) || (strchr("bvc", m->kind) && !canonical(m->source))))
+			if (only_mounts && (!canonical(m->target) || ((is_bound(m) || m->kind == CORRAL_MOUNT_COPY) && !canonical(m->source))))
 				fail("plan", 0, "a path that is not canonical in a cached mount block");
 			break;
 		}
-		case 'H':
+		case CORRAL_REC_HELD:
 			pl->held = grow(pl->held, pl->nheld, sizeof *pl->held);
 			pl->held[pl->nheld].path = next(&p, end);
 			pl->held[pl->nheld].held = next(&p, end)[0] == '1';
@@ -368,23 +371,23 @@ static void parse_plan(struct plan *pl, const char *buf, size_t len, int only_mo
 			pl->held[pl->nheld].minor = strtoul(next(&p, end), NULL, 10);
 			pl->held[pl->nheld++].ino = strtoull(next(&p, end), NULL, 10);
 			break;
-		case 'l':
+		case CORRAL_REC_LANDLOCK:
 			pl->abi = atoi(next(&p, end));
 			pl->handled_fs = strtoull(next(&p, end), NULL, 10);
 			pl->handled_net = strtoull(next(&p, end), NULL, 10);
 			pl->scoped = strtoull(next(&p, end), NULL, 10);
 			break;
-		case 'r':
+		case CORRAL_REC_RULE:
 			pl->rules = grow(pl->rules, pl->nrules, sizeof *pl->rules);
 			pl->rules[pl->nrules].access = strtoull(next(&p, end), NULL, 10);
 			pl->rules[pl->nrules++].path = next(&p, end);
 			break;
-		case 'n':
+		case CORRAL_REC_PORT_RULE:
 			pl->port_rules = grow(pl->port_rules, pl->nport_rules, sizeof *pl->port_rules);
 			pl->port_rules[pl->nport_rules].access = strtoull(next(&p, end), NULL, 10);
 			pl->port_rules[pl->nport_rules++].port = strtoull(next(&p, end), NULL, 10);
 			break;
-		case 'P':
+		case CORRAL_REC_PROXY:
 			pl->proxy_port = atoi(next(&p, end));
 			break;
 		default:
@@ -399,11 +402,11 @@ static void parse_plan(struct plan *pl, const char *buf, size_t len, int only_mo
 // then the records (parse_plan). *block is its mount block.
 static void read_plan(struct plan *pl, const char **block, size_t *block_len) {
 	unsigned char hdr[4];
-	read_full(PLAN_FD, (char *)hdr, 4);
+	read_full(CORRAL_FD_PLAN, (char *)hdr, 4);
 	size_t len = le32(hdr);
 	if (len > MAX_PLAN)
 		fail("plan", 0, "plan larger than %d bytes", MAX_PLAN);
-	char *buf = alloc_read(PLAN_FD, len, "plan");
+	char *buf = alloc_read(CORRAL_FD_PLAN, len, "plan");
 	if (len == 0)
 		fail("plan", 0, "no plan");
 	parse_plan(pl, buf, len, 0, block, block_len);
@@ -551,7 +554,7 @@ static int open_source(const struct mount_step *m) {
 // /dev, which holds only the bound devices; /tmp and /dev/shm stay
 // writable.
 static int read_only_tmpfs(const struct mount_step *m) {
-	return m->kind == 't' && strcmp(m->target, "/dev") == 0;
+	return m->kind == CORRAL_MOUNT_TMPFS && strcmp(m->target, "/dev") == 0;
 }
 
 // ro_above reports whether the folder that holds mount i's target is
@@ -566,7 +569,7 @@ static int ro_above(const struct plan *pl, size_t i) {
 	for (size_t j = 0; j < i; j++) {
 		const struct mount_step *m = &pl->mounts[j];
 		size_t n = strlen(m->target);
-		if (m->kind == 'l' || m->kind == 'd' || m->kind == 'c' || m->kind == 'w' || ((m->kind == 'b' || m->kind == 'v') && m->fd < 0))
+		if (m->kind == CORRAL_MOUNT_SYMLINK || m->kind == CORRAL_MOUNT_DIR || m->kind == CORRAL_MOUNT_COPY || m->kind == CORRAL_MOUNT_FILE || (is_bound(m) && m->fd < 0))
 			continue;
 		if (strcmp(m->target, "/") == 0)
 			n = 0;
@@ -577,7 +580,7 @@ static int ro_above(const struct plan *pl, size_t i) {
 			best = n;
 		}
 	}
-	return !above || ((above->kind == 'b' || above->kind == 'v') && above->ro) || read_only_tmpfs(above);
+	return !above || (is_bound(above) && above->ro) || read_only_tmpfs(above);
 }
 
 // vanished_below_ro reports whether source, a bind's source, has been
@@ -680,7 +683,7 @@ static void remount(const char *target, const struct mount_step *m) {
 		flags |= MS_RDONLY;
 	if (m->noexec)
 		flags |= MS_NOEXEC;
-	if (m->kind != 'v')
+	if (m->kind != CORRAL_MOUNT_DEV)
 		flags |= MS_NODEV;
 	if (mount(NULL, target, NULL, flags, NULL) < 0)
 		fail("mounts", errno, "remount %s", target);
@@ -712,7 +715,7 @@ static void set_flags(const char *root, struct plan *pl) {
 		for (size_t i = 0; i < pl->nmounts; i++) {
 			struct mount_step *m = &pl->mounts[i];
 			snprintf(target, sizeof target, "%s%s", root, m->target);
-			if ((m->kind == 'b' || m->kind == 'v') && m->fd >= 0 && !detached(pl, i, target))
+			if (is_bound(m) && m->fd >= 0 && !detached(pl, i, target))
 				remount(target, m);
 		}
 		if (mount(NULL, root, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "mode=0755") < 0)
@@ -723,22 +726,22 @@ static void set_flags(const char *root, struct plan *pl) {
 		struct mount_step *m = &pl->mounts[i];
 		uint64_t set = 0, clr = 0;
 		snprintf(target, sizeof target, "%s%s", root, m->target);
-		if ((m->kind == 'b' || m->kind == 'v') && (m->fd < 0 || detached(pl, i, target)))
+		if (is_bound(m) && (m->fd < 0 || detached(pl, i, target)))
 			continue;
 		if (m->noexec && setattr(target, AT_RECURSIVE, MOUNT_ATTR_NOEXEC, 0) < 0)
 			fail("mounts", errno, "mount_setattr noexec %s", m->target);
 		switch (m->kind) {
-		case 't':
+		case CORRAL_MOUNT_TMPFS:
 			if (!read_only_tmpfs(m))
 				clr = MOUNT_ATTR_RDONLY;
 			break;
-		case 'p':
+		case CORRAL_MOUNT_PROC:
 			clr = MOUNT_ATTR_RDONLY;
 			break;
-		case 'v':
+		case CORRAL_MOUNT_DEV:
 			clr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV;
 			break;
-		case 'b':
+		case CORRAL_MOUNT_BIND:
 			// Flags land on the topmost mount at the path: when two
 			// binds share a target, the later one (a protected path or
 			// a restriction over a grant) decides, both ways. Read-only
@@ -748,7 +751,7 @@ static void set_flags(const char *root, struct plan *pl) {
 				clr = MOUNT_ATTR_RDONLY;
 			else
 				for (size_t j = 0; j < i; j++)
-					if (pl->mounts[j].kind == 'b' && !pl->mounts[j].ro && strcmp(pl->mounts[j].target, m->target) == 0)
+					if (pl->mounts[j].kind == CORRAL_MOUNT_BIND && !pl->mounts[j].ro && strcmp(pl->mounts[j].target, m->target) == 0)
 						set = MOUNT_ATTR_RDONLY;
 			if (!m->noexec)
 				clr |= MOUNT_ATTR_NOEXEC;
@@ -821,7 +824,7 @@ static int clone_bind(const struct mount_step *m) {
 		errno = e;
 		return -1;
 	}
-	uint64_t clr = (m->ro ? 0 : MOUNT_ATTR_RDONLY) | (m->kind == 'v' ? MOUNT_ATTR_NODEV : 0) | (m->noexec ? 0 : MOUNT_ATTR_NOEXEC);
+	uint64_t clr = (m->ro ? 0 : MOUNT_ATTR_RDONLY) | (m->kind == CORRAL_MOUNT_DEV ? MOUNT_ATTR_NODEV : 0) | (m->noexec ? 0 : MOUNT_ATTR_NOEXEC);
 	struct mount_attr_v0 top = {0, clr, 0, 0};
 	// EPERM: the host locked the flag on this mount; it stays, which is
 	// narrower than the plan.
@@ -893,7 +896,7 @@ static void setup_staging(struct plan *pl) {
 		fail("mounts", errno, "making / private");
 	for (size_t i = 0; i < pl->nmounts; i++) {
 		struct mount_step *m = &pl->mounts[i];
-		if (m->kind != 'b' && m->kind != 'v')
+		if (!is_bound(m))
 			continue;
 		if (cloned) {
 			m->fd = clone_bind(m);
@@ -930,36 +933,36 @@ static void setup_staging(struct plan *pl) {
 		if ((size_t)snprintf(target, sizeof target, "%s%s", STAGING, m->target) >= sizeof target)
 			fail("mounts", ENAMETOOLONG, "%s", m->target);
 		switch (m->kind) {
-		case 't':
+		case CORRAL_MOUNT_TMPFS:
 			mkdir_p(target, 0755);
 			if (mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV | (m->noexec ? MS_NOEXEC : 0),
 				  read_only_tmpfs(m) ? "mode=0755" : "mode=1777") < 0)
 				fail("mounts", errno, "tmpfs on %s", m->target);
 			own_tmpfs_mounted(target);
 			break;
-		case 'p':
+		case CORRAL_MOUNT_PROC:
 			mkdir_p(target, 0555);
 			if (mount("proc", target, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 				fail("mounts", errno, "proc on %s", m->target);
 			break;
-		case 'd':
+		case CORRAL_MOUNT_DIR:
 			mkdir_p(target, 0755);
 			break;
-		case 'c':
+		case CORRAL_MOUNT_COPY:
 			copy_file(m->source, target);
 			break;
-		case 'w':
+		case CORRAL_MOUNT_FILE:
 			write_file(target, m->source);
 			break;
-		case 'l':
+		case CORRAL_MOUNT_SYMLINK:
 			if (lstat(target, &st) == 0)
 				break; // a bound folder already holds it
 			parent_dirs(target);
 			if (make_at('l', target, 0, 0, m->source) < 0)
 				fail("mounts", errno, "symlink %s", m->target);
 			break;
-		case 'b':
-		case 'v':
+		case CORRAL_MOUNT_BIND:
+		case CORRAL_MOUNT_DEV:
 			if (m->fd >= 0)
 				place_bind(pl, i, target, cloned);
 			break;
@@ -1131,7 +1134,7 @@ static void read_late(struct plan *pl) {
 	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
 	ssize_t n;
 	do {
-		n = recvmsg(PROXY_FD, &msg, MSG_CMSG_CLOEXEC | MSG_WAITALL);
+		n = recvmsg(CORRAL_FD_SOCKET, &msg, MSG_CMSG_CLOEXEC | MSG_WAITALL);
 	} while (n < 0 && errno == EINTR);
 	if (n < 0)
 		fail("plan", errno, "receiving the cgroup and the seccomp filter");
@@ -1153,7 +1156,7 @@ static void read_late(struct plan *pl) {
 	pl->njoin = njoin;
 	if (len > MAX_BPF)
 		fail("plan", 0, "seccomp program of %zu bytes", len);
-	pl->bpf = (const unsigned char *)alloc_read(PROXY_FD, len, "the seccomp filter");
+	pl->bpf = (const unsigned char *)alloc_read(CORRAL_FD_SOCKET, len, "the seccomp filter");
 	pl->bpf_len = len;
 }
 
@@ -1256,7 +1259,7 @@ static void proxy_listeners(int port) {
 	c->cmsg_type = SCM_RIGHTS;
 	c->cmsg_len = CMSG_LEN(n * sizeof(int));
 	memcpy(CMSG_DATA(c), fds, n * sizeof(int));
-	if (sendmsg(PROXY_FD, &msg, MSG_NOSIGNAL) < 0)
+	if (sendmsg(CORRAL_FD_SOCKET, &msg, MSG_NOSIGNAL) < 0)
 		fail("network", errno, "handing the proxy listeners to corral");
 	for (int i = 0; i < n; i++)
 		close(fds[i]);
@@ -1392,7 +1395,7 @@ static void forward(int sig) {
 void corral_init_main(void) {
 	struct plan pl;
 	clock_gettime(CLOCK_MONOTONIC, &last);
-	fcntl(STATUS_FD, F_SETFD, FD_CLOEXEC);
+	fcntl(CORRAL_FD_STATUS, F_SETFD, FD_CLOEXEC);
 	// Nothing may trace or dump this process's memory.
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	// Every sandbox has lo up and nothing else: done while the plan is
@@ -1412,7 +1415,7 @@ void corral_init_main(void) {
 	const char *mounts;
 	size_t mounts_len;
 	read_plan(&pl, &mounts, &mounts_len);
-	close(PLAN_FD);
+	close(CORRAL_FD_PLAN);
 	if (trace)
 		dprintf(2, "corral init: %-12s %6ld µs [at %ld] (%s)\n", "ahead", ahead_us, ahead_at, ahead.built ? "built" : ahead.why);
 	step("plan");
@@ -1446,7 +1449,7 @@ void corral_init_main(void) {
 	step("cgroup");
 	if (pl.proxy_port)
 		proxy_listeners(pl.proxy_port);
-	close(PROXY_FD);
+	close(CORRAL_FD_SOCKET);
 	if (sethostname(pl.hostname, strlen(pl.hostname)) < 0)
 		fail("hostname", errno, "sethostname");
 	step("proxy, hostname");
@@ -1553,6 +1556,6 @@ void corral_init_main(void) {
 	int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 	snprintf(buf, sizeof buf, "{\"exit\":{\"code\":%d,\"signal\":%d,\"max_rss_kb\":%ld,\"alone\":%s}}\n", code, sig, ru.ru_maxrss, left ? "true" : "false");
 	report(buf);
-	close(STATUS_FD);
+	close(CORRAL_FD_STATUS);
 	_exit(0);
 }

@@ -2,6 +2,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "protocol.h"
+
 // corral_mount_cache is the mount cache file of this run (the init reads
 // it in mounts_ahead, corral writes it), chosen by the constructor that
 // forked the init; NULL when there is none. corral_mount_cache_key is the
@@ -12,9 +14,7 @@ extern uint64_t corral_mount_cache_key;
 // corral_init_main is the sandbox's PID 1 (init_linux.c); it never returns.
 void corral_init_main(void) __attribute__((noreturn));
 
-// CORRAL_FORWARDED_SIGNALS are the signals corral forwards to the command
-// (forwarded in run_linux.go): the shim and PID 1 pass them on.
-#define CORRAL_FORWARDED_SIGNALS {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH}
+// The signals corral forwards (CORRAL_FORWARDED_SIGNALS, protocol.h).
 static const int corral_forwarded[] = CORRAL_FORWARDED_SIGNALS;
 #define CORRAL_NFORWARDED (sizeof corral_forwarded / sizeof corral_forwarded[0])
 

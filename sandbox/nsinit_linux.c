@@ -29,7 +29,6 @@
 #include "init_linux.h"
 #include "spawn_linux.h"
 
-#define STATUS_FD 4
 
 static pid_t corral_init_pid;
 
@@ -40,7 +39,7 @@ static void corral_fail(const char *what) {
 		"{\"error\":{\"stage\":\"namespaces\",\"message\":\"%s: %s\",\"errno\":%d}}\n",
 		what, strerror(err), err);
 	if (n > 0)
-		(void)!write(STATUS_FD, buf, (size_t)n);
+		(void)!write(CORRAL_FD_STATUS, buf, (size_t)n);
 	_exit(125);
 }
 
@@ -70,7 +69,8 @@ void corral_close_from(int first) {
 }
 
 // corral_init_stage makes the namespaces and becomes the shim; it never
-// returns. fds 3, 4 and 5 are the plan, the status and the socket.
+// returns. CORRAL_FD_PLAN, _STATUS and _SOCKET (protocol.h) are the
+// plan, the status and the socket.
 static void corral_init_stage(void) {
 	// Keep only stdio and corral's three pipes: any other fd corral
 	// inherited without close-on-exec was opened outside the sandbox and
@@ -130,9 +130,9 @@ static void corral_init_stage(void) {
 
 	// The shim: keep no pipe to corral open, forward signals, pass on
 	// PID 1's exit status.
-	close(3);
-	close(STATUS_FD);
-	close(5); // the proxy socket
+	close(CORRAL_FD_PLAN);
+	close(CORRAL_FD_STATUS);
+	close(CORRAL_FD_SOCKET);
 	corral_init_pid = pid;
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
@@ -337,9 +337,9 @@ static void corral_early_start(int argc, char **argv, char **envp) {
 		// Terminal signals reach corral only, which forwards them.
 		setpgid(0, 0);
 		corral_scrub(argc, argv, envp);
-		// fds 3, 4 and 5, as the exec'd init gets them.
+		// The plan, status and socket fds, as the exec'd init gets them.
 		int src[3] = {plan[0], status[1], sock[1]};
-		if (corral_place_fds(src, 3, 3) < 0)
+		if (corral_place_fds(src, CORRAL_FD_PLAN, 3) < 0)
 			_exit(125);
 		corral_init_stage();
 	}

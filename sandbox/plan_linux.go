@@ -6,13 +6,13 @@ import (
 	"strings"
 )
 
-// encodePlan writes the plan in the init stage's wire format (read by
-// read_plan in init_linux.c): records of one tag byte, a 4-byte
+// encodePlan writes the plan in the init stage's wire format (protocol.h;
+// read by parse_plan in init_linux.c): records of one tag byte, a 4-byte
 // little-endian payload length, and the payload, whose fields are
 // NUL-terminated. A format this small needs no JSON parser in C. mounts
 // is the mount block: the records the init's new root and Landlock
-// ruleset come from (M, W, m, l, r and n), together, which is what the
-// mount cache holds.
+// ruleset come from (legacy mounts, mount pause, mounts, Landlock and
+// its rules), together, which is what the mount cache holds.
 func encodePlan(p *Plan) (data, mounts []byte) {
 	b := []byte{0, 0, 0, 0} // the length, filled in below
 	rec := func(tag byte, fields ...string) {
@@ -27,46 +27,45 @@ func encodePlan(p *Plan) (data, mounts []byte) {
 		}
 	}
 	if p.Trace {
-		rec('T')
+		rec(recTrace)
 	}
-	rec('h', p.Hostname)
-	rec('d', p.Dir)
-	rec('p', p.Path)
+	rec(recHostname, p.Hostname)
+	rec(recDir, p.Dir)
+	rec(recPath, p.Path)
 	for _, a := range p.Argv {
-		rec('a', a)
+		rec(recArg, a)
 	}
 	for _, e := range p.Env {
-		rec('e', e)
+		rec(recEnv, e)
 	}
 	start := len(b)
 	if p.LegacyMounts {
-		rec('M')
+		rec(recLegacyMounts)
 	}
 	if p.MountPause > 0 {
-		rec('W', strconv.FormatInt(p.MountPause.Microseconds(), 10))
+		rec(recMountPause, strconv.FormatInt(p.MountPause.Microseconds(), 10))
 	}
-	kinds := map[MountKind]string{MountTmpfs: "t", MountProc: "p", MountBind: "b", MountDev: "v", MountSymlnk: "l", MountDir: "d", MountCopy: "c", MountFile: "w"}
 	for _, m := range p.Mounts {
 		var flags strings.Builder
 		flags.WriteByte('-')
 		if m.ReadOnly {
-			flags.WriteByte('r')
+			flags.WriteByte(mountFlagRO)
 		}
 		if m.NoExec {
-			flags.WriteByte('x')
+			flags.WriteByte(mountFlagNoExec)
 		}
 		if m.Dir {
-			flags.WriteByte('D')
+			flags.WriteByte(mountFlagDir)
 		}
-		rec('m', kinds[m.Kind], flags.String(), m.Source, m.Target)
+		rec(recMount, string(mountKinds[m.Kind]), flags.String(), m.Source, m.Target)
 	}
 	l := p.Landlock
-	rec('l', strconv.Itoa(l.ABI), strconv.FormatUint(l.HandledFS, 10), strconv.FormatUint(l.HandledNet, 10), strconv.FormatUint(l.Scoped, 10))
+	rec(recLandlock, strconv.Itoa(l.ABI), strconv.FormatUint(l.HandledFS, 10), strconv.FormatUint(l.HandledNet, 10), strconv.FormatUint(l.Scoped, 10))
 	for _, r := range l.Rules {
-		rec('r', strconv.FormatUint(r.Access, 10), r.Path)
+		rec(recRule, strconv.FormatUint(r.Access, 10), r.Path)
 	}
 	for _, r := range l.PortRules {
-		rec('n', strconv.FormatUint(r.Access, 10), strconv.Itoa(r.Port))
+		rec(recPortRule, strconv.FormatUint(r.Access, 10), strconv.Itoa(r.Port))
 	}
 	end := len(b)
 	for _, h := range p.Held {
@@ -74,10 +73,10 @@ func encodePlan(p *Plan) (data, mounts []byte) {
 		if h.Held {
 			held = "1"
 		}
-		rec('H', h.Path, held, strconv.FormatUint(uint64(h.Major), 10), strconv.FormatUint(uint64(h.Minor), 10), strconv.FormatUint(h.Ino, 10))
+		rec(recHeld, h.Path, held, strconv.FormatUint(uint64(h.Major), 10), strconv.FormatUint(uint64(h.Minor), 10), strconv.FormatUint(h.Ino, 10))
 	}
 	if p.Proxy != nil {
-		rec('P', strconv.Itoa(p.Proxy.Port))
+		rec(recProxy, strconv.Itoa(p.Proxy.Port))
 	}
 	binary.LittleEndian.PutUint32(b, uint32(len(b)-4))
 	return b, b[start:end:end]

@@ -18,8 +18,6 @@ import (
 	"corral/sandbox/cgroup"
 )
 
-// forwarded are the signals corral passes on to the command.
-var forwarded = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH}
 
 // Launch is a started sandbox init waiting for its plan. Starting the init
 // before the plan is built lets the plan's work (probing the host,

@@ -1,12 +1,7 @@
 #ifndef CORRAL_SPAWN_H
 #define CORRAL_SPAWN_H
 
-// argv[1] of the init stage (InitArg in handshake.go).
-#define CORRAL_INIT_ARG "__corral_init"
-
-// The init's fds 0-5: stdin, stdout, stderr, the plan, the status and the
-// proxy socket.
-#define CORRAL_SPAWN_FDS 6
+#include "protocol.h"
 
 // corral_spawn_init starts /proc/self/exe as the init stage from a new
 // thread and returns at once (0, or -errno when the thread could not
