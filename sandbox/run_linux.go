@@ -18,7 +18,6 @@ import (
 	"corral/sandbox/cgroup"
 )
 
-
 // Launch is a started sandbox init waiting for its plan. Starting the init
 // before the plan is built lets the plan's work (probing the host,
 // compiling seccomp) overlap the init's own start-up.
