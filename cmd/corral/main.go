@@ -13,17 +13,15 @@ import (
 	"io"
 	"os"
 
+	"corral"
 	"corral/printable"
 )
 
-// Exit codes shared by every subcommand (see the README).
+// Exit statuses of check (see the README); the ones every subcommand
+// shares, and exec's, are package corral's (corral.ExitFailed, …).
 const (
-	exitDeny       = 1   // check: denied
-	exitConfirm    = 2   // check: needs confirmation
-	exitTimeout    = 124 // exec: the timeout ended the command
-	exitFailed     = 125 // corral itself failed: bad flags, bad skill, no sandbox
-	exitNotAllowed = 126 // exec: the command is not permitted
-	exitNotFound   = 127 // exec: the command was not found
+	exitDeny    = 1 // check: denied
+	exitConfirm = 2 // check: needs confirmation
 )
 
 // exitError carries an exit code out of a subcommand. A nil Err means the
@@ -63,7 +61,7 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		usage(stderr)
-		return exitFailed
+		return corral.ExitFailed
 	}
 	name := args[0]
 	switch name {
@@ -82,7 +80,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	c := lookup(name)
 	if c == nil {
 		fmt.Fprintf(stderr, "corral: unknown command %q (see 'corral help')\n", name)
-		return exitFailed
+		return corral.ExitFailed
 	}
 	fs := newFlagSet(c, stderr)
 	runFn := c.setup(fs)
@@ -90,7 +88,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
-		return exitFailed // flag already printed the problem and the usage
+		return corral.ExitFailed // flag already printed the problem and the usage
 	}
 	err := runFn(fs.Args())
 	var ee *exitError
@@ -104,7 +102,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return ee.Code
 	default:
 		fmt.Fprintf(stderr, "corral %s: %s\n", name, printable.Text(err.Error()))
-		return exitFailed
+		return corral.ExitFailed
 	}
 }
 
@@ -145,4 +143,4 @@ func firstLine(s string) string {
 }
 
 // failed wraps err as a corral failure (exit 125).
-func failed(err error) error { return &exitError{Code: exitFailed, Err: err} }
+func failed(err error) error { return &exitError{Code: corral.ExitFailed, Err: err} }

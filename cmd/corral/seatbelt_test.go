@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"corral"
 	"corral/seatbelt"
 )
 
@@ -128,8 +129,8 @@ func TestSeatbeltCommand(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, out, errOut := runCaptured(t, append(base, c.args...)...)
-			if code != exitFailed || out != "" || !strings.Contains(errOut, c.want) {
-				t.Errorf("exit %d (want %d), stdout %q, stderr %q (want %q)", code, exitFailed, out, errOut, c.want)
+			if code != corral.ExitFailed || out != "" || !strings.Contains(errOut, c.want) {
+				t.Errorf("exit %d (want %d), stdout %q, stderr %q (want %q)", code, corral.ExitFailed, out, errOut, c.want)
 			}
 			if c.name == "unknown service" && strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
 				t.Errorf("more than one line: %q", errOut)
