@@ -55,7 +55,7 @@ var (
 	isRoot    = os.Getuid() == 0
 
 	landlockABI int    // 0 when Landlock is missing
-	userNSErr   string // why the unprivileged user cannot make user namespaces
+	userNSErr   string // why the unprivileged user (or, run as one, the tests' own) cannot make user namespaces
 )
 
 func TestMain(m *testing.M) {
@@ -149,7 +149,16 @@ func probeKernel() {
 	switch {
 	case !isRoot:
 		// The tests already run unprivileged; the user variants are
-		// the main ones.
+		// the main ones, and need user namespaces for themselves
+		// (kernel.unprivileged_userns_clone=0, AppArmor's restriction
+		// on Ubuntu, a container's seccomp profile refuse them).
+		unshare, err := exec.LookPath("unshare")
+		if err != nil {
+			break // let corral itself say it
+		}
+		if out, err := exec.Command(unshare, "--user", "--map-root-user", "true").CombinedOutput(); err != nil {
+			userNSErr = fmt.Sprintf("this user cannot create user namespaces here: %v %s", err, bytes.TrimSpace(out))
+		}
 	case setpriv == "":
 		userNSErr = "setpriv (util-linux) is not installed"
 	default:
@@ -181,6 +190,9 @@ func requireKernel(t *testing.T, ok bool, reason string) {
 // requireSandbox checks what every `corral exec` run needs.
 func requireSandbox(t *testing.T) {
 	t.Helper()
+	if !isRoot {
+		requireKernel(t, userNSErr == "", userNSErr+" (corral exec refuses to run without them)")
+	}
 	requireKernel(t, landlockABI >= 1, "Landlock is not available (corral exec refuses to run without it)")
 	_, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0)
 	requireKernel(t, err == nil, "seccomp is not available")

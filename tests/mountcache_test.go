@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -32,9 +33,34 @@ type cacheRun struct {
 }
 
 var (
-	aheadLine = regexp.MustCompile(`corral init: ahead +\d+ µs \[at \d+\] \((.*)\)`)
+	aheadLine = regexp.MustCompile(`corral init: ahead +\d+ µs \[at (\d+)\] \((.*)\)`)
 	cacheLine = regexp.MustCompile(`corral exec: mount cache (\S+) \(saved: (true|false)\)`)
 )
+
+// traceClock is the clock of the init's trace: wall microseconds modulo
+// 10 s.
+func traceClock() int64 { return time.Now().UnixMicro() % 1e7 }
+
+// aheadBefore reports whether the init of the run whose trace is stderr
+// finished building ahead before the moment at (traceClock). A test that
+// changes the host between the build ahead and corral's probe or hold
+// makes its change after a fixed delay; under emulation the init can
+// take longer than that to build, and then the change came first and the
+// attack tested nothing: the test tries again with a longer delay.
+func aheadBefore(t *testing.T, stderr string, at int64) bool {
+	t.Helper()
+	m := aheadLine.FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("the trace has no ahead step:\n%s", stderr)
+	}
+	done, _ := strconv.ParseInt(m[1], 10, 64)
+	d := ((at-done)%1e7 + 1e7) % 1e7 // at - done, modulo 10 s
+	return d > 0 && d < 5e6
+}
+
+// windowDelays are the delays tried until the change falls after the
+// build ahead: a few ms on hardware, up to a second under emulation.
+var windowDelays = []time.Duration{700 * time.Millisecond, 1500 * time.Millisecond, 3 * time.Second, 6 * time.Second}
 
 // runDir makes a folder below /run for u's mount cache (corral keeps it
 // nowhere else), 0700 and u's, removed after the test.
@@ -85,7 +111,7 @@ echo MOUNTS-BEGIN; cut -d' ' -f4- /proc/self/mountinfo; echo MOUNTS-END
 	args = append(args, "--", "sh", "attack.sh")
 	r := cacheRun{result: u.run(t, runOpts{args: args, dir: work, env: env})}
 	if m := aheadLine.FindStringSubmatch(r.stderr); m != nil {
-		r.ahead = m[1]
+		r.ahead = m[2]
 	} else {
 		t.Fatalf("the trace has no ahead step:\n%s", r.result)
 	}
@@ -564,34 +590,47 @@ func TestMountCacheProtectedReplaced(t *testing.T) {
 				attack(t, "filesystem", "a protected file "+how+" between the root built ahead and the hold")
 				f := newCacheFixture(t, u)
 				env := mountCacheEnv(t, u)
-				primeCache(t, u, f.work, f.skills, env, "true")
 				config := filepath.Join(f.work, ".git", "config")
-				fresh := config + ".new"
-				writeFile(t, fresh, protectedFiles[".git/config"], 0o644)
-				own(t, u, fresh)
-				done := make(chan result, 1)
-				go func() {
-					done <- u.run(t, runOpts{args: []string{"exec", "--work-dir", f.work, "--skill", f.skills[0], "--", "sh", "-c", "printf '[core]\\n\\tfsmonitor = evil\\n' >> .git/config"}, dir: f.work, env: append(env, "CORRAL_HOLD_PAUSE=1500ms")})
-				}()
-				time.Sleep(700 * time.Millisecond) // the root is built ahead in a few ms
-				var err error
-				if how == "removed" {
-					err = os.Remove(config)
-				} else {
-					err = os.Rename(fresh, config)
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				r := <-done
-				if strings.Contains(r.stderr, "corral init: pivot") {
-					t.Errorf("the root built ahead was used:\n%s", r)
-				}
-				if got, err := os.ReadFile(config); err == nil && strings.Contains(string(got), "evil") {
-					t.Errorf("the command wrote the host's .git/config (exit %d):\n%s", r.code, got)
-				}
-				if how == "renamed over" {
-					checkProtected(t, f.work, r)
+				for i, delay := range windowDelays {
+					writeFile(t, config, protectedFiles[".git/config"], 0o644)
+					own(t, u, config)
+					primeCache(t, u, f.work, f.skills, env, "true")
+					fresh := config + ".new"
+					writeFile(t, fresh, protectedFiles[".git/config"], 0o644)
+					own(t, u, fresh)
+					done := make(chan result, 1)
+					pause := "CORRAL_HOLD_PAUSE=" + (delay + 800*time.Millisecond).String()
+					go func() {
+						done <- u.run(t, runOpts{args: []string{"exec", "--work-dir", f.work, "--skill", f.skills[0], "--", "sh", "-c", "printf '[core]\\n\\tfsmonitor = evil\\n' >> .git/config"}, dir: f.work, env: append(env, pause)})
+					}()
+					time.Sleep(delay) // the root is built ahead in a few ms on hardware
+					changed := traceClock()
+					var err error
+					if how == "removed" {
+						err = os.Remove(config)
+					} else {
+						err = os.Rename(fresh, config)
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					r := <-done
+					if got, err := os.ReadFile(config); err == nil && strings.Contains(string(got), "evil") {
+						t.Fatalf("the command wrote the host's .git/config (exit %d):\n%s", r.code, got)
+					}
+					if !aheadBefore(t, r.stderr, changed) {
+						if i == len(windowDelays)-1 {
+							t.Fatalf("the init had not built ahead %v after the start, in %d tries:\n%s", delay, len(windowDelays), r)
+						}
+						continue
+					}
+					if strings.Contains(r.stderr, "corral init: pivot") {
+						t.Errorf("the root built ahead was used:\n%s", r)
+					}
+					if how == "renamed over" {
+						checkProtected(t, f.work, r)
+					}
+					break
 				}
 			})
 		}
@@ -621,21 +660,36 @@ func TestMountCacheRuleThroughSymlink(t *testing.T) {
 		if first := cachedRun(t, u, f.work, skills, env, script); !first.saved || strings.Contains(first.stdout, "ELF") {
 			t.Fatalf("first run: saved %v; want a saved cache and wc unreadable:\n%s", first.saved, first.result)
 		}
-		os.Remove(docs)
-		if err := os.Symlink("/", docs); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan cacheRun, 1)
-		go func() { done <- cachedRun(t, u, f.work, skills, append(env, "CORRAL_PROBE_PAUSE=1500ms"), script) }()
-		time.Sleep(700 * time.Millisecond)
-		os.Remove(docs)
-		if err := os.Mkdir(docs, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		own(t, u, docs)
-		r := <-done
-		if strings.Contains(r.stdout, "ELF") || r.pivot {
-			t.Errorf("ahead %q, pivot %v: the ruleset built ahead granted what the symlink pointed to:\n%s", r.ahead, r.pivot, r.result)
+		for i, delay := range windowDelays {
+			os.Remove(docs)
+			if err := os.Symlink("/", docs); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan cacheRun, 1)
+			pause := "CORRAL_PROBE_PAUSE=" + (delay + 800*time.Millisecond).String()
+			go func() { done <- cachedRun(t, u, f.work, skills, append(env, pause), script) }()
+			time.Sleep(delay)
+			changed := traceClock()
+			os.Remove(docs)
+			if err := os.Mkdir(docs, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			own(t, u, docs)
+			r := <-done
+			if strings.Contains(r.stdout, "ELF") {
+				t.Fatalf("ahead %q, pivot %v: the ruleset built ahead granted what the symlink pointed to:\n%s", r.ahead, r.pivot, r.result)
+			}
+			if !aheadBefore(t, r.stderr, changed) {
+				// Built after the folder was back: nothing was attacked.
+				if i == len(windowDelays)-1 {
+					t.Fatalf("the init had not built ahead %v after the start, in %d tries:\n%s", delay, len(windowDelays), r.result)
+				}
+				continue
+			}
+			if r.pivot {
+				t.Errorf("ahead %q, pivot %v: a ruleset built ahead through the symlink was used:\n%s", r.ahead, r.pivot, r.result)
+			}
+			break
 		}
 	})
 }
