@@ -5,7 +5,7 @@ import (
 	"io/fs"
 	"os"
 
-	"corral/policy"
+	"corral/agentpolicy"
 	"corral/sandbox"
 )
 
@@ -14,7 +14,7 @@ import (
 // built without running anything: the folders exec would create first
 // are taken as made, not made. `corral check` answers file questions from
 // it, so that it answers what exec enforces.
-func (s *Skills) CheckPlan(ev *policy.Evaluator) (*sandbox.Plan, error) {
+func (s *Skills) CheckPlan(ev *agentpolicy.Evaluator) (*sandbox.Plan, error) {
 	sk := s
 	if ev != nil && !ev.Empty() {
 		capped, _, err := s.Capped(ev)

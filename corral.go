@@ -17,8 +17,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"corral/agentpolicy"
 	"corral/netns"
-	"corral/policy"
 	"corral/policyengine"
 	"corral/sandbox"
 	"corral/skill"
@@ -84,7 +84,7 @@ func withPerms(list []*skill.Skill, perms policyengine.Permissions, vars skill.V
 
 // Capped returns the skills with their permissions intersected with the
 // policy's caps (Evaluator.Narrow), and notes on what changed.
-func (s *Skills) Capped(ev *policy.Evaluator) (*Skills, []string, error) {
+func (s *Skills) Capped(ev *agentpolicy.Evaluator) (*Skills, []string, error) {
 	if ev == nil || ev.Empty() {
 		return s, nil, nil
 	}
@@ -95,14 +95,14 @@ func (s *Skills) Capped(ev *policy.Evaluator) (*Skills, []string, error) {
 	return c, notes, err
 }
 
-// Policy loads the agent policy layers (see policy.LoadStack) and compiles
+// Policy loads the agent policy layers (see agentpolicy.LoadStack) and compiles
 // them for these skills. global "" skips the global file.
-func (s *Skills) Policy(global, project, invocation string) (*policy.Evaluator, error) {
-	stack, err := policy.LoadStack(global, project, invocation)
+func (s *Skills) Policy(global, project, invocation string) (*agentpolicy.Evaluator, error) {
+	stack, err := agentpolicy.LoadStack(global, project, invocation)
 	if err != nil {
 		return nil, err
 	}
-	return policy.New(stack, policy.Options{Vars: s.Vars, Skills: s.Names()})
+	return agentpolicy.New(stack, agentpolicy.Options{Vars: s.Vars, Skills: s.Names()})
 }
 
 func (d Dirs) variables() (skill.Variables, error) {

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"corral"
-	"corral/policy"
+	"corral/agentpolicy"
 	"corral/sandbox"
 )
 
@@ -34,14 +34,14 @@ func ExampleLoadSkills() {
 // where both allow.
 func ExampleCombine() {
 	skills, _ := corral.LoadSkills([]string{"skills/web-fetch"}, corral.Dirs{WorkDir: os.TempDir()})
-	p, err := policy.Parse("inline", []byte(`{"url": {"default": "deny", "allow": ["https://api.example.com/*"]}}`))
+	p, err := agentpolicy.Parse("inline", []byte(`{"url": {"default": "deny", "allow": ["https://api.example.com/*"]}}`))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	ev, _ := policy.New(policy.Stack{{Name: "invocation", Source: "inline", Policy: p}}, policy.Options{})
+	ev, _ := agentpolicy.New(agentpolicy.Stack{{Name: "invocation", Source: "inline", Policy: p}}, agentpolicy.Options{})
 	for _, u := range []string{"https://api.example.com/v1", "https://example.org/"} {
-		d := policy.Combine(skills.Engine.CheckURL(u), ev.CheckURL(u))
+		d := agentpolicy.Combine(skills.Engine.CheckURL(u), ev.CheckURL(u))
 		fmt.Println(u, d.Action)
 	}
 	// Output:

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"corral/policy"
+	"corral/agentpolicy"
 	"corral/printable"
 	"corral/sandbox"
 )
@@ -28,7 +28,7 @@ type Quarantined struct {
 // skills' folders (and skill files named directly), the policy files ev
 // was read from and more (a global policy file that does not exist yet),
 // absolute and clean. explain shows what exec keeps.
-func KeptPaths(sk *Skills, ev *policy.Evaluator, more ...string) []string {
+func KeptPaths(sk *Skills, ev *agentpolicy.Evaluator, more ...string) []string {
 	var out []string
 	for _, s := range sk.List {
 		out = append(out, s.Dir)

@@ -17,8 +17,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"corral/agentpolicy"
 	"corral/netns"
-	"corral/policy"
 	"corral/policyengine"
 	"corral/printable"
 	"corral/sandbox"
@@ -30,7 +30,7 @@ type Spec struct {
 	// Skills grant the permissions (LoadSkills); required.
 	Skills *Skills
 	// Policy caps them (Skills.Policy); optional.
-	Policy *policy.Evaluator
+	Policy *agentpolicy.Evaluator
 	// Argv is the command; argv[0] is looked up on the sandbox's PATH.
 	Argv []string
 	// Env is the environment the sandbox filters (default os.Environ()).

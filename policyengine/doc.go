@@ -14,6 +14,6 @@
 // that find a wrapped program, and the paths no grant may expose.
 //
 // It makes no system calls on the check path and imports nothing of
-// corral's: the operator's agent policy (package policy) and the sandbox
+// corral's: the operator's agent policy (package agentpolicy) and the sandbox
 // (package sandbox) build on it.
 package policyengine

@@ -91,7 +91,7 @@ fi
 
 step "fuzzing each parser briefly"
 fuzztime=${CORRAL_FUZZTIME:-8s}
-for pkg in ./skill ./policyengine ./policy ./netns ./cmd/corral ./seatbelt; do
+for pkg in ./skill ./policyengine ./agentpolicy ./netns ./cmd/corral ./seatbelt; do
 	for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz'); do
 		echo "-- $pkg $target ($fuzztime)"
 		if ! go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" >/tmp/corral-fuzz.log 2>&1; then

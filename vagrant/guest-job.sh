@@ -151,7 +151,7 @@ for who in $USERS; do
 			# The packages that never touch the kernel (parsers, the
 			# policy engine, the Seatbelt renderer) answer the same for
 			# every caller: the user's pass runs only the others.
-			case $who/$name in user/policy | user/policyengine | user/printable | user/seatbelt | user/skill) continue ;; esac
+			case $who/$name in user/agentpolicy | user/policyengine | user/printable | user/seatbelt | user/skill) continue ;; esac
 			echo "== $name ($folder)" >>"$log"
 			"$as" env CORRAL_E2E_BIN="$share/bin/corral-test" CORRAL_E2E_PROBE="$share/bin/probe" CORRAL_E2E_NOBODY="$E2E_NOBODY" \
 				sh -c 'cd "$1" && exec "$2" -test.count=1 -test.timeout=40m -test.parallel=4 -test.v' sh "$work/$folder" "$share/tests/$name.test" >>"$log" 2>&1 ||

@@ -14,8 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"corral/agentpolicy"
 	"corral/netns"
-	"corral/policy"
 	"corral/policyengine"
 	"corral/printable"
 	"corral/sandbox"
@@ -95,7 +95,7 @@ var checkKinds = []string{"read", "write", "net", "url", "exec", "env", "tool"}
 // the agent policy.
 type asker struct {
 	engine    *policyengine.Engine
-	policy    *policy.Evaluator
+	policy    *agentpolicy.Evaluator
 	noConfirm bool
 	agent     string
 	audit     io.Writer
@@ -122,7 +122,7 @@ func (a *asker) ask(kind, arg string) (answer, error) {
 			d = ans.Decision
 		}
 		if a.policy != nil {
-			d = policy.Combine(d, a.policy.CheckTool(name, command))
+			d = agentpolicy.Combine(d, a.policy.CheckTool(name, command))
 		}
 	} else {
 		if d, err = ask(a.engine, kind, arg); err != nil {
@@ -137,7 +137,7 @@ func (a *asker) ask(kind, arg string) (answer, error) {
 			d = ans.Decision
 		}
 		if a.policy != nil {
-			d = policy.Combine(d, a.policyAsk(kind, arg))
+			d = agentpolicy.Combine(d, a.policyAsk(kind, arg))
 		}
 	}
 	if d.Action == policyengine.Confirm && a.noConfirm {

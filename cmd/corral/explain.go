@@ -9,7 +9,7 @@ import (
 	"os"
 	"strings"
 
-	"corral/policy"
+	"corral/agentpolicy"
 	"corral/policyengine"
 	"corral/sandbox"
 )
@@ -78,12 +78,12 @@ type explanation struct {
 // policyView is the agent policy in force and what it did to the skills'
 // permissions.
 type policyView struct {
-	Layers    []policy.LayerInfo `json:"layers"`
-	URLLayer  string             `json:"url_policy_layer,omitempty"`
-	Narrowing []string           `json:"narrowing,omitempty"`
+	Layers    []agentpolicy.LayerInfo `json:"layers"`
+	URLLayer  string                  `json:"url_policy_layer,omitempty"`
+	Narrowing []string                `json:"narrowing,omitempty"`
 }
 
-func explain(l *corral.Skills, ev *policy.Evaluator, global string) (*explanation, error) {
+func explain(l *corral.Skills, ev *agentpolicy.Evaluator, global string) (*explanation, error) {
 	x := &explanation{WorkDir: l.Vars.WorkDir, Default: l.Perms.IsDefault(), Protected: policyengine.ProtectedPaths}
 	if ev != nil {
 		capped, notes, err := l.Capped(ev)

@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"corral/policy"
+	"corral/agentpolicy"
 )
 
 var policyCommand = command{
@@ -24,14 +24,14 @@ project's policy file (the "remember" answer to a confirm).`,
 			}
 			switch args[0] {
 			case "schema":
-				os.Stdout.Write(policy.Schema)
+				os.Stdout.Write(agentpolicy.Schema)
 				return nil
 			case "validate":
 				if len(args) < 2 {
 					return failed(errors.New("validate needs at least one FILE"))
 				}
 				for _, f := range args[1:] {
-					if _, err := policy.Load(f); err != nil {
+					if _, err := agentpolicy.Load(f); err != nil {
 						return failed(err)
 					}
 					fmt.Printf("%s: valid\n", f)
@@ -47,7 +47,7 @@ project's policy file (the "remember" answer to a confirm).`,
 				if *file == "" || len(args) != 2 {
 					return failed(errors.New("write corral policy remember --policy FILE 'COMMAND LINE'"))
 				}
-				added, err := policy.Remember(*file, args[1])
+				added, err := agentpolicy.Remember(*file, args[1])
 				if err != nil {
 					return failed(err)
 				}

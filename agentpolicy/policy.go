@@ -1,4 +1,4 @@
-// Package policy is the agent operator's side of corral: what an agent may
+// Package agentpolicy is the agent operator's side of corral: what an agent may
 // ever get, whatever its skills ask for. A policy holds a URL policy
 // (allow, deny and override lists over canonical URLs and address
 // categories), tool and command rules (allow, deny, otherwise confirm) and
@@ -11,7 +11,7 @@
 //
 // The file format (YAML or JSON, one schema) is published as a JSON Schema
 // in schema.json.
-package policy
+package agentpolicy
 
 import (
 	"bytes"
