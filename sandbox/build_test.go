@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"corral/policyengine"
+	"corral/sandbox/progindex"
 )
 
 // fakeFacts is a host with Landlock ABI 7 where every path in dirs is a
@@ -343,7 +344,7 @@ func TestPlanProgramFolders(t *testing.T) {
 	facts.Programs["java"] = Program{Path: "/usr/bin/java", Real: java, Interpreters: []string{"/usr/lib/ld.so"},
 		Links: map[string]string{"/usr/bin/java": java}, LibraryDirs: []string{"/usr/lib/jvm/17/lib"}}
 	facts.Files[java] = FileInfo{Exists: true, Real: java}
-	facts.ProgramIndex = &ProgramIndex{Source: "test", Folders: []string{
+	facts.ProgramIndex = &progindex.Index{Source: "test", Folders: []string{
 		"/usr/lib/git-core", "/usr/lib/jvm/17/bin", "/usr/lib/jvm/17/lib", "/usr/lib/systemd", "/usr/lib/systemd/generators",
 		"/usr/lib/xorg", "/usr/lib/xorg/modules/bin", "/usr/lib/app",
 	}, Libraries: []string{"/usr/lib/xorg/modules"}}

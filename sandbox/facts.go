@@ -1,5 +1,7 @@
 package sandbox
 
+import "corral/sandbox/progindex"
+
 // Facts are what Probe learned about the host: kernel features and the
 // files the plan refers to. BuildPlan reads only Facts, never the host.
 type Facts struct {
@@ -32,7 +34,7 @@ type Facts struct {
 	NestedCut []string `json:"nested_cut,omitempty"`
 	// ProgramIndex, with an exec allowlist, lists the folders the
 	// sandbox could map code from that hold programs.
-	ProgramIndex *ProgramIndex `json:"program_index,omitempty"`
+	ProgramIndex *progindex.Index `json:"program_index,omitempty"`
 	// StateDirs hold what later runs trust: the program index and the
 	// mount cache. No write grant may cover them or reach into them.
 	StateDirs []string `json:"state_dirs,omitempty"`
@@ -54,21 +56,6 @@ type Facts struct {
 	resolver *resolver           // Linux: cached symlink resolution while probing
 	workDir  string              // where a relative command path starts from
 	rpaths   map[string][]string // Linux: the RPATH/RUNPATH strings of the ELF files read
-}
-
-// ProgramIndex is the answer and where it came from.
-type ProgramIndex struct {
-	Folders []string `json:"folders"`
-	// Libraries are the folders below a folder of Folders that hold
-	// shared libraries (and no programs): plugins, a JVM's lib/server.
-	Libraries []string `json:"libraries,omitempty"`
-	// Source is the index file used, or "walked" when it was built now
-	// (and saved to Saved, if anywhere).
-	Source string `json:"source"`
-	Saved  string `json:"saved,omitempty"`
-	// Stopped: the run was given up while it waited for the index; the
-	// folders are unknown and no plan may be built from it.
-	Stopped bool `json:"stopped,omitempty"`
 }
 
 // FileInfo describes one path.

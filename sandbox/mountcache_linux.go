@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"corral/sandbox/internal/safefile"
+	"corral/sandbox/progindex"
 )
 
 // The mount cache lets the init build the new root while corral is still
@@ -44,10 +47,10 @@ func saveMountCache(file string, key uint64, block []byte) error {
 	if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
 		return err
 	}
-	if !trustedFile(dir, true) {
+	if !safefile.Trusted(dir, true) {
 		return &os.PathError{Op: "save mount cache", Path: dir, Err: os.ErrPermission}
 	}
-	return replaceFile(file, ".mounts-*", want, 0o600)
+	return safefile.Replace(file, ".mounts-*", want, 0o600)
 }
 
 // readOwnFile reads file (up to max bytes) if it is a regular file of
@@ -92,7 +95,7 @@ func stateDirs() []string {
 			dirs = append(dirs, real)
 		}
 	}
-	for _, file := range programIndexFiles() {
+	for _, file := range progindex.Files() {
 		add(filepath.Dir(file))
 	}
 	add(mountCacheDir())

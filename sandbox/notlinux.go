@@ -2,14 +2,17 @@
 
 package sandbox
 
-import "errors"
+import (
+	"corral/sandbox/progindex"
+	"errors"
+)
 
 // ErrUnsupported means the kernel sandbox is Linux-only.
 var ErrUnsupported = errors.New("the kernel sandbox needs Linux")
 
 // HostProgramIndex is empty here: the program index is for Linux's exec
 // allowlist.
-func HostProgramIndex() ProgramIndex { return ProgramIndex{Source: "none"} }
+func HostProgramIndex() progindex.Index { return progindex.Index{Source: "none"} }
 
 // CreateHooksFolders has nothing to do here.
 func CreateHooksFolders(f *Facts) ([]string, error) { return nil, nil }

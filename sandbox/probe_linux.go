@@ -15,6 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"corral/policyengine"
+	"corral/sandbox/internal/safefile"
+	"corral/sandbox/progindex"
 )
 
 // Probe reads the host facts a Plan for p and spec needs.
@@ -32,13 +34,13 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 	if info := f.stat("/etc/gitconfig"); info.Exists {
 		f.GitconfigSecret = gitconfigSecret(info.Real)
 	}
-	var idxDone chan ProgramIndex
+	var idxDone chan progindex.Index
 	if p.ExecRestricted() {
 		// Checking the program index's stamps (or walking) overlaps the
 		// rest of the probe.
 		roots := f.indexRoots()
-		idxDone = make(chan ProgramIndex, 1)
-		go func() { idxDone <- LoadProgramIndex(roots, spec.Stop) }()
+		idxDone = make(chan progindex.Index, 1)
+		go func() { idxDone <- progindex.Load(roots, spec.Stop) }()
 	}
 	f.StateDirs = stateDirs()
 	for _, glob := range policyengine.SystemRead {
@@ -155,9 +157,9 @@ func (f *Facts) listAboveCode(p policyengine.Permissions) {
 
 // HostProgramIndex is the program index an exec with an exec allowlist
 // uses, built now if it has to be (corral doctor shows it).
-func HostProgramIndex() ProgramIndex {
+func HostProgramIndex() progindex.Index {
 	f := &Facts{resolver: newResolver(), Files: map[string]FileInfo{}}
-	return LoadProgramIndex(f.indexRoots(), nil)
+	return progindex.Load(f.indexRoots(), nil)
 }
 
 // nestedSkip are folders too big and too unlikely to hold a repository
@@ -327,7 +329,7 @@ func GlobalHooksPath(home string) string {
 // gitHooksPath returns core.hooksPath from a git config file, "" when it
 // is not set. Include directives are not followed.
 func gitHooksPath(config string) string {
-	data, err := readNoFollow(config, 1<<20)
+	data, err := safefile.ReadNoFollow(config, 1<<20)
 	if err != nil {
 		return ""
 	}
@@ -615,7 +617,7 @@ func holdsLibraries(dir string) bool {
 	}
 	defer fh.Close()
 	names, _ := fh.Readdirnames(-1)
-	return slices.ContainsFunc(names, isLibraryName)
+	return slices.ContainsFunc(names, progindex.IsLibraryName)
 }
 
 // elfPhdrs reads the program headers of a 64-bit little-endian ELF file.
@@ -719,7 +721,7 @@ func elfInterpreter(f *os.File, head []byte) string {
 // its user. The system baseline copies /etc/gitconfig into every sandbox;
 // one like that is left out.
 func gitconfigSecret(file string) string {
-	data, err := readNoFollow(file, 1<<20)
+	data, err := safefile.ReadNoFollow(file, 1<<20)
 	if err != nil {
 		return ""
 	}

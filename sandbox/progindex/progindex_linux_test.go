@@ -1,4 +1,4 @@
-package sandbox
+package progindex
 
 import (
 	"os"
@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"corral/policyengine"
 )
 
 // programTree makes a fake library root: a folder of programs, a folder
@@ -136,12 +134,12 @@ func TestProgramIndexUntrusted(t *testing.T) {
 }
 
 // readOnly loads the index without letting the load rewrite it.
-func readOnly(t *testing.T, roots []string, file string, now time.Time) ProgramIndex {
+func readOnly(t *testing.T, roots []string, file string, now time.Time) Index {
 	t.Helper()
 	if idx, ok := readProgramIndex(file, roots, now); ok {
 		return idx
 	}
-	return ProgramIndex{Source: "walked"}
+	return Index{Source: "walked"}
 }
 
 // rewriteWithout rewrites the index file without the lines that start
@@ -169,14 +167,17 @@ func TestIsLibraryName(t *testing.T) {
 		"libc.so.6": true, "libfoo.so": true, "ld-linux-x86-64.so.2": true,
 		"git": false, "x.so-helper": false, "sonar": false, "a.sox": false,
 	} {
-		if got := isLibraryName(name); got != want {
-			t.Errorf("isLibraryName(%q) = %v, want %v", name, got, want)
+		if got := IsLibraryName(name); got != want {
+			t.Errorf("IsLibraryName(%q) = %v, want %v", name, got, want)
 		}
 	}
 }
 
+// benchRoots are the sandbox's code roots (codeRoots in package sandbox).
+var benchRoots = []string{"/usr/lib", "/usr/lib32", "/usr/lib64", "/usr/libx32", "/usr/local/lib"}
+
 func BenchmarkProgramIndexStamps(b *testing.B) {
-	stamps := takeStamps(codeRoots)
+	stamps := takeStamps(benchRoots)
 	for b.Loop() {
 		stampsHold(stamps)
 	}
@@ -184,7 +185,7 @@ func BenchmarkProgramIndexStamps(b *testing.B) {
 
 func BenchmarkProgramIndexLoad(b *testing.B) {
 	file := filepath.Join(b.TempDir(), "programs")
-	roots := slices.Clone(codeRoots)
+	roots := slices.Clone(benchRoots)
 	loadProgramIndex(roots, []string{file}, time.Now(), nil)
 	for b.Loop() {
 		if idx := loadProgramIndex(roots, []string{file}, time.Now(), nil); idx.Source != file {
@@ -250,19 +251,6 @@ func TestProgramIndexFilesUnderRun(t *testing.T) {
 	if files := programIndexFilesFor(1000, dir); len(files) != 2 || files[1] != dir+"/corral/programs" {
 		t.Errorf("XDG_RUNTIME_DIR=%s: index files %q", dir, files)
 	}
-	perms := policyengine.Permissions{Write: policyengine.NewEntries("t", []string{"/run/corral/**"}), Declared: []string{"t"}}
-	facts := fakeFacts([]string{"/run/corral", "/ws"}, nil, "sh")
-	facts.StateDirs = []string{"/run/corral"}
-	if _, err := BuildPlan(perms, Spec{Argv: []string{"sh"}, WorkDir: "/ws"}, facts); err == nil || !strings.Contains(err.Error(), "program index") {
-		t.Fatalf("a write grant of the index folder was not refused: %v", err)
-	}
-	// Nor one inside it, where the mount cache is.
-	perms.Write = policyengine.NewEntries("t", []string{"/run/corral/mounts/**"})
-	facts = fakeFacts([]string{"/run/corral", "/run/corral/mounts", "/ws"}, nil, "sh")
-	facts.StateDirs = []string{"/run/corral"}
-	if _, err := BuildPlan(perms, Spec{Argv: []string{"sh"}, WorkDir: "/ws"}, facts); err == nil || !strings.Contains(err.Error(), "mount cache") {
-		t.Fatalf("a write grant inside the state folder was not refused: %v", err)
-	}
 }
 
 // TestProgramIndexStaleWithoutSaving: an index past its age is used, with
@@ -287,68 +275,5 @@ func TestProgramIndexStaleWithoutSaving(t *testing.T) {
 	idx := loadProgramIndex(roots, []string{file}, later, nil)
 	if !strings.Contains(idx.Source, "older than") || !slices.Equal(idx.Folders, want) {
 		t.Fatalf("with nowhere to save, the old index was not used: %+v", idx)
-	}
-}
-
-func TestGitHooksPath(t *testing.T) {
-	dir := t.TempDir()
-	for config, want := range map[string]string{
-		"[core]\n\thooksPath = .husky\n":                        ".husky",
-		"[core]\n\thookspath = \".husky\" # husky\n":            ".husky",
-		"[core]\n\tbare = false\n\thooksPath=hooks ; x\n":       "hooks",
-		"[user]\n\thooksPath = no\n[core]\n\tfilemode = true\n": "",
-		"[core \"x\"]\n\thooksPath = sub\n":                     "",
-		"[core]\nhooksPath = a\nhooksPath = b\n":                "b",
-	} {
-		f := filepath.Join(dir, "config")
-		if err := os.WriteFile(f, []byte(config), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if got := gitHooksPath(f); got != want {
-			t.Errorf("%q: got %q, want %q", config, got, want)
-		}
-	}
-}
-
-func TestGlobalHooksPath(t *testing.T) {
-	home := t.TempDir()
-	t.Setenv("XDG_CONFIG_HOME", "")
-	if got := GlobalHooksPath(home); got != "" {
-		t.Errorf("no global config: got %q", got)
-	}
-	os.MkdirAll(filepath.Join(home, ".config/git"), 0o755)
-	os.WriteFile(filepath.Join(home, ".config/git/config"), []byte("[core]\n\thooksPath = .xdghooks\n"), 0o644)
-	if got := GlobalHooksPath(home); got != ".xdghooks" {
-		t.Errorf("XDG config: got %q", got)
-	}
-	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[core]\n\thooksPath = .githooks\n"), 0o644)
-	if got := GlobalHooksPath(home); got != ".githooks" {
-		t.Errorf("~/.gitconfig, read after the XDG one: got %q", got)
-	}
-}
-
-func TestGitconfigSecret(t *testing.T) {
-	dir := t.TempDir()
-	for content, want := range map[string]bool{
-		"[user]\n\tname = a\n[safe]\n\tdirectory = *\n":                                false,
-		"[credential]\n\thelper = cache\n":                                             false,
-		"[http \"https://git.corp/\"]\n\textraHeader = Authorization: Basic eA==\n":    true,
-		"[url \"https://bot:s3cret@git.corp/\"]\n\tinsteadOf = https://git.corp/\n":    true,
-		"[url \"https://git@git.corp/\"]\n\tinsteadOf = https://git.corp/\n":           false,
-		"[remote \"o\"]\n\turl = ssh://git@host:22/x\n":                                false,
-		"[custom]\n\tapiToken = abc\n":                                                 true,
-		"# password = not a setting\n":                                                 false,
-		"[credential]\n\thelper = \"!f() { echo password=hunter2; }; f\"\n":            true,
-		"[url \"https://ghp_abc@github.com/\"]\n\tinsteadOf = https://github.com/\n":   true,
-		"[url \"https://org@dev.azure.com/\"]\n\tinsteadOf = https://dev.azure.com/\n": false,
-		"[remote \"o\"]\n\turl = https://github.com/o/r\n":                             false,
-	} {
-		p := filepath.Join(dir, "gitconfig")
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if got := gitconfigSecret(p) != ""; got != want {
-			t.Errorf("gitconfigSecret(%q) = %q, want a reason: %v", content, gitconfigSecret(p), want)
-		}
 	}
 }

@@ -1,11 +1,10 @@
-package sandbox
+package progindex
 
 import (
 	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -16,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"corral/sandbox/internal/safefile"
 )
 
 // The program index answers one question for the exec allowlist: which
@@ -40,12 +41,12 @@ var packageStamps = []string{
 	"/lib/apk/db/installed", "/var/lib/pacman/local",
 }
 
-// programIndexFiles are the index files corral reads, in order: the one
+// Files are the index files corral reads, in order: the one
 // root keeps for everybody, then the user's own in XDG_RUNTIME_DIR. Both
 // live under /run, which no sandbox can see or write (a grant reaching
 // into it is refused), so no sandboxed run can leave a forged index for a
 // later one; a file in a folder a skill may grant (~/.cache) could.
-func programIndexFiles() []string {
+func Files() []string {
 	return programIndexFilesFor(os.Getuid(), os.Getenv("XDG_RUNTIME_DIR"))
 }
 
@@ -58,7 +59,7 @@ func programIndexFilesFor(uid int, dir string) []string {
 		return files
 	}
 	real, err := filepath.EvalSymlinks(dir)
-	if err != nil || !(isUnder(real, "/run") || isUnder(real, "/var/run")) || real == "/run" || real == "/var/run" || !trustedFile(real, true) {
+	if err != nil || !(strings.HasPrefix(real, "/run/") || strings.HasPrefix(real, "/var/run/")) || !safefile.Trusted(real, true) {
 		return files
 	}
 	return append(files, filepath.Join(real, "corral", "programs"))
@@ -68,15 +69,15 @@ func programIndexFilesFor(uid int, dir string) []string {
 // walk, for programs copied by hand into folders the stamps don't cover.
 const programIndexMaxAge = time.Hour
 
-// LoadProgramIndex returns the program folders under roots (real paths of
+// Load returns the program folders under roots (real paths of
 // folders). Closing stop (the run was given up: a signal, a cancelled
 // context) ends a wait for another run's walk at once, with an index
 // marked Stopped that no plan may use.
-func LoadProgramIndex(roots []string, stop <-chan struct{}) ProgramIndex {
-	return loadProgramIndex(roots, programIndexFiles(), time.Now(), stop)
+func Load(roots []string, stop <-chan struct{}) Index {
+	return loadProgramIndex(roots, Files(), time.Now(), stop)
 }
 
-func loadProgramIndex(roots, usable []string, now time.Time, stop <-chan struct{}) ProgramIndex {
+func loadProgramIndex(roots, usable []string, now time.Time, stop <-chan struct{}) Index {
 	for _, file := range usable {
 		if idx, ok := readProgramIndex(file, roots, now); ok {
 			return idx
@@ -91,7 +92,7 @@ func loadProgramIndex(roots, usable []string, now time.Time, stop <-chan struct{
 		unlock, err := lockIndex(usable[i], stop)
 		switch {
 		case err == errStopped:
-			return ProgramIndex{Source: "not read: the run was given up while " + usable[i] + ".lock was held", Stopped: true}
+			return Index{Source: "not read: the run was given up while " + usable[i] + ".lock was held", Stopped: true}
 		case err == errLockBusy:
 			busy = usable[i] + ".lock"
 		case err == nil:
@@ -119,7 +120,7 @@ func loadProgramIndex(roots, usable []string, now time.Time, stop <-chan struct{
 	idx, complete := walkPrograms(roots, stop)
 	if !complete {
 		// Never saved, never used: a plan needs every folder.
-		return ProgramIndex{Source: "not read: the run was given up during the walk", Stopped: true}
+		return Index{Source: "not read: the run was given up during the walk", Stopped: true}
 	}
 	idx.Source = "walked"
 	if busy != "" {
@@ -157,7 +158,7 @@ func lockIndex(file string, stop <-chan struct{}) (unlock func(), err error) {
 		return nil, err
 	}
 	defer unix.Close(dfd)
-	if !trustedFd(dfd, true) {
+	if !safefile.TrustedFd(dfd, true) {
 		return nil, fmt.Errorf("%s is writable by others", dir)
 	}
 	fd, err := openLockFile(dfd, filepath.Base(file)+".lock")
@@ -209,15 +210,6 @@ func openLockFile(dfd int, name string) (int, error) {
 			return -1, &os.PathError{Op: "unlink", Path: name, Err: err}
 		}
 	}
-}
-
-// trustedFd is trustedFile for an open file.
-func trustedFd(fd int, dir bool) bool {
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil {
-		return false
-	}
-	return trustedStat(&st, dir)
 }
 
 // stamp is a path and its modification time ("-" when it is missing).
@@ -293,12 +285,12 @@ func stampsHoldSerial(stamps []stamp) bool {
 // by root or the caller, writable by nobody else, in such a folder), was
 // built for roots less than programIndexMaxAge before now (at any time
 // when now is zero), and its stamps hold.
-func readProgramIndex(file string, roots []string, now time.Time) (ProgramIndex, bool) {
-	idx := ProgramIndex{Source: file}
-	if !trustedFile(filepath.Dir(file), true) || !trustedFile(file, false) {
+func readProgramIndex(file string, roots []string, now time.Time) (Index, bool) {
+	idx := Index{Source: file}
+	if !safefile.Trusted(filepath.Dir(file), true) || !safefile.Trusted(file, false) {
 		return idx, false
 	}
-	data, err := readNoFollow(file, 4<<20)
+	data, err := safefile.ReadNoFollow(file, 4<<20)
 	if err != nil {
 		return idx, false
 	}
@@ -355,37 +347,9 @@ func quoteAll(list []string) string {
 	return strings.Join(q, " ")
 }
 
-func readNoFollow(file string, limit int64) ([]byte, error) {
-	fh, err := os.OpenFile(file, os.O_RDONLY|unix.O_NOFOLLOW, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	return io.ReadAll(io.LimitReader(fh, limit))
-}
-
-func trustedFile(p string, dir bool) bool {
-	var st unix.Stat_t
-	if unix.Lstat(p, &st) != nil {
-		return false
-	}
-	return trustedStat(&st, dir)
-}
-
-// trustedStat: a file (or folder) of root's or this user's that no one
-// else can write.
-func trustedStat(st *unix.Stat_t, dir bool) bool {
-	kind := uint32(unix.S_IFREG)
-	if dir {
-		kind = unix.S_IFDIR
-	}
-	uid := uint32(os.Getuid())
-	return st.Mode&unix.S_IFMT == kind && (st.Uid == 0 || st.Uid == uid) && st.Mode&0o022 == 0
-}
-
 // writeProgramIndex saves the index atomically, readable by everybody
 // (it lists folders every user can list).
-func writeProgramIndex(file string, roots []string, now time.Time, stamps []stamp, idx ProgramIndex) error {
+func writeProgramIndex(file string, roots []string, now time.Time, stamps []stamp, idx Index) error {
 	var w bytes.Buffer
 	fmt.Fprintf(&w, "%s\nroots %s\nbuilt %d\n", programIndexVersion, quoteAll(roots), now.Unix())
 	for _, s := range stamps {
@@ -398,7 +362,7 @@ func writeProgramIndex(file string, roots []string, now time.Time, stamps []stam
 		fmt.Fprintf(&w, "library %s\n", strconv.Quote(f))
 	}
 	fmt.Fprintln(&w, "end")
-	return replaceFile(file, ".programs-*", w.Bytes(), 0o644)
+	return safefile.Replace(file, ".programs-*", w.Bytes(), 0o644)
 }
 
 // walkPrograms finds, sorted, the folders under roots that directly hold
@@ -408,7 +372,7 @@ func writeProgramIndex(file string, roots []string, now time.Time, stamps []stam
 // also finds the folders that hold libraries and no programs. Symlinks are
 // not followed: what they point to is not under the root's Landlock rule.
 // Closing stop ends the walk early; complete is then false.
-func walkPrograms(roots []string, stop <-chan struct{}) (idx ProgramIndex, complete bool) {
+func walkPrograms(roots []string, stop <-chan struct{}) (idx Index, complete bool) {
 	var (
 		mu      sync.Mutex
 		cond    = sync.NewCond(&mu)
@@ -489,7 +453,7 @@ func scanFolder(dir string) (subdirs []string, programs, libraries bool) {
 		case e.IsDir():
 			subdirs = append(subdirs, filepath.Join(dir, e.Name()))
 		case !e.Type().IsRegular():
-		case isLibraryName(e.Name()):
+		case IsLibraryName(e.Name()):
 			libraries = true
 		case programs:
 		default:
@@ -502,7 +466,9 @@ func scanFolder(dir string) (subdirs []string, programs, libraries bool) {
 	return subdirs, programs, libraries
 }
 
-func isLibraryName(name string) bool {
+// IsLibraryName reports whether name is a shared library's (*.so,
+// *.so.N): every program needs libc.so.6, which can also be run.
+func IsLibraryName(name string) bool {
 	_, after, found := strings.Cut(name, ".so")
 	return found && (after == "" || after[0] == '.')
 }
@@ -525,27 +491,4 @@ func isELFProgram(dirfd int, name string) bool {
 		typ = binary.LittleEndian.Uint16(head[16:])
 	}
 	return typ == 2 || typ == 3 // ET_EXEC, ET_DYN
-}
-
-// replaceFile writes data to a new file beside file (named by pattern,
-// with mode perm) and renames it over file, so a reader sees the old file
-// or the new one, never half of one.
-func replaceFile(file, pattern string, data []byte, perm os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(file), pattern)
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(perm); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), file)
 }
