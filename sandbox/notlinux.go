@@ -31,12 +31,3 @@ func (h *Held) Files() []HeldFile { return nil }
 
 // Close does nothing here.
 func (h *Held) Close() {}
-
-// startNativeSignals has no init to forward to here.
-func startNativeSignals() bool { return false }
-
-// stopNativeSignals has nothing to stop here.
-func stopNativeSignals() {}
-
-// nativeEnding is never called here (startNativeSignals fails).
-func nativeEnding() int { select {} }

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"strconv"
 	"strings"
+
+	"corral/sandbox/stage"
 )
 
 // encodePlan writes the plan in the init stage's wire format (protocol.h;
@@ -13,6 +15,18 @@ import (
 // is the mount block: the records the init's new root and Landlock
 // ruleset come from (legacy mounts, mount pause, mounts, Landlock and
 // its rules), together, which is what the mount cache holds.
+// mountKinds are the kind fields of mount records (protocol.h).
+var mountKinds = map[MountKind]byte{
+	MountTmpfs:  stage.MountTmpfs,
+	MountProc:   stage.MountProc,
+	MountBind:   stage.MountBind,
+	MountDev:    stage.MountDev,
+	MountSymlnk: stage.MountSymlink,
+	MountDir:    stage.MountDir,
+	MountCopy:   stage.MountCopy,
+	MountFile:   stage.MountFile,
+}
+
 func encodePlan(p *Plan) (data, mounts []byte) {
 	b := []byte{0, 0, 0, 0} // the length, filled in below
 	rec := func(tag byte, fields ...string) {
@@ -27,45 +41,45 @@ func encodePlan(p *Plan) (data, mounts []byte) {
 		}
 	}
 	if p.Trace {
-		rec(recTrace)
+		rec(stage.RecTrace)
 	}
-	rec(recHostname, p.Hostname)
-	rec(recDir, p.Dir)
-	rec(recPath, p.Path)
+	rec(stage.RecHostname, p.Hostname)
+	rec(stage.RecDir, p.Dir)
+	rec(stage.RecPath, p.Path)
 	for _, a := range p.Argv {
-		rec(recArg, a)
+		rec(stage.RecArg, a)
 	}
 	for _, e := range p.Env {
-		rec(recEnv, e)
+		rec(stage.RecEnv, e)
 	}
 	start := len(b)
 	if p.LegacyMounts {
-		rec(recLegacyMounts)
+		rec(stage.RecLegacyMounts)
 	}
 	if p.MountPause > 0 {
-		rec(recMountPause, strconv.FormatInt(p.MountPause.Microseconds(), 10))
+		rec(stage.RecMountPause, strconv.FormatInt(p.MountPause.Microseconds(), 10))
 	}
 	for _, m := range p.Mounts {
 		var flags strings.Builder
 		flags.WriteByte('-')
 		if m.ReadOnly {
-			flags.WriteByte(mountFlagRO)
+			flags.WriteByte(stage.MountFlagRO)
 		}
 		if m.NoExec {
-			flags.WriteByte(mountFlagNoExec)
+			flags.WriteByte(stage.MountFlagNoExec)
 		}
 		if m.Dir {
-			flags.WriteByte(mountFlagDir)
+			flags.WriteByte(stage.MountFlagDir)
 		}
-		rec(recMount, string(mountKinds[m.Kind]), flags.String(), m.Source, m.Target)
+		rec(stage.RecMount, string(mountKinds[m.Kind]), flags.String(), m.Source, m.Target)
 	}
 	l := p.Landlock
-	rec(recLandlock, strconv.Itoa(l.ABI), strconv.FormatUint(l.HandledFS, 10), strconv.FormatUint(l.HandledNet, 10), strconv.FormatUint(l.Scoped, 10))
+	rec(stage.RecLandlock, strconv.Itoa(l.ABI), strconv.FormatUint(l.HandledFS, 10), strconv.FormatUint(l.HandledNet, 10), strconv.FormatUint(l.Scoped, 10))
 	for _, r := range l.Rules {
-		rec(recRule, strconv.FormatUint(r.Access, 10), r.Path)
+		rec(stage.RecRule, strconv.FormatUint(r.Access, 10), r.Path)
 	}
 	for _, r := range l.PortRules {
-		rec(recPortRule, strconv.FormatUint(r.Access, 10), strconv.Itoa(r.Port))
+		rec(stage.RecPortRule, strconv.FormatUint(r.Access, 10), strconv.Itoa(r.Port))
 	}
 	end := len(b)
 	for _, h := range p.Held {
@@ -73,10 +87,10 @@ func encodePlan(p *Plan) (data, mounts []byte) {
 		if h.Held {
 			held = "1"
 		}
-		rec(recHeld, h.Path, held, strconv.FormatUint(uint64(h.Major), 10), strconv.FormatUint(uint64(h.Minor), 10), strconv.FormatUint(h.Ino, 10))
+		rec(stage.RecHeld, h.Path, held, strconv.FormatUint(uint64(h.Major), 10), strconv.FormatUint(uint64(h.Minor), 10), strconv.FormatUint(h.Ino, 10))
 	}
 	if p.Proxy != nil {
-		rec(recProxy, strconv.Itoa(p.Proxy.Port))
+		rec(stage.RecProxy, strconv.Itoa(p.Proxy.Port))
 	}
 	binary.LittleEndian.PutUint32(b, uint32(len(b)-4))
 	return b, b[start:end:end]

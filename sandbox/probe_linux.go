@@ -17,6 +17,8 @@ import (
 	"corral/policyengine"
 	"corral/sandbox/internal/safefile"
 	"corral/sandbox/progindex"
+
+	"corral/sandbox/stage"
 )
 
 // Probe reads the host facts a Plan for p and spec needs.
@@ -42,7 +44,7 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 		idxDone = make(chan progindex.Index, 1)
 		go func() { idxDone <- progindex.Load(roots, spec.Stop) }()
 	}
-	f.StateDirs = stateDirs()
+	f.StateDirs = stage.StateDirs()
 	for _, glob := range policyengine.SystemRead {
 		f.stat(strings.TrimSuffix(glob, "/**"))
 	}

@@ -16,14 +16,18 @@ import (
 	"golang.org/x/sys/unix"
 
 	"corral/sandbox/cgroup"
+	"corral/sandbox/stage"
 )
+
+// forwarded are the signals corral passes on to the command (protocol.h).
+var forwarded = stage.Forwarded
 
 // Launch is a started sandbox init waiting for its plan. Starting the init
 // before the plan is built lets the plan's work (probing the host,
 // compiling seccomp) overlap the init's own start-up.
 type Launch struct {
 	started  func() error // waits until the init is exec'd
-	proc     *initProc
+	proc     *stage.Proc
 	hold     *os.File // closing it ends the thread that started the init
 	planW    *os.File
 	proxyR   *os.File // receives the proxy listeners from the init
@@ -47,7 +51,7 @@ type Launch struct {
 func Start(stdio Stdio) (*Launch, error) {
 	l := &Launch{start: time.Now(), signals: stdio.Signals}
 	if stdio.Stdin == os.Stdin && stdio.Stdout == os.Stdout && stdio.Stderr == os.Stderr {
-		if e, ok := takeEarlyInit(); ok {
+		if e, ok := stage.TakeEarly(); ok {
 			if l.signals == nil {
 				l.signals, l.ownSigs = NotifySignals(), true
 			}
@@ -103,15 +107,15 @@ func Start(stdio Stdio) (*Launch, error) {
 		return failed(err)
 	}
 	l.hold = os.NewFile(uintptr(hold[1]), "spawner-hold")
-	if err := spawnInit([]*os.File{stdio.Stdin, stdio.Stdout, stdio.Stderr, planR, statusW, proxyW}, result[1], hold[0]); err != nil {
+	if err := stage.Spawn([]*os.File{stdio.Stdin, stdio.Stdout, stdio.Stderr, planR, statusW, proxyW}, result[1], hold[0]); err != nil {
 		resultR.Close()
 		return failed(startError(err))
 	}
 	l.started = sync.OnceValue(func() error {
-		pid, pidfd, err := readSpawned(resultR)
+		pid, pidfd, err := stage.ReadSpawned(resultR)
 		resultR.Close()
 		if err == nil {
-			l.proc, err = newInitProc(pid, pidfd)
+			l.proc, err = stage.NewProc(pid, pidfd)
 		}
 		if err != nil {
 			return l.startFailed(err)
@@ -141,12 +145,12 @@ func (l *Launch) release() {
 }
 
 // adopt takes the init the constructor forked (it has corral's stdio).
-func (l *Launch) adopt(e earlyInit) *Launch {
-	l.planW, l.statusR, l.proxyR = e.planW, e.statusR, e.sock
-	l.mountCache, l.mountCacheKey = e.mountCache, e.mountCacheKey
+func (l *Launch) adopt(e stage.Early) *Launch {
+	l.planW, l.statusR, l.proxyR = e.PlanW, e.StatusR, e.Sock
+	l.mountCache, l.mountCacheKey = e.MountCache, e.MountCacheKey
 	l.started = sync.OnceValue(func() error {
 		var err error
-		if l.proc, err = newInitProc(e.pid, e.pidfd); err != nil {
+		if l.proc, err = stage.NewProc(e.Pid, e.Pidfd); err != nil {
 			return l.startFailed(err)
 		}
 		l.startForwarding()
@@ -254,7 +258,7 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 	var cg *cgroup.Group
 	if opts.Cgroup != nil {
 		var err error
-		if cg, err = opts.Cgroup(l.proc.pid); err != nil {
+		if cg, err = opts.Cgroup(l.proc.Pid); err != nil {
 			l.Abort()
 			return nil, err
 		}
@@ -275,7 +279,7 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 	// not be where the test needs it.
 	saveMounts := func() {
 		if l.mountCache != "" && plan.MountPause == 0 {
-			err := saveMountCache(l.mountCache, l.mountCacheKey, mounts)
+			err := stage.SaveMountCache(l.mountCache, l.mountCacheKey, mounts)
 			trace(fmt.Sprintf("mount cache %s (saved: %v)", l.mountCache, err == nil))
 		}
 	}
@@ -404,7 +408,7 @@ func (l *Launch) reap() (syscall.WaitStatus, error) {
 	ws, err := l.proc.Wait()
 	if l.signals.native {
 		// Before the pidfd the handlers use is closed.
-		stopNativeSignals()
+		stage.StopNativeSignals()
 	}
 	l.proc.Close()
 	if l.hold != nil {

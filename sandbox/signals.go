@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"corral/sandbox/stage"
 )
 
 // Signals is the forwarding of terminal signals to the command, set up
@@ -54,11 +56,11 @@ func NotifySignals() *Signals {
 // (nsinit_linux.c); nil when there is no such init. Start uses it when it
 // adopts that init, and falls back to NotifySignals otherwise.
 func NativeSignals() *Signals {
-	if !startNativeSignals() {
+	if !stage.StartNativeSignals() {
 		return nil
 	}
 	s := &Signals{native: true, ending: make(chan struct{})}
-	go func() { s.note(syscall.Signal(nativeEnding())) }()
+	go func() { s.note(syscall.Signal(stage.NativeEnding())) }()
 	return s
 }
 
@@ -71,7 +73,7 @@ func (s *Signals) channel() chan os.Signal {
 // Stop ends catching them, in the background, when no Start took them.
 func (s *Signals) Stop() {
 	if s.native {
-		stopNativeSignals()
+		stage.StopNativeSignals()
 		return
 	}
 	go func() {

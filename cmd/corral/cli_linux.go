@@ -1,6 +1,6 @@
 package main
 
-// corral_cli tells sandbox/nsinit_linux.c's constructor that this is the
+// corral_cli tells sandbox/stage/nsinit_linux.c's constructor that this is the
 // corral command, which may fork its sandbox's init before Go starts
 // (`corral exec`); another program linking the sandbox package has no
 // such symbol and never does.

@@ -53,7 +53,7 @@ type command struct {
 var commands = []*command{&execCommand, &proxyCommand, &checkCommand, &policyCommand, &explainCommand, &seatbeltCommand, &doctorCommand, &versionCommand}
 
 // The sandbox's init stage never reaches Go: the C constructor
-// (sandbox/nsinit_linux.c) takes over a process started as the init.
+// (sandbox/stage/nsinit_linux.c) takes over a process started as the init.
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }

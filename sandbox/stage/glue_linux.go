@@ -1,4 +1,4 @@
-package sandbox
+package stage
 
 // nsinit_linux.c makes the sandbox's namespaces before the Go runtime
 // starts in the init stage; importing C compiles it into corral.
@@ -23,10 +23,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// spawnInit starts the init stage from a thread of its own
+// Spawn starts the init stage from a thread of its own
 // (spawn_linux.c) and returns at once; the thread writes the init's pid
 // to result and ends when hold reads EOF.
-func spawnInit(files []*os.File, result, hold int) error {
+func Spawn(files []*os.File, result, hold int) error {
 	var fds [C.CORRAL_SPAWN_FDS]C.int
 	if len(files) != len(fds) {
 		return fmt.Errorf("the init takes %d fds, not %d", len(fds), len(files))
@@ -42,42 +42,42 @@ func spawnInit(files []*os.File, result, hold int) error {
 	return nil
 }
 
-// earlyInit is the init stage the C constructor forked when corral
+// Early is the init stage the C constructor forked when corral
 // started as `corral exec` (nsinit_linux.c).
-type earlyInit struct {
-	planW, statusR, sock *os.File
-	pid, pidfd           int
-	mountCache           string // the mount cache file ("" for none)
-	mountCacheKey        uint64
+type Early struct {
+	PlanW, StatusR, Sock *os.File
+	Pid, Pidfd           int
+	MountCache           string // the mount cache file ("" for none)
+	MountCacheKey        uint64
 }
 
-// takeEarlyInit hands over that init, once; false when there is none.
-func takeEarlyInit() (earlyInit, bool) {
+// TakeEarly hands over that init, once; false when there is none.
+func TakeEarly() (Early, bool) {
 	var out [5]C.int
 	if C.corral_take_early(&out[0]) != 0 {
-		return earlyInit{}, false
+		return Early{}, false
 	}
-	e := earlyInit{
-		planW:   os.NewFile(uintptr(out[0]), "plan"),
-		statusR: os.NewFile(uintptr(out[1]), "status"),
-		sock:    os.NewFile(uintptr(out[2]), "proxy"),
-		pid:     int(out[3]),
-		pidfd:   int(out[4]),
+	e := Early{
+		PlanW:   os.NewFile(uintptr(out[0]), "plan"),
+		StatusR: os.NewFile(uintptr(out[1]), "status"),
+		Sock:    os.NewFile(uintptr(out[2]), "proxy"),
+		Pid:     int(out[3]),
+		Pidfd:   int(out[4]),
 	}
 	var key C.ulonglong
 	if p := C.corral_early_mount_cache(&key); p != nil {
-		e.mountCache, e.mountCacheKey = C.GoString(p), uint64(key)
+		e.MountCache, e.MountCacheKey = C.GoString(p), uint64(key)
 	}
 	return e, true
 }
 
-// startNativeSignals forwards the signals corral forwards to the init the
+// StartNativeSignals forwards the signals corral forwards to the init the
 // constructor forked, from C handlers (corral_signals_start).
-func startNativeSignals() bool { return C.corral_signals_start() == 0 }
+func StartNativeSignals() bool { return C.corral_signals_start() == 0 }
 
-// nativeEnding returns, once the C handlers got a signal that ends a run,
+// NativeEnding returns, once the C handlers got a signal that ends a run,
 // which one. It waits in Go's poller on the handlers' note pipe.
-func nativeEnding() int {
+func NativeEnding() int {
 	fd := int(C.corral_signals_note())
 	if fd < 0 {
 		select {} // no pipe: never
@@ -94,12 +94,12 @@ func nativeEnding() int {
 	}
 }
 
-// stopNativeSignals ends that and gives the signals back to Go.
-func stopNativeSignals() { C.corral_signals_stop() }
+// StopNativeSignals ends that and gives the signals back to Go.
+func StopNativeSignals() { C.corral_signals_stop() }
 
-// mountCacheDir is the folder of the mount cache file the constructor
+// MountCacheDir is the folder of the mount cache file the constructor
 // chose for this run ("" when none).
-func mountCacheDir() string {
+func MountCacheDir() string {
 	var key C.ulonglong
 	if p := C.corral_early_mount_cache(&key); p != nil {
 		return filepath.Dir(C.GoString(p))
@@ -107,9 +107,9 @@ func mountCacheDir() string {
 	return ""
 }
 
-// readSpawned reads what the spawner thread wrote: the init's pid (or the
+// ReadSpawned reads what the spawner thread wrote: the init's pid (or the
 // errno of its failure) and a pidfd for it (-1 without one).
-func readSpawned(r *os.File) (pid, pidfd int, err error) {
+func ReadSpawned(r *os.File) (pid, pidfd int, err error) {
 	var b [8]byte
 	if _, err := io.ReadFull(r, b[:]); err != nil {
 		return 0, -1, fmt.Errorf("the thread starting the init ended without a word: %w", err)
@@ -122,28 +122,28 @@ func readSpawned(r *os.File) (pid, pidfd int, err error) {
 	return int(n), int(fd), nil
 }
 
-// initProc is the started init. With a pidfd, signals can never reach
+// Proc is the started init. With a pidfd, signals can never reach
 // another process that got the pid after the init was reaped; without
 // one (before Linux 5.2) os.Process does what it can.
-type initProc struct {
-	pid   int
+type Proc struct {
+	Pid   int
 	mu    sync.Mutex // guards pidfd against a signal racing Close
 	pidfd int
 	os    *os.Process
 }
 
-func newInitProc(pid, pidfd int) (*initProc, error) {
+func NewProc(pid, pidfd int) (*Proc, error) {
 	if pidfd >= 0 {
-		return &initProc{pid: pid, pidfd: pidfd}, nil
+		return &Proc{Pid: pid, pidfd: pidfd}, nil
 	}
 	p, err := os.FindProcess(pid)
 	if err != nil {
 		return nil, err
 	}
-	return &initProc{pid: pid, pidfd: -1, os: p}, nil
+	return &Proc{Pid: pid, pidfd: -1, os: p}, nil
 }
 
-func (p *initProc) Signal(sig os.Signal) error {
+func (p *Proc) Signal(sig os.Signal) error {
 	if p.os != nil {
 		return p.os.Signal(sig)
 	}
@@ -159,7 +159,7 @@ func (p *initProc) Signal(sig os.Signal) error {
 	return unix.PidfdSendSignal(p.pidfd, s, nil, 0)
 }
 
-func (p *initProc) Kill() error { return p.Signal(syscall.SIGKILL) }
+func (p *Proc) Kill() error { return p.Signal(syscall.SIGKILL) }
 
 // KillSandbox kills the sandbox's PID 1, the shim's one child, rather
 // than the shim: the kernel completes PID 1's exit only once every process
@@ -169,8 +169,8 @@ func (p *initProc) Kill() error { return p.Signal(syscall.SIGKILL) }
 // the command's processes went on writing while corral swept the writable
 // roots and quarantined what they left. Without the child's pid (no
 // /proc/PID/task/PID/children), the shim is killed as before.
-func (p *initProc) KillSandbox() error {
-	if err := killOnlyChild(p.pid); err == nil {
+func (p *Proc) KillSandbox() error {
+	if err := killOnlyChild(p.Pid); err == nil {
 		return nil
 	}
 	return p.Kill()
@@ -212,7 +212,7 @@ func killOnlyChild(parent int) error {
 // Wait reaps the init and returns how it ended. Reaping by pid is safe:
 // the pid stays the init's until this reaps it, and signals go through
 // the pidfd, which never reaches the pid's next owner.
-func (p *initProc) Wait() (syscall.WaitStatus, error) {
+func (p *Proc) Wait() (syscall.WaitStatus, error) {
 	if p.os != nil {
 		st, err := p.os.Wait()
 		if err != nil {
@@ -222,7 +222,7 @@ func (p *initProc) Wait() (syscall.WaitStatus, error) {
 	}
 	var ws syscall.WaitStatus
 	for {
-		_, err := syscall.Wait4(p.pid, &ws, 0, nil)
+		_, err := syscall.Wait4(p.Pid, &ws, 0, nil)
 		if err != syscall.EINTR {
 			return ws, err
 		}
@@ -231,7 +231,7 @@ func (p *initProc) Wait() (syscall.WaitStatus, error) {
 
 // Close releases the pidfd once the init is reaped; later signals are
 // dropped.
-func (p *initProc) Close() {
+func (p *Proc) Close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.pidfd >= 0 {

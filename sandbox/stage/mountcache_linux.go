@@ -1,4 +1,4 @@
-package sandbox
+package stage
 
 import (
 	"bytes"
@@ -25,12 +25,12 @@ import (
 // the key follows as 8 little-endian bytes, then the block.
 const mountCacheMagic = "corral mounts 1\n"
 
-// saveMountCache writes block to file with key, unless the file already
+// SaveMountCache writes block to file with key, unless the file already
 // holds exactly that and is one the init reads (readOwnFile). The folder
 // is made (0700) if missing and must be this user's or root's and
 // writable by no one else; the file is written whole and renamed into
 // place, so the init never reads half of one.
-func saveMountCache(file string, key uint64, block []byte) error {
+func SaveMountCache(file string, key uint64, block []byte) error {
 	want := make([]byte, 0, len(mountCacheMagic)+8+len(block))
 	want = append(want, mountCacheMagic...)
 	want = binary.LittleEndian.AppendUint64(want, key)
@@ -80,11 +80,11 @@ func readOwnFile(file string, max int) ([]byte, bool) {
 	return buf, true
 }
 
-// stateDirs are the folders of what later runs trust, as named and as
+// StateDirs are the folders of what later runs trust, as named and as
 // their real paths: the program index's and the mount cache's (the one
 // the constructor chose, and any CORRAL_MOUNT_CACHE names). A write grant
 // may neither reach into nor cover them (build.go).
-func stateDirs() []string {
+func StateDirs() []string {
 	var dirs []string
 	add := func(d string) {
 		if d == "" {
@@ -98,7 +98,7 @@ func stateDirs() []string {
 	for _, file := range progindex.Files() {
 		add(filepath.Dir(file))
 	}
-	add(mountCacheDir())
+	add(MountCacheDir())
 	if d := os.Getenv("CORRAL_MOUNT_CACHE"); filepath.IsAbs(d) {
 		add(d)
 	}

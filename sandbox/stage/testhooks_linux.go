@@ -1,6 +1,6 @@
 //go:build corral_testhooks
 
-package sandbox
+package stage
 
 // A binary built with -tags corral_testhooks reads CORRAL_EARLY_INIT=0 in
 // the C constructor (nsinit_linux.c), which then leaves the init to be
