@@ -2,11 +2,13 @@ package sandbox
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
 
 	"corral/policyengine"
+	"corral/printable"
 )
 
 // protectedTarget is a path policyengine.ProtectedPaths (or a skill or
@@ -192,4 +194,155 @@ func (b *builder) sshSecrets() {
 			b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountBind, Source: "/dev/null", Target: k, ReadOnly: true, Why: "may hold a private ssh key: empty in the sandbox (a grant naming the file or ~/.ssh shows it)"})
 		}
 	}
+}
+
+// protected keeps paths that run code later read-only inside writable
+// roots: policyengine.ProtectedPaths, the skills and policies of the run,
+// and the git folders found there.
+func (b *builder) protected() {
+	b.homeAlert()
+	named := b.writeBases()
+	planned := map[string]bool{} // quarantine entries, once across roots
+	// Pins of every root first, then the read-only binds: a pin (a bind
+	// of the host's folder) placed later would cover them.
+	var pinMounts, roMounts []Mount
+	for _, w := range b.perms.Write {
+		g, err := policyengine.CompileGlob(w.Value)
+		if err != nil || hiddenUnder(g.Base()) != "" {
+			continue
+		}
+		root := b.facts.file(g.Base())
+		if !root.Exists || !root.Dir {
+			continue
+		}
+		b.plan.WriteRoots = append(b.plan.WriteRoots, root.Real)
+		why := "protected path inside writable " + w.Value
+		var paths []string
+		whys := map[string]string{}
+		// Every folder from the root down to a git folder becomes a mount
+		// point, writable as the root is: renaming a mount point fails
+		// with EBUSY, so neither the git folder nor a folder above it
+		// can be moved away from its read-only hooks and config and
+		// replaced by a copy with a hook.
+		pins := map[string]bool{}
+		pin := func(p string) {
+			for d := p; d != root.Real && isUnder(d, root.Real); d = path.Dir(d) {
+				if info := b.facts.file(d); info.Exists && info.Dir && info.Real == d {
+					pins[d] = true
+				}
+			}
+		}
+		quarantine := func(q Quarantine) {
+			if !planned[q.Path] {
+				planned[q.Path] = true
+				b.plan.Quarantine = append(b.plan.Quarantine, q)
+			}
+		}
+		for _, t := range append(protectedIn(root.Real, b.facts.Home), keptIn(root.Real, b.spec.Keep, b.facts)...) {
+			if named[t.Path] && !t.Kept {
+				continue // a grant names it: the user means it
+			}
+			info := b.facts.file(t.Path)
+			links := info.Links
+			if !info.Exists && !gitTarget(t.Path) {
+				q, above, ok := b.missing(t)
+				if ok {
+					pin(q.From)
+					quarantine(q)
+				}
+				links = above
+			}
+			for _, l := range links {
+				// A link the command can replace: after the run the path
+				// must still lead where it did.
+				if b.writable(l) {
+					quarantine(Quarantine{Path: l, Real: b.facts.file(l).Real, Why: t.Why})
+				}
+			}
+			if info.Exists {
+				pin(path.Dir(t.Path))
+				paths = append(paths, t.Path)
+				whys[t.Path] = why + ": " + t.Why
+				if info.Real != t.Path && b.writable(info.Real) {
+					paths = append(paths, info.Real)
+					whys[info.Real] = why + ": " + t.Why + " (where " + t.Path + " leads)"
+				}
+			}
+		}
+		gits := []string{path.Join(root.Real, ".git")}
+		for _, g := range b.facts.Gits {
+			if strings.HasPrefix(g, root.Real+"/") && !slices.Contains(gits, g) {
+				gits = append(gits, g)
+			}
+		}
+		for _, git := range gits {
+			info := b.facts.file(git)
+			switch {
+			case !info.Exists || info.Real != git:
+			case info.Dir:
+				pin(git)
+				paths = append(paths, git+"/hooks", git+"/config", git+"/commondir", git+"/config.worktree", git+"/info/attributes")
+			default:
+				// A .git file names the repository's git folder:
+				// rewritten, it would send git to hooks the command made.
+				pin(path.Dir(git))
+				paths = append(paths, git)
+			}
+		}
+		// Submodules' and worktrees' git folders: the same, plus the
+		// files that send git elsewhere (commondir, gitdir).
+		for _, m := range append(slices.Clone(b.facts.Submodules), b.facts.Worktrees...) {
+			if strings.HasPrefix(m, root.Real+"/") {
+				pin(m)
+				paths = append(paths, m+"/hooks", m+"/config", m+"/commondir", m+"/gitdir", m+"/config.worktree", m+"/info/attributes")
+			}
+		}
+		for _, hp := range b.facts.HooksPaths {
+			if isUnder(hp, root.Real) && hp != root.Real {
+				pin(path.Dir(hp))
+				paths = append(paths, hp)
+			}
+		}
+		dirs := slices.Sorted(maps.Keys(pins)) // parents first
+		for _, d := range dirs {
+			pinMounts = append(pinMounts, Mount{Kind: MountBind, Source: d, Target: d, NoExec: b.plan.Exec.Restricted, Dir: true, Why: why + " (pinned in place)"})
+		}
+		slices.Sort(paths)
+		paths = slices.Compact(paths)
+		for _, p := range paths {
+			if info, known := b.facts.Files[p]; known && !info.Exists && (path.Base(p) == "commondir" || path.Base(p) == "config.worktree") {
+				b.plan.MustNotAppear = append(b.plan.MustNotAppear, p)
+			}
+		}
+		for _, p := range paths {
+			info := b.facts.file(p)
+			switch {
+			case !info.Exists || info.Real == p || !slices.ContainsFunc(info.Links, func(l string) bool { return isUnder(l, root.Real) }):
+			case slices.Contains(paths, info.Real):
+				b.warn("%s is a symlink inside the writable %s (to %s): its target is kept read-only, and after the run corral checks the link still leads there", printable.String(p), w.Value, printable.String(info.Real))
+			default:
+				b.warn("%s is a symlink inside the writable %s (to %s): corral cannot keep a link the command can replace read-only", printable.String(p), w.Value, printable.String(info.Real))
+			}
+		}
+		for _, p := range paths {
+			if info := b.facts.file(p); info.Exists && info.Real == p {
+				// noexec with an exec allowlist: a bind without it would
+				// make what an earlier run wrote there executable.
+				reason := why
+				if whys[p] != "" {
+					reason = whys[p]
+				}
+				roMounts = append(roMounts, Mount{Kind: MountBind, Source: p, Target: p, ReadOnly: true, NoExec: b.plan.Exec.Restricted, Dir: info.Dir, Why: reason})
+				b.plan.Protected = append(b.plan.Protected, p)
+			}
+		}
+		if slices.Contains(b.facts.NestedCut, root.Real) {
+			b.warn("%s: nested repositories were looked for in the first %d folders only (%d levels deep, not in hidden folders, node_modules, __pycache__ or target); the .git folders of others stay writable", w.Value, nestedBudget, nestedDepth)
+		}
+	}
+	byTarget := func(x, y Mount) int { return strings.Compare(x.Target, y.Target) }
+	slices.SortStableFunc(pinMounts, byTarget) // parents first
+	slices.SortStableFunc(roMounts, byTarget)
+	b.plan.Mounts = append(append(b.plan.Mounts, pinMounts...), roMounts...)
+	b.sshSecrets()
 }
