@@ -1,0 +1,88 @@
+package corral
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"corral/policyengine"
+)
+
+// writeRoot is a folder an fs.write glob grants whole, inside root (the
+// work dir or the data dir), which exec creates when it is missing.
+type writeRoot struct{ glob, root, dir string }
+
+// createWriteRoots creates missing folders that fs.write grants as a whole
+// (such as $WORK_DIR/out/**) inside the work dir or a $DATA_DIR, so the
+// kernel has something to attach the grant to. (Missing hooks folders in
+// writable repositories are sandbox.CreateHooksFolders's.)
+func createWriteRoots(s *Skills) ([]string, error) {
+	var created []string
+	for _, r := range s.writeRoots() {
+		made, err := mkdirNoFollow(r.root, r.dir)
+		created = append(created, made...)
+		if err != nil {
+			return created, fmt.Errorf("creating %s for %s: %w", r.dir, r.glob, err)
+		}
+	}
+	return created, nil
+}
+
+func (s *Skills) writeRoots() []writeRoot {
+	var out []writeRoot
+	for _, e := range s.Perms.Write {
+		g, err := policyengine.CompileGlob(e.Value)
+		if err != nil || !g.Subtree() {
+			continue
+		}
+		dir := g.Base()
+		root := s.Vars.WorkDir
+		if !within(dir, root) {
+			root = s.Vars.DataDir
+			if !within(dir, root) {
+				continue
+			}
+		}
+		out = append(out, writeRoot{e.Value, root, dir})
+	}
+	return out
+}
+
+// mkdirNoFollow creates dir and its missing parents below root without
+// following symlinks: a link planted by an earlier sandboxed run must not
+// send corral's own mkdir outside the work dir.
+func mkdirNoFollow(root, dir string) ([]string, error) {
+	var made []string
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, err
+	}
+	rel, err := filepath.Rel(root, dir)
+	if err != nil || rel == "." {
+		return nil, err
+	}
+	p := root
+	for _, part := range strings.Split(rel, "/") {
+		p = filepath.Join(p, part)
+		st, err := os.Lstat(p)
+		switch {
+		case err == nil && st.Mode()&os.ModeSymlink != 0:
+			return made, fmt.Errorf("%s is a symlink", p)
+		case err == nil:
+			continue
+		case !errors.Is(err, os.ErrNotExist):
+			return made, err
+		}
+		if err := os.Mkdir(p, 0o700); err != nil {
+			return made, err
+		}
+		made = append(made, p)
+	}
+	return made, nil
+}
+
+func within(p, root string) bool {
+	rel, err := filepath.Rel(root, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
