@@ -207,142 +207,171 @@ func (b *builder) protected() {
 	// of the host's folder) placed later would cover them.
 	var pinMounts, roMounts []Mount
 	for _, w := range b.perms.Write {
-		g, err := policyengine.CompileGlob(w.Value)
-		if err != nil || hiddenUnder(g.Base()) != "" {
-			continue
-		}
-		root := b.facts.file(g.Base())
-		if !root.Exists || !root.Dir {
-			continue
-		}
-		b.plan.WriteRoots = append(b.plan.WriteRoots, root.Real)
-		why := "protected path inside writable " + w.Value
-		var paths []string
-		whys := map[string]string{}
-		// Every folder from the root down to a git folder becomes a mount
-		// point, writable as the root is: renaming a mount point fails
-		// with EBUSY, so neither the git folder nor a folder above it
-		// can be moved away from its read-only hooks and config and
-		// replaced by a copy with a hook.
-		pins := map[string]bool{}
-		pin := func(p string) {
-			for d := p; d != root.Real && isUnder(d, root.Real); d = path.Dir(d) {
-				if info := b.facts.file(d); info.Exists && info.Dir && info.Real == d {
-					pins[d] = true
-				}
-			}
-		}
-		quarantine := func(q Quarantine) {
-			if !planned[q.Path] {
-				planned[q.Path] = true
-				b.plan.Quarantine = append(b.plan.Quarantine, q)
-			}
-		}
-		for _, t := range append(protectedIn(root.Real, b.facts.Home), keptIn(root.Real, b.spec.Keep, b.facts)...) {
-			if named[t.Path] && !t.Kept {
-				continue // a grant names it: the user means it
-			}
-			info := b.facts.file(t.Path)
-			links := info.Links
-			if !info.Exists && !gitTarget(t.Path) {
-				q, above, ok := b.missing(t)
-				if ok {
-					pin(q.From)
-					quarantine(q)
-				}
-				links = above
-			}
-			for _, l := range links {
-				// A link the command can replace: after the run the path
-				// must still lead where it did.
-				if b.writable(l) {
-					quarantine(Quarantine{Path: l, Real: b.facts.file(l).Real, Why: t.Why})
-				}
-			}
-			if info.Exists {
-				pin(path.Dir(t.Path))
-				paths = append(paths, t.Path)
-				whys[t.Path] = why + ": " + t.Why
-				if info.Real != t.Path && b.writable(info.Real) {
-					paths = append(paths, info.Real)
-					whys[info.Real] = why + ": " + t.Why + " (where " + t.Path + " leads)"
-				}
-			}
-		}
-		gits := []string{path.Join(root.Real, ".git")}
-		for _, g := range b.facts.Gits {
-			if strings.HasPrefix(g, root.Real+"/") && !slices.Contains(gits, g) {
-				gits = append(gits, g)
-			}
-		}
-		for _, git := range gits {
-			info := b.facts.file(git)
-			switch {
-			case !info.Exists || info.Real != git:
-			case info.Dir:
-				pin(git)
-				paths = append(paths, git+"/hooks", git+"/config", git+"/commondir", git+"/config.worktree", git+"/info/attributes")
-			default:
-				// A .git file names the repository's git folder:
-				// rewritten, it would send git to hooks the command made.
-				pin(path.Dir(git))
-				paths = append(paths, git)
-			}
-		}
-		// Submodules' and worktrees' git folders: the same, plus the
-		// files that send git elsewhere (commondir, gitdir).
-		for _, m := range append(slices.Clone(b.facts.Submodules), b.facts.Worktrees...) {
-			if strings.HasPrefix(m, root.Real+"/") {
-				pin(m)
-				paths = append(paths, m+"/hooks", m+"/config", m+"/commondir", m+"/gitdir", m+"/config.worktree", m+"/info/attributes")
-			}
-		}
-		for _, hp := range b.facts.HooksPaths {
-			if isUnder(hp, root.Real) && hp != root.Real {
-				pin(path.Dir(hp))
-				paths = append(paths, hp)
-			}
-		}
-		dirs := slices.Sorted(maps.Keys(pins)) // parents first
-		for _, d := range dirs {
-			pinMounts = append(pinMounts, Mount{Kind: MountBind, Source: d, Target: d, NoExec: b.plan.Exec.Restricted, Dir: true, Why: why + " (pinned in place)"})
-		}
-		slices.Sort(paths)
-		paths = slices.Compact(paths)
-		for _, p := range paths {
-			if info, known := b.facts.Files[p]; known && !info.Exists && (path.Base(p) == "commondir" || path.Base(p) == "config.worktree") {
-				b.plan.MustNotAppear = append(b.plan.MustNotAppear, p)
-			}
-		}
-		for _, p := range paths {
-			info := b.facts.file(p)
-			switch {
-			case !info.Exists || info.Real == p || !slices.ContainsFunc(info.Links, func(l string) bool { return isUnder(l, root.Real) }):
-			case slices.Contains(paths, info.Real):
-				b.warn("%s is a symlink inside the writable %s (to %s): its target is kept read-only, and after the run corral checks the link still leads there", printable.String(p), w.Value, printable.String(info.Real))
-			default:
-				b.warn("%s is a symlink inside the writable %s (to %s): corral cannot keep a link the command can replace read-only", printable.String(p), w.Value, printable.String(info.Real))
-			}
-		}
-		for _, p := range paths {
-			if info := b.facts.file(p); info.Exists && info.Real == p {
-				// noexec with an exec allowlist: a bind without it would
-				// make what an earlier run wrote there executable.
-				reason := why
-				if whys[p] != "" {
-					reason = whys[p]
-				}
-				roMounts = append(roMounts, Mount{Kind: MountBind, Source: p, Target: p, ReadOnly: true, NoExec: b.plan.Exec.Restricted, Dir: info.Dir, Why: reason})
-				b.plan.Protected = append(b.plan.Protected, p)
-			}
-		}
-		if slices.Contains(b.facts.NestedCut, root.Real) {
-			b.warn("%s: nested repositories were looked for in the first %d folders only (%d levels deep, not in hidden folders, node_modules, __pycache__ or target); the .git folders of others stay writable", w.Value, nestedBudget, nestedDepth)
-		}
+		pins, ro := b.protectWriteRoot(w, named, planned)
+		pinMounts = append(pinMounts, pins...)
+		roMounts = append(roMounts, ro...)
 	}
 	byTarget := func(x, y Mount) int { return strings.Compare(x.Target, y.Target) }
 	slices.SortStableFunc(pinMounts, byTarget) // parents first
 	slices.SortStableFunc(roMounts, byTarget)
 	b.plan.Mounts = append(append(b.plan.Mounts, pinMounts...), roMounts...)
 	b.sshSecrets()
+}
+
+// protectWriteRoot plans what keeps the protected paths inside one
+// fs.write grant read-only: the pins (the folders down to each one, bound
+// in place so none can be renamed away) and the read-only binds.
+func (b *builder) protectWriteRoot(w policyengine.Entry, named, planned map[string]bool) (pinMounts, roMounts []Mount) {
+	g, err := policyengine.CompileGlob(w.Value)
+	if err != nil || hiddenUnder(g.Base()) != "" {
+		return nil, nil
+	}
+	root := b.facts.file(g.Base())
+	if !root.Exists || !root.Dir {
+		return nil, nil
+	}
+	b.plan.WriteRoots = append(b.plan.WriteRoots, root.Real)
+	why := "protected path inside writable " + w.Value
+	var paths []string
+	whys := map[string]string{}
+	// Every folder from the root down to a git folder becomes a mount
+	// point, writable as the root is: renaming a mount point fails
+	// with EBUSY, so neither the git folder nor a folder above it
+	// can be moved away from its read-only hooks and config and
+	// replaced by a copy with a hook.
+	pins := map[string]bool{}
+	pin := func(p string) {
+		for d := p; d != root.Real && isUnder(d, root.Real); d = path.Dir(d) {
+			if info := b.facts.file(d); info.Exists && info.Dir && info.Real == d {
+				pins[d] = true
+			}
+		}
+	}
+	quarantine := func(q Quarantine) {
+		if !planned[q.Path] {
+			planned[q.Path] = true
+			b.plan.Quarantine = append(b.plan.Quarantine, q)
+		}
+	}
+	for _, t := range append(protectedIn(root.Real, b.facts.Home), keptIn(root.Real, b.spec.Keep, b.facts)...) {
+		if named[t.Path] && !t.Kept {
+			continue // a grant names it: the user means it
+		}
+		info := b.facts.file(t.Path)
+		links := info.Links
+		if !info.Exists && !gitTarget(t.Path) {
+			q, above, ok := b.missing(t)
+			if ok {
+				pin(q.From)
+				quarantine(q)
+			}
+			links = above
+		}
+		for _, l := range links {
+			// A link the command can replace: after the run the path
+			// must still lead where it did.
+			if b.writable(l) {
+				quarantine(Quarantine{Path: l, Real: b.facts.file(l).Real, Why: t.Why})
+			}
+		}
+		if info.Exists {
+			pin(path.Dir(t.Path))
+			paths = append(paths, t.Path)
+			whys[t.Path] = why + ": " + t.Why
+			if info.Real != t.Path && b.writable(info.Real) {
+				paths = append(paths, info.Real)
+				whys[info.Real] = why + ": " + t.Why + " (where " + t.Path + " leads)"
+			}
+		}
+	}
+	paths = append(paths, b.gitProtected(root.Real, pin)...)
+	dirs := slices.Sorted(maps.Keys(pins)) // parents first
+	for _, d := range dirs {
+		pinMounts = append(pinMounts, Mount{Kind: MountBind, Source: d, Target: d, NoExec: b.plan.Exec.Restricted, Dir: true, Why: why + " (pinned in place)"})
+	}
+	roMounts = b.protectPaths(w, root.Real, paths, whys, why)
+	if slices.Contains(b.facts.NestedCut, root.Real) {
+		b.warn("%s: nested repositories were looked for in the first %d folders only (%d levels deep, not in hidden folders, node_modules, __pycache__ or target); the .git folders of others stay writable", w.Value, nestedBudget, nestedDepth)
+	}
+	return pinMounts, roMounts
+}
+
+// gitProtected are the git files inside the writable root that send git
+// elsewhere or run code (hooks, config, commondir, gitdir, attributes),
+// of the root's repository, nested ones, submodules and worktrees, and
+// the hooks folders git config names; pin is called for the folders that
+// must stay in place.
+func (b *builder) gitProtected(root string, pin func(string)) []string {
+	var paths []string
+	gits := []string{path.Join(root, ".git")}
+	for _, g := range b.facts.Gits {
+		if strings.HasPrefix(g, root+"/") && !slices.Contains(gits, g) {
+			gits = append(gits, g)
+		}
+	}
+	for _, git := range gits {
+		info := b.facts.file(git)
+		switch {
+		case !info.Exists || info.Real != git:
+		case info.Dir:
+			pin(git)
+			paths = append(paths, git+"/hooks", git+"/config", git+"/commondir", git+"/config.worktree", git+"/info/attributes")
+		default:
+			// A .git file names the repository's git folder:
+			// rewritten, it would send git to hooks the command made.
+			pin(path.Dir(git))
+			paths = append(paths, git)
+		}
+	}
+	// Submodules' and worktrees' git folders: the same, plus the
+	// files that send git elsewhere (commondir, gitdir).
+	for _, m := range append(slices.Clone(b.facts.Submodules), b.facts.Worktrees...) {
+		if strings.HasPrefix(m, root+"/") {
+			pin(m)
+			paths = append(paths, m+"/hooks", m+"/config", m+"/commondir", m+"/gitdir", m+"/config.worktree", m+"/info/attributes")
+		}
+	}
+	for _, hp := range b.facts.HooksPaths {
+		if isUnder(hp, root) && hp != root {
+			pin(path.Dir(hp))
+			paths = append(paths, hp)
+		}
+	}
+	return paths
+}
+
+// protectPaths turns the protected paths inside the writable root granted
+// by w into read-only binds, records those that must not appear, and warns
+// about symlinks among them.
+func (b *builder) protectPaths(w policyengine.Entry, root string, paths []string, whys map[string]string, why string) (roMounts []Mount) {
+	slices.Sort(paths)
+	paths = slices.Compact(paths)
+	for _, p := range paths {
+		if info, known := b.facts.Files[p]; known && !info.Exists && (path.Base(p) == "commondir" || path.Base(p) == "config.worktree") {
+			b.plan.MustNotAppear = append(b.plan.MustNotAppear, p)
+		}
+	}
+	for _, p := range paths {
+		info := b.facts.file(p)
+		switch {
+		case !info.Exists || info.Real == p || !slices.ContainsFunc(info.Links, func(l string) bool { return isUnder(l, root) }):
+		case slices.Contains(paths, info.Real):
+			b.warn("%s is a symlink inside the writable %s (to %s): its target is kept read-only, and after the run corral checks the link still leads there", printable.String(p), w.Value, printable.String(info.Real))
+		default:
+			b.warn("%s is a symlink inside the writable %s (to %s): corral cannot keep a link the command can replace read-only", printable.String(p), w.Value, printable.String(info.Real))
+		}
+	}
+	for _, p := range paths {
+		if info := b.facts.file(p); info.Exists && info.Real == p {
+			// noexec with an exec allowlist: a bind without it would
+			// make what an earlier run wrote there executable.
+			reason := why
+			if whys[p] != "" {
+				reason = whys[p]
+			}
+			roMounts = append(roMounts, Mount{Kind: MountBind, Source: p, Target: p, ReadOnly: true, NoExec: b.plan.Exec.Restricted, Dir: info.Dir, Why: reason})
+			b.plan.Protected = append(b.plan.Protected, p)
+		}
+	}
+	return roMounts
 }
