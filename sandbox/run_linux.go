@@ -232,47 +232,18 @@ func (l *Launch) stopSignals() {
 func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 	defer l.stopSignals()
 	defer l.proxyR.Close()
-	res := &Result{ExitCode: 255}
 	if err := l.started(); err != nil {
 		return nil, err
-	}
-	data, mounts := encodePlan(plan)
-	// A plan that fits in the pipe is written here, at once; a larger one
-	// waits in a goroutine until the init reads (it reads once it has
-	// built its root ahead, which needs nothing from corral).
-	if len(data) <= pipeCapacity(l.planW) {
-		l.planW.Write(data)
-		l.planW.Close()
-	} else {
-		go func() {
-			l.planW.Write(data)
-			l.planW.Close()
-		}()
 	}
 	trace := func(string) {}
 	if plan.Trace && opts.Trace != nil {
 		trace = opts.Trace
 	}
-	trace("plan sent")
-	// While the init places its mounts: the cgroup and the seccomp filter.
-	var cg *cgroup.Group
-	if opts.Cgroup != nil {
-		var err error
-		if cg, err = opts.Cgroup(l.proc.Pid); err != nil {
-			l.Abort()
-			return nil, err
-		}
-	}
-	bpf, err := opts.Seccomp.Program(plan.Seccomp)
+	cg, mounts, err := l.send(plan, opts, trace)
 	if err != nil {
 		l.Abort()
 		return nil, err
 	}
-	if err := sendLate(l.proxyR, bpf, cg); err != nil {
-		l.Abort()
-		return nil, err
-	}
-	trace("late sent")
 	// Once the command runs (the init read the cache long before): the
 	// mounts for the next run like this one. A plan that pauses its mounts
 	// (tests' race windows) is not saved: built ahead, the pause would
@@ -292,6 +263,49 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 			opts.Serve(files)
 		}
 	}
+	defer l.endOn(opts)()
+	res, werr := l.wait(cg, saveMounts, trace)
+	return res, runError(res, werr)
+}
+
+// send writes the plan and, while the init places its mounts, makes the
+// cgroup ready and sends it with the seccomp program. mounts is the
+// plan's mount block, for the mount cache.
+func (l *Launch) send(plan *Plan, opts RunOptions, trace func(string)) (cg *cgroup.Group, mounts []byte, err error) {
+	data, mounts := encodePlan(plan)
+	// A plan that fits in the pipe is written here, at once; a larger one
+	// waits in a goroutine until the init reads (it reads once it has
+	// built its root ahead, which needs nothing from corral).
+	if len(data) <= pipeCapacity(l.planW) {
+		l.planW.Write(data)
+		l.planW.Close()
+	} else {
+		go func() {
+			l.planW.Write(data)
+			l.planW.Close()
+		}()
+	}
+	trace("plan sent")
+	if opts.Cgroup != nil {
+		if cg, err = opts.Cgroup(l.proc.Pid); err != nil {
+			return nil, nil, err
+		}
+	}
+	bpf, err := opts.Seccomp.Program(plan.Seccomp)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := sendLate(l.proxyR, bpf, cg); err != nil {
+		return nil, nil, err
+	}
+	trace("late sent")
+	return cg, mounts, nil
+}
+
+// endOn ends the run when opts.Timeout passes or opts.Done closes:
+// SIGTERM to the command, then after KillGrace SIGKILL to the whole
+// sandbox. The function it returns stops watching.
+func (l *Launch) endOn(opts RunOptions) (stop func()) {
 	end := func() {
 		l.mu.Lock()
 		if l.timedOut {
@@ -306,13 +320,12 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 		l.proc.Signal(unix.SIGTERM)
 		time.AfterFunc(opts.KillGrace, func() { l.proc.KillSandbox() })
 	}
+	var timer *time.Timer
 	if opts.Timeout > 0 {
-		timer := time.AfterFunc(opts.Timeout, end)
-		defer timer.Stop()
+		timer = time.AfterFunc(opts.Timeout, end)
 	}
+	finished := make(chan struct{})
 	if opts.Done != nil {
-		finished := make(chan struct{})
-		defer close(finished)
 		go func() {
 			select {
 			case <-opts.Done:
@@ -321,8 +334,20 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 			}
 		}()
 	}
+	return func() {
+		if timer != nil {
+			timer.Stop()
+		}
+		close(finished)
+	}
+}
+
+// wait reads the init's statuses until it is gone, reaps it and reads
+// what the cgroup saw. werr is the wait's error, if any.
+func (l *Launch) wait(cg *cgroup.Group, saveMounts func(), trace func(string)) (res *Result, werr error) {
+	res = &Result{ExitCode: 255}
 	gotExit, alone := false, false
-	handle := func(s status) {
+	for s := range l.statuses {
 		switch {
 		case s.Started != 0:
 			res.Started = true
@@ -339,10 +364,6 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 			res.ExitCode, res.Signal, res.MaxRSS = s.Exit.Code, s.Exit.Signal, s.Exit.MaxRSSKB*1024
 		}
 	}
-	for s := range l.statuses {
-		handle(s)
-	}
-	var werr error
 	if gotExit && alone {
 		// PID 1 killed and reaped every other process of the sandbox and
 		// left the cgroup before it reported: nothing of the command runs,
@@ -384,22 +405,28 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 			res.MaxRSS = peak
 		}
 	}
+	return res, werr
+}
+
+// runError is the error of a run that ended as res says: the sandbox
+// could not be built, or its init ended before the command started.
+func runError(res *Result, werr error) error {
 	if res.Stage != nil && res.Stage.Stage == "namespaces" {
 		if why := userNSRefusal(); why != "" {
-			return res, fmt.Errorf("%w: %s (%s)", ErrProtection, why, res.Stage.Message)
+			return fmt.Errorf("%w: %s (%s)", ErrProtection, why, res.Stage.Message)
 		}
-		return res, fmt.Errorf("%w: creating the sandbox's namespaces: %s", ErrProtection, res.Stage.Message)
+		return fmt.Errorf("%w: creating the sandbox's namespaces: %s", ErrProtection, res.Stage.Message)
 	}
 	if res.Stage != nil && res.Stage.Stage != "exec" {
-		return res, fmt.Errorf("building the sandbox: %w", res.Stage)
+		return fmt.Errorf("building the sandbox: %w", res.Stage)
 	}
 	if !res.Started && res.Stage == nil {
 		if werr != nil {
-			return res, fmt.Errorf("the sandbox's init ended before the command started: %v", werr)
+			return fmt.Errorf("the sandbox's init ended before the command started: %v", werr)
 		}
-		return res, errors.New("the sandbox's init ended before the command started, without a word")
+		return errors.New("the sandbox's init ended before the command started, without a word")
 	}
-	return res, nil
+	return nil
 }
 
 // reap waits for the shim, then lets go of its pidfd and of the thread
