@@ -91,6 +91,20 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 	if real, err := filepath.EvalSymlinks(tmp); err == nil {
 		tmp = real // /var/folders/... is /private/var/folders/...
 	}
+	cmd, err := l.command(plan, opts, tmp)
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", sandboxExec, err)
+	}
+	return l.wait(cmd, opts)
+}
+
+// command is sandbox-exec running the plan's command under its rendered
+// Seatbelt profile, with TMPDIR (tmp) of its own and, with a proxy in the
+// plan, the proxy listening and named in the environment.
+func (l *Launch) command(plan *Plan, opts RunOptions, tmp string) (*exec.Cmd, error) {
 	env := setEnv(plan.Env, "TMPDIR", tmp)
 	port := 0
 	if plan.Proxy != nil {
@@ -122,7 +136,7 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 	}
 	args := append([]string{sandboxExec, "-p", prof.Text}, prof.Args()...)
 	args = append(append(args, plan.Path), plan.Argv[1:]...)
-	cmd := &exec.Cmd{
+	return &exec.Cmd{
 		Path:   sandboxExec,
 		Args:   args,
 		Env:    env,
@@ -133,10 +147,12 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 		// Its own session: no controlling terminal, and a process group
 		// corral can signal and kill as a whole.
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", sandboxExec, err)
-	}
+	}, nil
+}
+
+// wait waits for the started cmd, forwarding signals to its process group
+// and ending it when opts.Timeout passes or opts.Done closes.
+func (l *Launch) wait(cmd *exec.Cmd, opts RunOptions) (*Result, error) {
 	res := &Result{ExitCode: 255, Started: true}
 	var mu sync.Mutex
 	timedOut, over := false, false
