@@ -100,14 +100,17 @@ var wrapperSpecs = sync.OnceValue(func() map[string]wrapper {
 			"shared": NoArg, "exclusive": NoArg, "nonblock": NoArg, "close": NoArg, "unlock": NoArg,
 			"no-fork": NoArg, "timeout": RequiredArg, "conflict-exit-code": RequiredArg, "command": RequiredArg,
 			"verbose": NoArg, "help": NoArg, "version": NoArg,
-			"fcntl": NoArg}}, operands: 1}, // util-linux 2.41 (Debian 13)
-		"watch": {spec: OptSpec{Short: "bcCd::eghn:pq:rtvwx", Long: map[string]ArgKind{
+			// util-linux 2.41 (Debian 13), then 2.42 (sid)
+			"fcntl": NoArg, "nb": NoArg, "nonblocking": NoArg, "wait": RequiredArg, "start": RequiredArg, "length": RequiredArg,
+		}}, operands: 1},
+		"watch": {spec: OptSpec{Short: "bcCd::efghn:pq:rs:tvwx", Long: map[string]ArgKind{
 			"beep": NoArg, "color": NoArg, "no-color": NoArg, "differences": OptionalArg, "errexit": NoArg,
 			"chgexit": NoArg, "interval": RequiredArg, "precise": NoArg, "equexit": RequiredArg,
-			"no-rerun": NoArg, "no-title": NoArg, "no-wrap": NoArg, "exec": NoArg, "help": NoArg, "version": NoArg}}},
+			"no-rerun": NoArg, "no-title": NoArg, "no-wrap": NoArg, "exec": NoArg, "help": NoArg, "version": NoArg,
+			"follow": NoArg, "shotsdir": RequiredArg}}}, // procps-ng 4.0.7 (sid)
 		"unbuffer": {spec: OptSpec{Short: "p"}},
-		"chrt": {spec: OptSpec{Short: "bdfiorRaT:P:D:pmvhV", Long: map[string]ArgKind{
-			"batch": NoArg, "deadline": NoArg, "fifo": NoArg, "idle": NoArg, "other": NoArg, "rr": NoArg,
+		"chrt": {spec: OptSpec{Short: "bdefiorRaT:P:D:pmvhV", Long: map[string]ArgKind{
+			"batch": NoArg, "deadline": NoArg, "ext": NoArg, "fifo": NoArg, "idle": NoArg, "other": NoArg, "rr": NoArg,
 			"reset-on-fork": NoArg, "all-tasks": NoArg, "sched-runtime": RequiredArg, "sched-period": RequiredArg,
 			"sched-deadline": RequiredArg, "pid": NoArg, "max": NoArg, "verbose": NoArg, "help": NoArg, "version": NoArg}},
 			operands: 1, noRun: []string{"-p", "--pid", "-m", "--max"}},

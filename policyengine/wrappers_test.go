@@ -91,7 +91,14 @@ func TestCheckExecNested(t *testing.T) {
 		{"flock -w 5 /tmp/l curl", Deny},
 		{"flock /tmp/l -c 'curl x'", Deny},
 		{"flock -c 'curl x' /tmp/l", Deny},
+		// util-linux 2.42's options (sid): the lock file and the
+		// program are found past their arguments.
+		{"flock --wait 5 --start 0 --length 10 /tmp/l curl", Deny},
+		{"flock --nb --wait 5 /tmp/l ls", Allow},
 		{"watch curl x", Deny},
+		{"watch -s /tmp/shots -f 'curl x'", Deny},
+		{"watch --shotsdir /tmp/shots -x ls", Allow},
+		{"chrt -e 0 curl", Deny},
 		{"watch -n 1 'curl x'", Deny},
 		{"watch -x curl", Deny},
 		// env.
