@@ -114,9 +114,9 @@ for who in root user; do
 	# Each run's exit status, and "!" where its report did not say
 	# oom_killed (recorded, not compared: a miss is told from a run that
 	# was not capped at all).
-	out=$("$as" sh -c 'cd /tmp && r=$(mktemp -p "$HOME") && n=0 && e= && for i in $(seq 10); do corral exec --best-effort --memory 128M --report "$r" -- python3 -c "$1" >/dev/null 2>&1; c=$?; if grep -q "\"oom_killed\": *true" "$r"; then n=$((n + 1)); e="$e $c"; else e="$e $c!"; fi; done; rm -f "$r"; echo "$n$e"' sh "$big")
-	summary "$who.oom_reported" "${out%% *}/10"
-	summary "$who.oom_exits" "${out#* }"
+	oom=$("$as" sh -c 'cd /tmp && r=$(mktemp -p "$HOME") && n=0 && e= && for i in $(seq 10); do corral exec --best-effort --memory 128M --report "$r" -- python3 -c "$1" >/dev/null 2>&1; c=$?; if grep -q "\"oom_killed\": *true" "$r"; then n=$((n + 1)); e="$e $c"; else e="$e $c!"; fi; done; rm -f "$r"; echo "$n$e"' sh "$big")
+	summary "$who.oom_reported" "${oom%% *}/10"
+	summary "$who.oom_exits" "${oom#* }"
 done
 # What a run costs each caller (a user's run asks systemd for a scope):
 # the mean wall time of 20 runs of `true`, in ms. Reported, not compared:
