@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -64,11 +65,22 @@ func TestHostAddrsPrivateNetns(t *testing.T) {
 				}
 			}
 			h := SystemHostAddrs()
+			// An IPv6 address's local route is installed by the kernel's
+			// address work queue after "ip addr add" returns (even with
+			// nodad), so an address that should count is given a moment to
+			// appear; one that should not is checked once, after those.
 			want := func(a string, host bool) error {
-				if got := h.IsHost(netip.MustParseAddr(a)); got != host {
-					return fmt.Errorf("IsHost(%s) = %v, want %v", a, got, host)
+				deadline := time.Now().Add(3 * time.Second)
+				for {
+					got := h.IsHost(netip.MustParseAddr(a))
+					if got == host {
+						return nil
+					}
+					if !host || time.Now().After(deadline) {
+						return fmt.Errorf("IsHost(%s) = %v, want %v", a, got, host)
+					}
+					time.Sleep(10 * time.Millisecond)
 				}
-				return nil
 			}
 			for _, c := range []struct {
 				a    string
