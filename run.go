@@ -21,7 +21,6 @@ import (
 	"corral/policyengine"
 	"corral/printable"
 	"corral/sandbox"
-	"corral/sandbox/cgroup"
 )
 
 // Spec is one sandboxed run.
@@ -68,25 +67,11 @@ type Spec struct {
 }
 
 // Debug holds options that change how a run is carried out but never
-// what it enforces. The CLI sets TraceInit from CORRAL_TRACE=1; the rest
-// only a binary built with -tags corral_testhooks sets (from CORRAL_MOUNTS,
-// CORRAL_MOUNT_PAUSE, CORRAL_PROBE_PAUSE and CORRAL_HOLD_PAUSE), for the
-// end-to-end tests.
-type Debug struct {
-	// TraceInit makes the sandbox's init print how long each of its
-	// steps took to the command's stderr (with Trace set).
-	TraceInit bool
-	// LegacyMounts builds the new root the way kernels without open_tree
-	// and mount_setattr need (bind, then set the flags by path), so the
-	// tests cover that path on any kernel.
-	LegacyMounts bool
-	// MountPause holds the init between opening the bind sources and
-	// placing them; ProbePause waits before corral probes the host (after
-	// the init built its root ahead), HoldPause before it holds the
-	// protected paths. Each opens a window in which a test changes the
-	// host; they only slow a run.
-	MountPause, ProbePause, HoldPause time.Duration
-}
+// what it enforces (sandbox.Options): the CLI sets TraceInit from
+// CORRAL_TRACE=1; the rest only a binary built with -tags
+// corral_testhooks sets (from CORRAL_MOUNTS, CORRAL_MOUNT_PAUSE,
+// CORRAL_PROBE_PAUSE and CORRAL_HOLD_PAUSE), for the end-to-end tests.
+type Debug = sandbox.Options
 
 // Denial is one refused permission, as audited.
 type Denial struct {
@@ -167,27 +152,6 @@ func (a *auditLog) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// givenUp ends a run given up before its plan was built (stop in Run): as
-// a timeout when ctx was cancelled, else as the signal corral got would
-// have ended the command (128+N).
-func givenUp(ctx context.Context, r *Result, launch *sandbox.Launch, cleanup func()) (*Result, error) {
-	sig := 0
-	if launch != nil {
-		sig = launch.EndSignal()
-		launch.Abort()
-	}
-	cleanup()
-	switch {
-	case ctx.Err() != nil:
-		r.TimedOut, r.ExitCode = true, ExitTimeout
-	case sig != 0:
-		r.Signal, r.ExitCode = sig, 128+sig
-	default:
-		return r, failed(errors.New("the run was given up before its plan"))
-	}
-	return r, nil
-}
-
 // early is a signal forwarding PrepareRun started for the next Run.
 var early atomic.Pointer[sandbox.Signals]
 
@@ -217,23 +181,75 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	if sigs == nil {
 		sigs = sandbox.NotifySignals()
 	}
-	handed := false // to the launch, which stops them
+	handed := false // to sandbox.Execute, which stops them
 	defer func() {
 		if !handed {
 			sigs.Stop()
 		}
 	}()
-	trace, warn := spec.Trace, spec.Warn
-	if trace == nil {
-		trace = func(string) {}
-	}
-	if warn == nil {
-		warn = func(string) {}
-	}
+	trace, warn := orNothing(spec.Trace), orNothing(spec.Warn)
 	if spec.Skills == nil || len(spec.Argv) == 0 {
 		return r, failed(errors.New("corral.Run needs skills and a command"))
 	}
 	audit := &auditLog{w: spec.Audit}
+	sk, err := preflight(spec, r, audit)
+	if err != nil {
+		return r, err
+	}
+	trace("preflight")
+	stdio, closeStdio, err := files(spec)
+	if err != nil {
+		return r, failed(err)
+	}
+	defer closeStdio()
+	defer restoreTerminals(saveTerminals(stdio.Stdin, stdio.Stdout, stdio.Stderr))
+	stdio.Signals = sigs
+	limits := runLimits(ctx, sk, spec)
+	r.Limits = &limits
+	r.Created, err = createWriteRoots(sk)
+	if err != nil {
+		return r, failed(err)
+	}
+	trace("loaded")
+	env := spec.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	var proxy *netns.Proxy // made when the plan has one
+	handed = true
+	out, err := sandbox.Execute(ctx, sandbox.Request{Perms: sk.Perms, CgroupParent: spec.CgroupParent, Stdio: stdio, Trace: spec.Trace, Warn: warn,
+		Spec: sandbox.Spec{Argv: spec.Argv, WorkDir: sk.Vars.WorkDir, Env: env, BestEffort: spec.BestEffort, Home: sk.Vars.Home,
+			Keep: KeptPaths(sk, spec.Policy, spec.Keep...), Limits: limits, Options: spec.Debug},
+		Serve: func(lns []net.Listener) {
+			proxy = newProxy(sk, spec, audit, r)
+			for _, ln := range lns {
+				go proxy.Serve(ln)
+			}
+		}})
+	r.Protections, r.Dropped, r.Cgroup = out.Protections, out.Dropped, out.Cgroup
+	r.Warnings = append(r.Warnings, out.Warnings...)
+	r.Created, r.Removed, r.Replaced = append(r.Created, out.Created...), out.Removed, out.Replaced
+	if out.Plan != nil && out.Result != nil {
+		r.Quarantined = quarantine(out.Plan.Quarantine, warn)
+		if out.Result.Started {
+			sweepAfter(r, out.Plan, sk.Vars.Home, since, warn, trace)
+		}
+	}
+	if proxy != nil {
+		proxy.Close()
+		r.ProxyDenials, r.ProxyDenialsMore = r.Proxy.Denials()
+		if aerr := r.Proxy.Err(); aerr != nil {
+			warn(fmt.Sprintf("writing the audit log: %v", aerr))
+		}
+	}
+	return ended(r, out.Result, err, spec.Argv[0])
+}
+
+// preflight caps the skills with the agent policy and checks the command
+// with the skills' engine (and sh -c scripts), then with the policy's
+// rules, before anything starts (about 50 µs): a refused command costs no
+// namespaces. It returns the capped skills.
+func preflight(spec Spec, r *Result, audit *auditLog) (*Skills, error) {
 	deny := func(permission, context string, d policyengine.Decision) error {
 		d.Reason = printable.Clip(d.Reason, MaxLogged)
 		den := Denial{Time: time.Now(), Agent: spec.Agent, Permission: permission, Context: printable.Clip(context, MaxLogged), Decision: d}
@@ -242,81 +258,41 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		return &Error{Code: ExitNotAllowed, Err: fmt.Errorf("%w: %s", ErrNotPermitted, d.Reason)}
 	}
 	sk := spec.Skills
-	if spec.Policy != nil && !spec.Policy.Empty() {
+	policy := spec.Policy != nil && !spec.Policy.Empty()
+	if policy {
 		capped, notes, err := sk.Capped(spec.Policy)
 		if err != nil {
-			return r, failed(err)
+			return nil, failed(err)
 		}
 		sk = capped
 		r.Warnings = append(r.Warnings, notes...)
 	}
 	if st, err := os.Stat(sk.Vars.WorkDir); err != nil || !st.IsDir() {
-		return r, failed(fmt.Errorf("work dir %s is not a folder", sk.Vars.WorkDir))
+		return nil, failed(fmt.Errorf("work dir %s is not a folder", sk.Vars.WorkDir))
 	}
-	// Preflight: the skills' engine checks the command (and sh -c
-	// scripts), then the agent policy's rules, before anything starts
-	// (about 50 µs): a refused command costs no namespaces.
 	line := commandLine(spec.Argv)
 	if d := sk.Engine.CheckArgv(spec.Argv); d.Action != policyengine.Allow {
-		return r, deny("exec", line, d)
+		return nil, deny("exec", line, d)
 	}
-	if spec.Policy != nil && !spec.Policy.Empty() {
+	if policy {
 		d := spec.Policy.CheckExec(line)
 		if d.Action == policyengine.Confirm && !spec.Confirmed {
 			d.Action = policyengine.Deny
 			d.Reason += " (nobody can answer here: pass --confirmed once the user agreed)"
 		}
 		if d.Action == policyengine.Deny {
-			return r, deny("exec", line, d)
+			return nil, deny("exec", line, d)
 		}
 	}
-	trace("preflight")
-	prepared := sandbox.Prepare(sk.Perms)
-	// The init starts next and boots (namespaces, uid map) while the
-	// cgroup is made and the plan built.
-	stdio, closeStdio, err := files(spec)
-	if err != nil {
-		return r, failed(err)
-	}
-	defer closeStdio()
-	defer restoreTerminals(saveTerminals(stdio.Stdin, stdio.Stdout, stdio.Stderr))
-	trace("loaded")
-	stdio.Signals = sigs
-	// The init is exec'd on a thread of its own (about 0.8 ms until it
-	// runs, and as long again to make its namespaces) while this one
-	// makes the cgroup, probes the host and builds the plan.
-	l, startErr := sandbox.Start(stdio)
-	// stop is closed when the run is given up before its plan: corral
-	// got SIGINT, SIGTERM, SIGHUP or SIGQUIT, or ctx was cancelled. It
-	// ends Probe's waits for locks other runs hold.
-	stop, runEnded := make(chan struct{}), make(chan struct{})
-	defer close(runEnded)
-	if startErr == nil {
-		ending := l.Ending()
-		go func() {
-			select {
-			case <-ending:
-			case <-ctx.Done():
-			case <-runEnded:
-			}
-			close(stop)
-		}()
-	}
-	var launch *sandbox.Launch
-	started := sync.OnceValue(func() error {
-		if startErr != nil {
-			return startErr
-		}
-		if err := l.Started(); err != nil {
-			return err
-		}
-		launch, handed = l, true
-		trace("started")
-		return nil
-	})
+	return sk, nil
+}
+
+// runLimits are the skills' limits with the flags over them, capped by
+// the agent policy (its caps hold against the flags too) and by ctx's
+// deadline.
+func runLimits(ctx context.Context, sk *Skills, spec Spec) sandbox.Limits {
 	limits := sandbox.ResolveLimits(sk.Perms.Limits, spec.Limits)
 	if spec.Policy != nil {
-		// The policy's limit caps hold against the flags too.
 		mem, pids, timeout := spec.Policy.LimitCeilings()
 		if mem > 0 && limits.Memory > mem {
 			limits.Memory, limits.MemoryFrom, limits.Explicit = mem, "the agent policy's caps", true
@@ -333,174 +309,37 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 			limits.Timeout, limits.TimeoutFrom = max(left, time.Millisecond), "the caller's context"
 		}
 	}
-	r.Limits = &limits
-	cgDone := make(chan cgroupResult, 1)
-	go func() {
-		cgroup.RemoveStale(spec.CgroupParent)
-		cg, err := cgroup.New(spec.CgroupParent, limits.Memory, limits.Pids)
-		cgDone <- cgroupResult{cg, err}
-	}()
-	cgroupMade := sync.OnceValue(func() cgroupResult { return <-cgDone })
-	abort := func(err error) (*Result, error) {
-		if started() == nil {
-			launch.Abort()
-		}
-		removeCgroup(cgroupMade(), warn)
-		return r, err
+	return limits
+}
+
+// newProxy makes the run's egress proxy, auditing into r.Proxy.
+func newProxy(sk *Skills, spec Spec, audit *auditLog, r *Result) *netns.Proxy {
+	var w io.Writer
+	if spec.Audit != nil {
+		w = audit
 	}
-	created, err := createWriteRoots(sk)
-	r.Created = created
-	if err != nil {
-		return abort(failed(err))
+	r.Proxy = netns.NewAudit(w)
+	cfg := netns.Config{Engine: sk.Engine, Audit: r.Proxy.Record, Agent: spec.Agent, HostAddrs: netns.SystemHostAddrs()}
+	if spec.Policy != nil && !spec.Policy.Empty() {
+		cfg.Policy = spec.Policy.WithHostAddrs(cfg.HostAddrs)
 	}
-	env := spec.Env
-	if env == nil {
-		env = os.Environ()
+	if len(spec.Resolve) > 0 {
+		cfg.Resolver = &netns.Pinned{Names: spec.Resolve, Next: netns.SystemResolver()}
 	}
-	sspec := sandbox.Spec{Argv: spec.Argv, WorkDir: sk.Vars.WorkDir, Env: env, BestEffort: spec.BestEffort, Stop: stop,
-		Home: sk.Vars.Home, Keep: KeptPaths(sk, spec.Policy, spec.Keep...)}
-	pause(spec.Debug.ProbePause)
-	facts := sandbox.Probe(sk.Perms, sspec)
-	trace("probed")
-	if idx := facts.ProgramIndex; idx != nil {
-		trace("program index: " + idx.Source)
-	}
-	if idx := facts.ProgramIndex; idx != nil && idx.Stopped {
-		if started() != nil {
-			launch = nil
-		}
-		return givenUp(ctx, r, launch, func() { removeCgroup(cgroupMade(), warn) })
-	}
-	hooks, err := sandbox.CreateHooksFolders(facts)
-	r.Created = append(r.Created, hooks...)
-	if err != nil {
-		return abort(failed(err))
-	}
-	plan, err := sandbox.BuildPlan(sk.Perms, sspec, facts)
-	trace("built")
-	var notFound *sandbox.NotFoundError
-	switch {
-	case errors.As(err, &notFound):
-		return abort(&Error{Code: ExitNotFound, Err: err})
-	case err != nil:
-		return abort(failed(err))
-	}
-	plan.Limits = limits
-	defer func() {
-		cgr := cgroupMade()
-		t := time.Now()
-		removeCgroup(cgr, warn)
-		if plan.Trace && cgr.err == nil {
-			trace(fmt.Sprintf("cgroup removed in %d µs", time.Since(t).Microseconds()))
-		}
-	}()
-	if err := started(); err != nil {
-		return r, failed(err)
-	}
-	// The init gets the cgroup after its mounts (Launch.Run calls this
-	// once the plan is on its way), so making it overlaps them.
-	joinCgroup := func(initPid int) (*cgroup.Group, error) {
-		cgr := cgroupMade()
-		if cgr.err == nil {
-			// A user scope is started around the init now.
-			if err := cgr.cg.Attach(initPid); err != nil {
-				cgr = cgroupResult{err: err}
-			}
-		}
-		trace("cgroupready")
-		if cgr.err != nil && limits.Explicit && !spec.BestEffort {
-			return nil, fmt.Errorf("%w: cannot enforce the memory and process limits (%s, %s): %v", sandbox.ErrProtection, limits.MemoryFrom, limits.PidsFrom, cgr.err)
-		}
-		p := LimitsProtection(limits, cgr.cg, cgr.err)
-		r.Protections = append(r.Protections, p)
-		if !p.Enforced {
-			r.Dropped = append(r.Dropped, p.Name)
-			warn(fmt.Sprintf("running without %s: %s", p.Name, p.Detail))
-		}
-		if cgr.err != nil {
-			return nil, nil
-		}
-		r.Cgroup = cgr.cg.Path
-		return cgr.cg, nil
-	}
-	plan.Trace = spec.Trace != nil && spec.Debug.TraceInit
-	plan.LegacyMounts, plan.MountPause = spec.Debug.LegacyMounts, spec.Debug.MountPause
-	r.Protections, r.Warnings = plan.Protections, append(r.Warnings, plan.Warnings...)
-	for _, a := range plan.Alerts {
-		warn(a)
-	}
-	for _, p := range plan.Protections {
-		if !p.Enforced {
-			r.Dropped = append(r.Dropped, p.Name)
-			warn(fmt.Sprintf("running without %s: %s", p.Name, p.Detail))
-		}
-	}
-	trace("planned")
-	var proxy *netns.Proxy
-	if plan.Proxy != nil {
-		var w io.Writer
-		if spec.Audit != nil {
-			w = audit
-		}
-		r.Proxy = netns.NewAudit(w)
-		cfg := netns.Config{Engine: sk.Engine, Audit: r.Proxy.Record, Agent: spec.Agent, HostAddrs: netns.SystemHostAddrs()}
-		if spec.Policy != nil && !spec.Policy.Empty() {
-			cfg.Policy = spec.Policy.WithHostAddrs(cfg.HostAddrs)
-		}
-		if len(spec.Resolve) > 0 {
-			cfg.Resolver = &netns.Pinned{Names: spec.Resolve, Next: netns.SystemResolver()}
-		}
-		proxy = netns.New(cfg)
-	}
-	// Which file each protected path is now; the sandbox itself cannot
-	// replace one (renaming over a mount point fails), the host can.
-	pause(spec.Debug.HoldPause)
-	held := sandbox.Hold(plan.Protected)
-	defer held.Close()
-	plan.Held = held.Files()
-	res, err := launch.Run(plan, sandbox.RunOptions{Seccomp: prepared, Cgroup: joinCgroup, Trace: spec.Trace, Timeout: limits.Timeout, KillGrace: limits.KillGrace, Done: ctx.Done(), Serve: func(files []*os.File) {
-		for _, f := range files {
-			ln, lerr := net.FileListener(f)
-			f.Close()
-			if lerr != nil {
-				warn(fmt.Sprintf("proxy listener: %v", lerr))
-				continue
-			}
-			go proxy.Serve(ln)
-		}
-	}})
-	trace("done")
-	// Nothing of the sandbox runs any more: what it left that would send
-	// git elsewhere for config and hooks can be removed without a race.
-	for _, f := range plan.MustNotAppear {
-		if _, err := os.Lstat(f); err == nil {
-			if err := os.Remove(f); err != nil {
-				warn(fmt.Sprintf("the command created %s, which sends git on the host to a config and hooks it chose; removing it failed: %v", printable.String(f), err))
-				continue
-			}
-			r.Removed = append(r.Removed, f)
-			warn(fmt.Sprintf("the command created %s, which would send git on the host to a config and hooks it chose; removed it", printable.String(f)))
-		}
-	}
-	r.Quarantined = quarantine(plan.Quarantine, warn)
-	if res != nil && res.Started {
-		sweepAfter(r, plan, sk.Vars.Home, since, warn, trace)
-		for _, p := range held.Replaced() {
-			r.Replaced = append(r.Replaced, p)
-			warn(fmt.Sprintf("%s was replaced on the host while the sandbox ran, which ends its read-only bind: the command may have written the new one; check it", printable.String(p)))
-		}
-	}
-	if proxy != nil {
-		proxy.Close()
-		r.ProxyDenials, r.ProxyDenialsMore = r.Proxy.Denials()
-		if aerr := r.Proxy.Err(); aerr != nil {
-			warn(fmt.Sprintf("writing the audit log: %v", aerr))
-		}
-	}
+	return netns.New(cfg)
+}
+
+// ended fills r with how the command ended (res, nil when it never ran)
+// and says why it did not run its course (err from sandbox.Execute).
+func ended(r *Result, res *sandbox.Result, err error, prog string) (*Result, error) {
 	if res != nil {
 		r.ExitCode, r.Signal, r.Wall, r.PeakMemory = res.ExitCode, res.Signal, res.Wall, res.MaxRSS
 	}
-	if err != nil {
+	var notFound *sandbox.NotFoundError
+	switch {
+	case errors.As(err, &notFound):
+		return r, &Error{Code: ExitNotFound, Err: err}
+	case err != nil:
 		return r, failed(err)
 	}
 	r.TimedOut, r.OOMKilled = res.TimedOut, res.OOMKills > 0
@@ -512,9 +351,17 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		r.ExitCode = ExitOOM
 	}
 	if res.Stage != nil {
-		return r, execFailure(spec.Argv[0], res.Stage)
+		return r, execFailure(prog, res.Stage)
 	}
 	return r, nil
+}
+
+// orNothing is f, or a function that does nothing.
+func orNothing(f func(string)) func(string) {
+	if f == nil {
+		return func(string) {}
+	}
+	return f
 }
 
 // commandLine is argv quoted for the shell, all of it: the policy's rules
@@ -541,16 +388,4 @@ func execFailure(prog string, e *sandbox.StageError) error {
 		return &Error{Code: ExitNotAllowed, Err: fmt.Errorf("%s: the sandbox refused to execute it (%s)", printable.String(prog), printable.Line(e.Message))}
 	}
 	return failed(fmt.Errorf("starting %s: %w", printable.String(prog), e))
-}
-
-type cgroupResult struct {
-	cg  *cgroup.Group
-	err error
-}
-
-// pause waits d (Debug's windows for tests; zero in the product).
-func pause(d time.Duration) {
-	if d > 0 {
-		time.Sleep(d)
-	}
 }

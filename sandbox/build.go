@@ -29,6 +29,10 @@ type Spec struct {
 	// Stop, closed when the run is given up (a signal ended the init, the
 	// caller's context), ends Probe's waits for locks other runs hold.
 	Stop <-chan struct{}
+	// Limits are the run's resolved limits; Options how it is carried
+	// out. Both go into the plan as they are.
+	Limits  Limits
+	Options Options
 }
 
 // hiddenRoots are never bound into the sandbox even when a grant covers
@@ -99,7 +103,8 @@ func (e *NotFoundError) Error() string {
 // BuildPlan turns permissions and host facts into a Plan. It is pure: the
 // same inputs give the same Plan.
 func BuildPlan(p policyengine.Permissions, spec Spec, facts *Facts) (*Plan, error) {
-	b := &builder{perms: p, spec: spec, facts: facts, plan: &Plan{Hostname: "corral", perms: p, home: spec.Home, keep: spec.Keep}}
+	b := &builder{perms: p, spec: spec, facts: facts, plan: &Plan{Hostname: "corral", perms: p, home: spec.Home, keep: spec.Keep,
+		Limits: spec.Limits, Trace: spec.Options.TraceInit, LegacyMounts: spec.Options.LegacyMounts, MountPause: spec.Options.MountPause}}
 	restricted := p.ExecRestricted()
 	b.plan.Exec.Restricted = restricted
 	if err := b.command(); err != nil {

@@ -28,14 +28,14 @@ type Plan struct {
 	Proxy *ProxyPlan `json:"proxy,omitempty"`
 
 	// Trace makes the init stage print how long each step took to stderr
-	// (Debug.TraceInit of package corral), for performance work.
+	// (Options.TraceInit), for performance work.
 	Trace bool `json:"trace,omitempty"`
 	// LegacyMounts makes the init bind first and set the flags by path
 	// afterwards, as it does on kernels without open_tree and
-	// mount_setattr (Debug.LegacyMounts, for the tests of that path).
+	// mount_setattr (Options.LegacyMounts, for the tests of that path).
 	LegacyMounts bool `json:"legacy_mounts,omitempty"`
 	// MountPause makes the init wait this long between opening the bind
-	// sources and placing them (Debug.MountPause, for the tests of what
+	// sources and placing them (Options.MountPause, for the tests of what
 	// the host changes meanwhile). It only slows a run down.
 	MountPause time.Duration `json:"mount_pause,omitempty"`
 
@@ -64,10 +64,6 @@ type Plan struct {
 	// (git renames config.lock over config), so corral compares them
 	// before and after the run.
 	Protected []string `json:"protected,omitempty"`
-	// Held are the protected paths' files as corral holds them when the
-	// sandbox starts (run.go): a root the init built ahead of the plan
-	// is used only if it binds these (init_linux.c, held_still).
-	Held []HeldFile `json:"-"`
 	// Warnings are places where the kernel's rule differs from the glob
 	// it came from, and other things a user should know.
 	Warnings []string `json:"warnings,omitempty"`

@@ -14,7 +14,8 @@ import (
 // NUL-terminated. A format this small needs no JSON parser in C. mounts
 // is the mount block: the records the init's new root and Landlock
 // ruleset come from (legacy mounts, mount pause, mounts, Landlock and
-// its rules), together, which is what the mount cache holds.
+// its rules), together, which is what the mount cache holds. held are
+// the protected paths' files corral holds (RunOptions.Held).
 // mountKinds are the kind fields of mount records (protocol.h).
 var mountKinds = map[MountKind]byte{
 	MountTmpfs:  stage.MountTmpfs,
@@ -27,7 +28,7 @@ var mountKinds = map[MountKind]byte{
 	MountFile:   stage.MountFile,
 }
 
-func encodePlan(p *Plan) (data, mounts []byte) {
+func encodePlan(p *Plan, held []HeldFile) (data, mounts []byte) {
 	b := []byte{0, 0, 0, 0} // the length, filled in below
 	rec := func(tag byte, fields ...string) {
 		n := 0
@@ -82,7 +83,7 @@ func encodePlan(p *Plan) (data, mounts []byte) {
 		rec(stage.RecPortRule, strconv.FormatUint(r.Access, 10), strconv.Itoa(r.Port))
 	}
 	end := len(b)
-	for _, h := range p.Held {
+	for _, h := range held {
 		held := "0"
 		if h.Held {
 			held = "1"

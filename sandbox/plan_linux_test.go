@@ -39,8 +39,8 @@ func TestEncodePlanMountBlock(t *testing.T) {
 	}
 	p.Landlock.ABI = 7
 	p.Landlock.Rules = []PathRule{{Access: 1, Path: "/w"}}
-	p.Held = []HeldFile{{Path: "/w/.bashrc", Major: 8, Minor: 1, Ino: 42}}
-	data, block := encodePlan(p)
+	held := []HeldFile{{Path: "/w/.bashrc", Major: 8, Minor: 1, Ino: 42}}
+	data, block := encodePlan(p, held)
 	if got := int(binary.LittleEndian.Uint32(data)); got != len(data)-4 {
 		t.Fatalf("length %d, want %d", got, len(data)-4)
 	}

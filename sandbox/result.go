@@ -45,6 +45,10 @@ type RunOptions struct {
 	Seccomp *seccomp.Prepared
 	// Trace gets the launcher's steps when the plan traces (plan.Trace).
 	Trace func(step string)
+	// Held are the protected paths' files as corral holds them when the
+	// sandbox starts (Hold): a root the init built ahead of the plan is
+	// used only if it binds these (init_linux.c, held_still).
+	Held []HeldFile
 }
 
 // Stdio are the streams the command gets, passed straight through.

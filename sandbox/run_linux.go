@@ -272,7 +272,7 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 // cgroup ready and sends it with the seccomp program. mounts is the
 // plan's mount block, for the mount cache.
 func (l *Launch) send(plan *Plan, opts RunOptions, trace func(string)) (cg *cgroup.Group, mounts []byte, err error) {
-	data, mounts := encodePlan(plan)
+	data, mounts := encodePlan(plan, opts.Held)
 	// A plan that fits in the pipe is written here, at once; a larger one
 	// waits in a goroutine until the init reads (it reads once it has
 	// built its root ahead, which needs nothing from corral).

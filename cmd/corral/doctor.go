@@ -1,7 +1,6 @@
 package main
 
 import (
-	"corral"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -33,7 +32,7 @@ var doctorCommand = command{
 			}
 			limits := sandbox.ResolveLimits(l.Perms.Limits, sandbox.LimitFlags{})
 			cg, cgErr := cgroup.Probe(limits.Memory, limits.Pids)
-			plan.Protections = append(plan.Protections, corral.LimitsProtection(limits, cg, cgErr))
+			plan.Protections = append(plan.Protections, sandbox.LimitsProtection(limits, cg, cgErr))
 			start := time.Now()
 			idx := sandbox.HostProgramIndex()
 			took := time.Since(start)

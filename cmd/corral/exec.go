@@ -225,7 +225,7 @@ func runExec(l *corral.Skills, nf *netFlags, lf *limitFlags, pf *policyFlags, ar
 		// folder holds: escaped like every line.)
 		fmt.Fprint(os.Stderr, printable.Text(fmt.Sprintf("corral: timed out after %s (%s); the command got SIGTERM, and the sandbox SIGKILL %s later if still running\n", res.Limits.Timeout, res.Limits.TimeoutFrom, res.Limits.KillGrace)))
 	case res.OOMKilled:
-		fmt.Fprint(os.Stderr, printable.Text(fmt.Sprintf("corral: out of memory: limit %s (%s); the kernel killed the command or one of its processes\n", corral.FormatSize(res.Limits.Memory), res.Limits.MemoryFrom)))
+		fmt.Fprint(os.Stderr, printable.Text(fmt.Sprintf("corral: out of memory: limit %s (%s); the kernel killed the command or one of its processes\n", sandbox.FormatSize(res.Limits.Memory), res.Limits.MemoryFrom)))
 	}
 	if res.ExitCode != 0 {
 		return &exitError{Code: res.ExitCode}

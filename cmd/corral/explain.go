@@ -126,7 +126,7 @@ func summarise(p policyengine.Permissions) []string {
 		out = append(out, "Programs: any (no skill declares an exec list).")
 	}
 	out = append(out, "Environment: "+strings.Join(append(policyengine.Values(p.Env), policyengine.DefaultEnv...), ", ")+"; every other variable is dropped.")
-	out = append(out, "Limits: "+corral.LimitsText(sandbox.ResolveLimits(p.Limits, sandbox.LimitFlags{}))+".")
+	out = append(out, "Limits: "+sandbox.LimitsText(sandbox.ResolveLimits(p.Limits, sandbox.LimitFlags{}))+".")
 	return out
 }
 

@@ -13,8 +13,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"corral"
 	"corral/printable"
+	"corral/sandbox"
 )
 
 // outFile is one of corral's own files, --report or --audit-log. It is
@@ -265,7 +265,7 @@ func (o *outFile) Close() error {
 	var err error
 	if o.dropped > 0 {
 		line, _ := json.Marshal(auditDropped{Time: time.Now(), Agent: o.agent, Permission: "audit", Decision: "dropped", Dropped: o.dropped, LimitBytes: o.limit,
-			Reason: fmt.Sprintf("the audit log reached this run's cap of %s (--audit-log-max); %d later entries were not written", corral.FormatSize(o.limit), o.dropped)})
+			Reason: fmt.Sprintf("the audit log reached this run's cap of %s (--audit-log-max); %d later entries were not written", sandbox.FormatSize(o.limit), o.dropped)})
 		_, err = o.f.Write(append(printable.JSON(line), '\n'))
 	}
 	if cerr := o.f.Close(); err == nil {

@@ -1,36 +1,27 @@
-package corral
+package sandbox
 
 import (
 	"fmt"
 	"strings"
 
-	"corral/sandbox"
 	"corral/sandbox/cgroup"
 )
 
-func removeCgroup(r cgroupResult, warn func(string)) {
-	if r.err != nil || r.cg == nil {
-		return
-	}
-	if err := r.cg.Remove(); err != nil {
-		warn(fmt.Sprintf("removing cgroup %s: %v", r.cg.Path, err))
-	}
-}
-
-// LimitsProtection is the limits row of the protections table.
-func LimitsProtection(l sandbox.Limits, cg *cgroup.Group, err error) sandbox.Protection {
+// LimitsProtection is the limits row of the protections table: cg is the
+// run's cgroup, or err says why there is none.
+func LimitsProtection(l Limits, cg *cgroup.Group, err error) Protection {
 	if err != nil {
 		what := "the default caps are dropped with this warning; a limit a skill or a flag asks for fails the run (exit 125)"
 		if l.Explicit {
 			what = "a skill or a flag asked for limits, so exec refuses to run (exit 125) unless --best-effort is given"
 		}
-		return sandbox.Protection{Name: "limits", Detail: fmt.Sprintf("no cgroup, so no memory or process cap: %v; %s", err, what)}
+		return Protection{Name: "limits", Detail: fmt.Sprintf("no cgroup, so no memory or process cap: %v; %s", err, what)}
 	}
-	return sandbox.Protection{Name: "limits", Enforced: true, Detail: fmt.Sprintf("%s: %s", cg.Where(), LimitsText(l))}
+	return Protection{Name: "limits", Enforced: true, Detail: fmt.Sprintf("%s: %s", cg.Where(), LimitsText(l))}
 }
 
 // LimitsText says what the limits are and where each came from.
-func LimitsText(l sandbox.Limits) string {
+func LimitsText(l Limits) string {
 	lim := []string{
 		fmt.Sprintf("memory + swap %s (%s)", FormatSize(l.Memory), l.MemoryFrom),
 		fmt.Sprintf("%d processes (%s)", l.Pids, l.PidsFrom),

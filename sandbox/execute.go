@@ -1,0 +1,344 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"corral/policyengine"
+	"corral/printable"
+	"corral/sandbox/cgroup"
+)
+
+// Request is one run as the sandbox carries it out. The caller has
+// checked the command and resolved what it may do: Perms are the skills'
+// permissions already capped by any agent policy, Spec.Limits the limits
+// (ResolveLimits, then the policy's caps and the caller's deadline).
+type Request struct {
+	Perms policyengine.Permissions
+	Spec  Spec
+	// CgroupParent places the run's cgroup ("": corral's own place).
+	CgroupParent string
+	// Stdio are the command's streams and the signals corral forwards;
+	// Execute stops Stdio.Signals when it returns.
+	Stdio Stdio
+	// Serve gets the egress proxy's listeners (inside the sandbox's
+	// network namespace) when the plan has a proxy; it is called once,
+	// before the command starts, and must return at once.
+	Serve func([]net.Listener)
+	// Trace gets timing steps; Warn gets warnings meant for a person.
+	// Either may be nil.
+	Trace, Warn func(string)
+}
+
+// Options change how a run is carried out but never what it enforces;
+// the zero value is the product's behaviour. The CLI sets TraceInit from
+// CORRAL_TRACE=1; the rest only a binary built with -tags
+// corral_testhooks sets, for the end-to-end tests.
+type Options struct {
+	// TraceInit makes the sandbox's init print how long each of its
+	// steps took to the command's stderr (with Request.Trace set).
+	TraceInit bool
+	// LegacyMounts builds the new root the way kernels without open_tree
+	// and mount_setattr need (bind, then set the flags by path), so the
+	// tests cover that path on any kernel.
+	LegacyMounts bool
+	// MountPause holds the init between opening the bind sources and
+	// placing them; ProbePause waits before corral probes the host (after
+	// the init built its root ahead), HoldPause before it holds the
+	// protected paths. Each opens a window in which a test changes the
+	// host; they only slow a run.
+	MountPause, ProbePause, HoldPause time.Duration
+}
+
+// Outcome is what a run did, filled as far as it got (also with an
+// error from Execute).
+type Outcome struct {
+	// Result is how the command ended; nil when nothing ran. A run given
+	// up before its plan (a signal to corral, ctx done) has a Result with
+	// TimedOut or Signal set and Started false.
+	Result *Result
+	// Plan is the plan the run had (nil: none was built).
+	Plan *Plan
+	// Protections is the enforcement table: the plan's rows and the
+	// limits row. Dropped names the rows not enforced (best effort).
+	Protections []Protection
+	Dropped     []string
+	Warnings    []string
+	// Cgroup is the run's cgroup ("": none).
+	Cgroup string
+	// Created are the hooks folders made for a writable repository.
+	Created []string
+	// Removed are files the command made that send git on the host
+	// elsewhere for config and hooks (Plan.MustNotAppear), removed after
+	// the run.
+	Removed []string
+	// Replaced are protected paths the host replaced while the sandbox
+	// ran: their read-only bind went with the old file.
+	Replaced []string
+}
+
+// ErrGivenUp means the run was given up before its plan for a reason
+// that is neither a signal nor the caller's context.
+var ErrGivenUp = errors.New("the run was given up before its plan")
+
+// Execute runs req.Spec.Argv in the sandbox and waits for it: it starts
+// the init (which makes its namespaces and builds its root ahead while
+// the rest happens), makes the cgroup, probes the host, builds the plan,
+// holds the protected paths and launches. Cancelling ctx ends the run as
+// its timeout does. A *NotFoundError means the program is not there; an
+// error wrapping ErrProtection, a protection that can't be enforced.
+func Execute(ctx context.Context, req Request) (*Outcome, error) {
+	e := &execution{req: req, out: &Outcome{}, trace: req.Trace, warn: req.Warn}
+	if e.trace == nil {
+		e.trace = func(string) {}
+	}
+	if e.warn == nil {
+		e.warn = func(string) {}
+	}
+	if req.Trace == nil {
+		e.req.Spec.Options.TraceInit = false
+	}
+	return e.out, e.run(ctx)
+}
+
+// execution is one Execute.
+type execution struct {
+	req        Request
+	out        *Outcome
+	trace      func(string)
+	warn       func(string)
+	cgroupMade func() cgroupResult
+}
+
+type cgroupResult struct {
+	cg  *cgroup.Group
+	err error
+}
+
+func (e *execution) run(ctx context.Context) error {
+	spec, limits := &e.req.Spec, e.req.Spec.Limits
+	prepared := Prepare(e.req.Perms)
+	// The init is exec'd on a thread of its own (about 0.8 ms until it
+	// runs, and as long again to make its namespaces) while this one
+	// makes the cgroup, probes the host and builds the plan.
+	l, startErr := Start(e.req.Stdio)
+	var launch *Launch // set once the init runs; it stops the signals
+	defer func() {
+		if launch == nil && e.req.Stdio.Signals != nil {
+			e.req.Stdio.Signals.Stop()
+		}
+	}()
+	// stop is closed when the run is given up before its plan: corral
+	// got SIGINT, SIGTERM, SIGHUP or SIGQUIT, or ctx was cancelled. It
+	// ends Probe's waits for locks other runs hold.
+	stop, runEnded := make(chan struct{}), make(chan struct{})
+	defer close(runEnded)
+	if startErr == nil {
+		ending := l.Ending()
+		go func() {
+			select {
+			case <-ending:
+			case <-ctx.Done():
+			case <-runEnded:
+			}
+			close(stop)
+		}()
+	}
+	spec.Stop = stop
+	started := sync.OnceValue(func() error {
+		if startErr != nil {
+			return startErr
+		}
+		if err := l.Started(); err != nil {
+			return err
+		}
+		launch = l
+		e.trace("started")
+		return nil
+	})
+	cgDone := make(chan cgroupResult, 1)
+	go func() {
+		cgroup.RemoveStale(e.req.CgroupParent)
+		cg, err := cgroup.New(e.req.CgroupParent, limits.Memory, limits.Pids)
+		cgDone <- cgroupResult{cg, err}
+	}()
+	e.cgroupMade = sync.OnceValue(func() cgroupResult { return <-cgDone })
+	defer e.removeCgroup()
+	abort := func(err error) error {
+		if started() == nil {
+			launch.Abort()
+		}
+		return err
+	}
+	pause(spec.Options.ProbePause)
+	facts := Probe(e.req.Perms, *spec)
+	e.trace("probed")
+	if idx := facts.ProgramIndex; idx != nil {
+		e.trace("program index: " + idx.Source)
+		if idx.Stopped {
+			if started() != nil {
+				launch = nil
+			}
+			return e.givenUp(ctx, launch)
+		}
+	}
+	hooks, err := CreateHooksFolders(facts)
+	e.out.Created = hooks
+	if err != nil {
+		return abort(err)
+	}
+	plan, err := BuildPlan(e.req.Perms, *spec, facts)
+	e.trace("built")
+	if err != nil {
+		return abort(err)
+	}
+	e.out.Plan = plan
+	if err := started(); err != nil {
+		return err
+	}
+	e.out.Protections, e.out.Warnings = plan.Protections, plan.Warnings
+	for _, a := range plan.Alerts {
+		e.warn(a)
+	}
+	for _, p := range plan.Protections {
+		e.dropped(p)
+	}
+	e.trace("planned")
+	// Which file each protected path is now; the sandbox itself cannot
+	// replace one (renaming over a mount point fails), the host can.
+	pause(spec.Options.HoldPause)
+	held := Hold(plan.Protected)
+	defer held.Close()
+	res, err := launch.Run(plan, RunOptions{Seccomp: prepared, Cgroup: e.joinCgroup, Trace: e.req.Trace, Timeout: limits.Timeout,
+		KillGrace: limits.KillGrace, Done: ctx.Done(), Held: held.Files(), Serve: e.serve})
+	e.out.Result = res
+	e.trace("done")
+	e.removeMustNotAppear(plan)
+	if res != nil && res.Started {
+		for _, p := range held.Replaced() {
+			e.out.Replaced = append(e.out.Replaced, p)
+			e.warn(fmt.Sprintf("%s was replaced on the host while the sandbox ran, which ends its read-only bind: the command may have written the new one; check it", printable.String(p)))
+		}
+	}
+	return err
+}
+
+// joinCgroup is RunOptions.Cgroup: the init gets the cgroup after its
+// mounts (Launch.Run calls this once the plan is on its way), so making it
+// overlaps them.
+func (e *execution) joinCgroup(initPid int) (*cgroup.Group, error) {
+	limits := e.req.Spec.Limits
+	cgr := e.cgroupMade()
+	if cgr.err == nil {
+		// A user scope is started around the init now.
+		if err := cgr.cg.Attach(initPid); err != nil {
+			cgr = cgroupResult{err: err}
+		}
+	}
+	e.trace("cgroupready")
+	if cgr.err != nil && limits.Explicit && !e.req.Spec.BestEffort {
+		return nil, fmt.Errorf("%w: cannot enforce the memory and process limits (%s, %s): %v", ErrProtection, limits.MemoryFrom, limits.PidsFrom, cgr.err)
+	}
+	p := LimitsProtection(limits, cgr.cg, cgr.err)
+	e.out.Protections = append(e.out.Protections, p)
+	e.dropped(p)
+	if cgr.err != nil {
+		return nil, nil
+	}
+	e.out.Cgroup = cgr.cg.Path
+	return cgr.cg, nil
+}
+
+// dropped records and warns about a protection the run goes without.
+func (e *execution) dropped(p Protection) {
+	if !p.Enforced {
+		e.out.Dropped = append(e.out.Dropped, p.Name)
+		e.warn(fmt.Sprintf("running without %s: %s", p.Name, p.Detail))
+	}
+}
+
+// serve is RunOptions.Serve: the listeners the init made go to the
+// caller's proxy.
+func (e *execution) serve(files []*os.File) {
+	var lns []net.Listener
+	for _, f := range files {
+		ln, err := net.FileListener(f)
+		f.Close()
+		if err != nil {
+			e.warn(fmt.Sprintf("proxy listener: %v", err))
+			continue
+		}
+		lns = append(lns, ln)
+	}
+	if e.req.Serve != nil {
+		e.req.Serve(lns)
+		return
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+}
+
+// removeCgroup removes the run's cgroup once (it waits for it to be made).
+func (e *execution) removeCgroup() {
+	cgr := e.cgroupMade()
+	if cgr.err != nil || cgr.cg == nil {
+		return
+	}
+	t := time.Now()
+	if err := cgr.cg.Remove(); err != nil {
+		e.warn(fmt.Sprintf("removing cgroup %s: %v", cgr.cg.Path, err))
+	}
+	if e.req.Spec.Options.TraceInit {
+		e.trace(fmt.Sprintf("cgroup removed in %d µs", time.Since(t).Microseconds()))
+	}
+}
+
+// removeMustNotAppear removes what the command left that would send git
+// on the host elsewhere for config and hooks: nothing of the sandbox
+// runs any more, so there is no race.
+func (e *execution) removeMustNotAppear(plan *Plan) {
+	for _, f := range plan.MustNotAppear {
+		if _, err := os.Lstat(f); err != nil {
+			continue
+		}
+		if err := os.Remove(f); err != nil {
+			e.warn(fmt.Sprintf("the command created %s, which sends git on the host to a config and hooks it chose; removing it failed: %v", printable.String(f), err))
+			continue
+		}
+		e.out.Removed = append(e.out.Removed, f)
+		e.warn(fmt.Sprintf("the command created %s, which would send git on the host to a config and hooks it chose; removed it", printable.String(f)))
+	}
+}
+
+// givenUp ends a run given up before its plan: as a timeout when ctx was
+// cancelled, else as the signal corral got would have ended the command
+// (128+N).
+func (e *execution) givenUp(ctx context.Context, launch *Launch) error {
+	sig := 0
+	if launch != nil {
+		sig = launch.EndSignal()
+		launch.Abort()
+	}
+	switch {
+	case ctx.Err() != nil:
+		e.out.Result = &Result{TimedOut: true}
+	case sig != 0:
+		e.out.Result = &Result{Signal: sig, ExitCode: 128 + sig}
+	default:
+		return ErrGivenUp
+	}
+	return nil
+}
+
+// pause waits d (Options' windows for tests; zero in the product).
+func pause(d time.Duration) {
+	if d > 0 {
+		time.Sleep(d)
+	}
+}
