@@ -59,144 +59,180 @@ func joinContinuations(line string) (string, error) {
 	if !strings.Contains(line, "\\\n") {
 		return line, nil
 	}
-	// A case pattern's ")" inside $(...) would close it here.
-	unsureParens := strings.Contains(line, "case") && (strings.Contains(line, "(") || strings.Contains(line, "`"))
-	b := make([]byte, 0, len(line))
-	stack := []shellCtx{{kind: 'u'}}
-	// peek returns the index of the next byte after i that is not part
-	// of a continuation.
-	peek := func(i int) int {
-		for i < len(line) && line[i] == '\\' && i+1 < len(line) && line[i+1] == '\n' {
-			i += 2
-		}
-		return i
+	j := &joiner{
+		line:  line,
+		b:     make([]byte, 0, len(line)),
+		stack: []shellCtx{{kind: 'u'}},
+		// A case pattern's ")" inside $(...) would close it here.
+		unsureParens: strings.Contains(line, "case") && (strings.Contains(line, "(") || strings.Contains(line, "`")),
 	}
-	at := func(i int) byte {
-		if i < len(line) {
-			return line[i]
-		}
-		return 0
-	}
-	var pending []shellHeredoc
 	for i := 0; i < len(line); i++ {
-		c := line[i]
-		top := &stack[len(stack)-1]
-		if c == '\n' && len(pending) > 0 && top.kind == 'u' {
-			if len(stack) > 1 {
-				return "", shellUnsuref(i, "a here-document whose line has a newline inside a substitution, in a line with a line continuation")
-			}
-			b = append(b, c)
-			end, err := copyHeredocBodies(line, i+1, pending, &b)
-			if err != nil {
-				return "", err
-			}
-			pending, i = pending[:0], end-1
-			continue
+		var err error
+		if i, err = j.step(i); err != nil {
+			return "", err
 		}
-		if c == '\\' && at(i+1) == '\n' {
-			switch {
-			case top.kind == '`':
-				return "", shellUnsuref(i, "a line continuation (backslash-newline) inside backquotes")
-			case top.kind == '{':
-				return "", shellUnsuref(i, "a line continuation (backslash-newline) inside ${...}")
-			case unsureParens && len(stack) > 1:
-				return "", shellUnsuref(i, "a line continuation (backslash-newline) inside a substitution holding case")
-			}
-			i++
-			continue
-		}
-		if c == '\\' { // an escape: the next byte is taken as is
-			b = append(b, c)
-			if i+1 < len(line) {
-				i++
-				b = append(b, line[i])
-			}
-			continue
-		}
-		if top.kind == '`' {
-			if c == '`' {
-				stack = stack[:len(stack)-1]
-			}
-			b = append(b, c)
-			continue
-		}
-		unquoted := top.kind == 'u' || top.kind == '{' && !top.dq
-		switch {
-		case c == '\'' && unquoted:
-			end := strings.IndexByte(line[i+1:], '\'')
-			if end < 0 {
-				end = len(line) - i - 1 // the splitter reports it
-			}
-			b = append(b, line[i:min(i+2+end, len(line))]...)
-			i += end + 1
-			continue
-		case c == '"' && top.kind == '"':
-			stack = stack[:len(stack)-1]
-		case c == '"':
-			stack = append(stack, shellCtx{kind: '"'})
-		case c == '`':
-			stack = append(stack, shellCtx{kind: '`'})
-		case c == '<' && top.kind == 'u' && at(peek(i+1)) == '<':
-			j := peek(i + 1)
-			if k := peek(j + 1); at(k) == '<' { // a here-string
-				b = append(b, "<<<"...)
-				i = k
-				continue
-			}
-			if len(stack) > 1 {
-				return "", shellUnsuref(i, "a here-document inside a substitution, in a line with a line continuation")
-			}
-			doc, end, err := heredocOperator(line, j+1)
-			if err != nil {
-				return "", err
-			}
-			b = append(b, '<', '<')
-			b = append(b, line[j+1:end]...)
-			pending = append(pending, doc)
-			i = end - 1
-			continue
-		case c == '$' || (c == '<' || c == '>') && top.kind == 'u':
-			j := peek(i + 1)
-			next := at(j)
-			switch {
-			case next == '(':
-				stack = append(stack, shellCtx{kind: 'u'})
-			case next == '{' && c == '$':
-				stack = append(stack, shellCtx{kind: '{', dq: top.kind == '"' || top.kind == '{' && top.dq})
-			case next == '\'' && c == '$' && unquoted:
-				return "", shellUnsuref(i, "%s", whyAnsiC)
-			default:
-				b = append(b, c)
-				continue
-			}
-			b = append(b, c)
-			b = append(b, next)
-			i = j
-			continue
-		case c == '}' && top.kind == '{':
-			stack = stack[:len(stack)-1]
-		case c == '(' && top.kind == 'u':
-			top.parens++
-		case c == ')' && top.kind == 'u':
-			if top.parens > 0 {
-				top.parens--
-			} else if len(stack) > 1 {
-				stack = stack[:len(stack)-1]
-			}
-		case c == '#' && top.kind == 'u':
-			if len(b) == 0 || strings.IndexByte(" \t\n;&|()<>", b[len(b)-1]) >= 0 {
-				end := strings.IndexByte(line[i:], '\n')
-				if end < 0 {
-					end = len(line) - i
-				}
-				b = append(b, line[i:i+end]...)
-				i += end - 1
-				continue
-			}
-		}
-		b = append(b, c)
 	}
-	return string(b), nil
+	return string(j.b), nil
+}
+
+// joiner is joinContinuations' pass over one line: b is the line so
+// far without its continuations, stack the nesting it is in, pending the
+// here-documents whose bodies start after the current line.
+type joiner struct {
+	line         string
+	b            []byte
+	stack        []shellCtx
+	pending      []shellHeredoc
+	unsureParens bool
+}
+
+// peek returns the index of the next byte at or after i that is not part
+// of a continuation.
+func (j *joiner) peek(i int) int {
+	for i < len(j.line) && j.line[i] == '\\' && i+1 < len(j.line) && j.line[i+1] == '\n' {
+		i += 2
+	}
+	return i
+}
+
+// at is the byte at i, or 0 past the end.
+func (j *joiner) at(i int) byte {
+	if i < len(j.line) {
+		return j.line[i]
+	}
+	return 0
+}
+
+func (j *joiner) push(c shellCtx) { j.stack = append(j.stack, c) }
+func (j *joiner) pop()            { j.stack = j.stack[:len(j.stack)-1] }
+
+// step reads the byte at i (and what belongs to it) and returns the
+// index of the last byte it took.
+func (j *joiner) step(i int) (int, error) {
+	c := j.line[i]
+	top := &j.stack[len(j.stack)-1]
+	switch {
+	case c == '\n' && len(j.pending) > 0 && top.kind == 'u':
+		if len(j.stack) > 1 {
+			return 0, shellUnsuref(i, "a here-document whose line has a newline inside a substitution, in a line with a line continuation")
+		}
+		j.b = append(j.b, c)
+		end, err := copyHeredocBodies(j.line, i+1, j.pending, &j.b)
+		if err != nil {
+			return 0, err
+		}
+		j.pending = j.pending[:0]
+		return end - 1, nil
+	case c == '\\' && j.at(i+1) == '\n':
+		switch {
+		case top.kind == '`':
+			return 0, shellUnsuref(i, "a line continuation (backslash-newline) inside backquotes")
+		case top.kind == '{':
+			return 0, shellUnsuref(i, "a line continuation (backslash-newline) inside ${...}")
+		case j.unsureParens && len(j.stack) > 1:
+			return 0, shellUnsuref(i, "a line continuation (backslash-newline) inside a substitution holding case")
+		}
+		return i + 1, nil
+	case c == '\\': // an escape: the next byte is taken as is
+		j.b = append(j.b, c)
+		if i+1 < len(j.line) {
+			i++
+			j.b = append(j.b, j.line[i])
+		}
+		return i, nil
+	case top.kind == '`':
+		if c == '`' {
+			j.pop()
+		}
+		j.b = append(j.b, c)
+		return i, nil
+	}
+	return j.syntax(i, c, top)
+}
+
+// syntax reads a byte outside backquotes that is not a backslash:
+// quotes, substitutions, here-documents, parentheses and comments change
+// the nesting; anything else is copied.
+func (j *joiner) syntax(i int, c byte, top *shellCtx) (int, error) {
+	unquoted := top.kind == 'u' || top.kind == '{' && !top.dq
+	switch {
+	case c == '\'' && unquoted:
+		end := strings.IndexByte(j.line[i+1:], '\'')
+		if end < 0 {
+			end = len(j.line) - i - 1 // the splitter reports it
+		}
+		j.b = append(j.b, j.line[i:min(i+2+end, len(j.line))]...)
+		return i + end + 1, nil
+	case c == '"' && top.kind == '"', c == '}' && top.kind == '{':
+		j.pop()
+	case c == '"':
+		j.push(shellCtx{kind: '"'})
+	case c == '`':
+		j.push(shellCtx{kind: '`'})
+	case c == '<' && top.kind == 'u' && j.at(j.peek(i+1)) == '<':
+		return j.heredoc(i)
+	case c == '$' || (c == '<' || c == '>') && top.kind == 'u':
+		return j.substitution(i, c, top, unquoted)
+	case c == '(' && top.kind == 'u':
+		top.parens++
+	case c == ')' && top.kind == 'u':
+		if top.parens > 0 {
+			top.parens--
+		} else if len(j.stack) > 1 {
+			j.pop()
+		}
+	case c == '#' && top.kind == 'u' && (len(j.b) == 0 || strings.IndexByte(" \t\n;&|()<>", j.b[len(j.b)-1]) >= 0):
+		end := strings.IndexByte(j.line[i:], '\n')
+		if end < 0 {
+			end = len(j.line) - i
+		}
+		j.b = append(j.b, j.line[i:i+end]...)
+		return i + end - 1, nil
+	}
+	j.b = append(j.b, c)
+	return i, nil
+}
+
+// heredoc reads "<<" at i (continuations between its characters
+// dropped): a here-string, or a here-document operator whose body is
+// copied after the line.
+func (j *joiner) heredoc(i int) (int, error) {
+	k := j.peek(i + 1)
+	if l := j.peek(k + 1); j.at(l) == '<' { // a here-string
+		j.b = append(j.b, "<<<"...)
+		return l, nil
+	}
+	if len(j.stack) > 1 {
+		return 0, shellUnsuref(i, "a here-document inside a substitution, in a line with a line continuation")
+	}
+	doc, end, err := heredocOperator(j.line, k+1)
+	if err != nil {
+		return 0, err
+	}
+	j.b = append(j.b, '<', '<')
+	j.b = append(j.b, j.line[k+1:end]...)
+	j.pending = append(j.pending, doc)
+	return end - 1, nil
+}
+
+// substitution reads "$", "<" or ">" at i: "$(", "<(", ">(" and "${" open
+// a level (continuations before the bracket dropped); $'...' is refused.
+func (j *joiner) substitution(i int, c byte, top *shellCtx, unquoted bool) (int, error) {
+	k := j.peek(i + 1)
+	next := j.at(k)
+	switch {
+	case next == '(':
+		j.push(shellCtx{kind: 'u'})
+	case next == '{' && c == '$':
+		j.push(shellCtx{kind: '{', dq: top.kind == '"' || top.kind == '{' && top.dq})
+	case next == '\'' && c == '$' && unquoted:
+		return 0, shellUnsuref(i, "%s", whyAnsiC)
+	default:
+		j.b = append(j.b, c)
+		return i, nil
+	}
+	j.b = append(j.b, c, next)
+	return k, nil
 }
 
 // plainArith reports whether arithmetic text holds only numbers and
