@@ -9,7 +9,7 @@ import (
 )
 
 // encodePlan writes the plan in the init stage's wire format (protocol.h;
-// read by parse_plan in init_linux.c): records of one tag byte, a 4-byte
+// read by corral_parse_plan in init_plan_linux.c): records of one tag byte, a 4-byte
 // little-endian payload length, and the payload, whose fields are
 // NUL-terminated. A format this small needs no JSON parser in C. mounts
 // is the mount block: the records the init's new root and Landlock

@@ -47,7 +47,7 @@ type RunOptions struct {
 	Trace func(step string)
 	// Held are the protected paths' files as corral holds them when the
 	// sandbox starts (Hold): a root the init built ahead of the plan is
-	// used only if it binds these (init_linux.c, held_still).
+	// used only if it binds these (corral_held_still, init_ahead_linux.c).
 	Held []HeldFile
 }
 

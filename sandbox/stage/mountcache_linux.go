@@ -16,12 +16,12 @@ import (
 // probing the host and building the plan: corral saves each plan's mount
 // block (its mount records, as sent) in the file the constructor chose
 // for the run's user, folder and options (nsinit_linux.c), and the next
-// run's init builds from it ahead of the plan (mounts_ahead in
-// init_linux.c). The init uses that root only when the plan's block is
+// run's init builds from it ahead of the plan (corral_mounts_ahead in
+// init_ahead_linux.c). The init uses that root only when the plan's block is
 // byte for byte the saved one, so a stale, damaged or forged file costs
 // time, never a mount the plan does not have.
 
-// mountCacheMagic starts a cache file (MOUNT_CACHE_MAGIC in init_linux.c);
+// mountCacheMagic starts a cache file (MOUNT_CACHE_MAGIC in init_ahead_linux.c);
 // the key follows as 8 little-endian bytes, then the block.
 const mountCacheMagic = "corral mounts 1\n"
 

@@ -205,7 +205,7 @@ static int corral_run_dir(const char *dir, uid_t uid, char *real) {
 }
 
 // corral_choose_mount_cache picks the file the init builds its new root
-// ahead from (mounts_ahead, init_linux.c) and corral saves the plan's
+// ahead from (corral_mounts_ahead, init_ahead_linux.c) and corral saves the plan's
 // mounts to: one of 256 per user, chosen by a hash of the user, the
 // current folder and corral's arguments before "--" (the skills, the
 // folders, the flags), since those decide the mounts. The folder is

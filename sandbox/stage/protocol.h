@@ -19,8 +19,8 @@
 #define CORRAL_FD_SOCKET 5
 #define CORRAL_SPAWN_FDS 6
 
-// The plan's records (plan_linux.go writes them, parse_plan in
-// init_linux.c reads them): one tag byte, a 4-byte little-endian payload
+// The plan's records (plan_linux.go writes them, corral_parse_plan
+// in init_plan_linux.c reads them): one tag byte, a 4-byte little-endian payload
 // length, and the payload, whose fields are NUL-terminated.
 #define CORRAL_REC_TRACE 'T'         // no fields: print the init's steps
 #define CORRAL_REC_HOSTNAME 'h'      // name
