@@ -68,13 +68,6 @@ func num(s string, plain *regexp.Regexp) string {
 	return strconv.FormatUint(v, 10)
 }
 
-func field(fs []string, i int) string {
-	if i < len(fs) {
-		return fs[i]
-	}
-	return ""
-}
-
 // model says what the C parser read from data, which it accepted, in the
 // order plan_shim_linux.c writes it.
 func model(data []byte) (want [][]string, block [2]int) {
