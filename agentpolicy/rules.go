@@ -22,7 +22,7 @@ var SystemCommands = []string{"pwd", "ls", "rg", "grep", "find", "sort", "cat", 
 type compiledRule struct {
 	Rule
 	layer string
-	glob  glob // CommandGlob, with the same * ? \* syntax as URL rules
+	glob  pattern // CommandGlob, with the same * ? \* syntax as URL rules
 }
 
 func (r compiledRule) text() string {

@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/net/idna"
 
+	"corral/internal/glob"
 	"corral/policyengine"
 )
 
@@ -17,41 +18,51 @@ import (
 type urlRule struct {
 	text   string
 	preset policyengine.Category
-	scheme glob
-	host   glob // host[:port], canonical (lower case, unicode, default port dropped)
-	path   glob // path and query; empty rule path matches every path
-	any    bool // the rule has no path part
+	scheme pattern
+	host   pattern // host[:port], canonical (lower case, unicode, default port dropped)
+	path   pattern // path and query; empty rule path matches every path
+	any    bool    // the rule has no path part
 }
 
-// glob is a pattern: '*' and '?' are wildcards unless escaped.
-type glob struct {
-	pat []rune
-	lit []bool
+// pattern is a glob of URL rules and command_glob: '*' (any run, also
+// across "/") and '?' (one character) are wildcards unless escaped with a
+// backslash ("\*", "\?", "\\"); matched by the glob core one
+// character at a time.
+type pattern struct {
+	src  string // as written
+	toks []glob.Token
 }
 
-func (g glob) match(s string) bool { return globMatch(g.pat, g.lit, []rune(s)) }
+func (p pattern) match(s string) bool { return glob.Match(p.toks, s, true) }
 
-func (g glob) wild() bool {
-	for i, r := range g.pat {
-		if !g.lit[i] && (r == '*' || r == '?') {
-			return true
+func (p pattern) wild() bool { return glob.Wild(p.toks) }
+
+func compileGlob(s string) pattern {
+	p := pattern{src: s}
+	var lit []byte
+	flush := func() {
+		if len(lit) > 0 {
+			p.toks = append(p.toks, glob.Token{Kind: glob.Literal, Text: string(lit)})
+			lit = nil
 		}
 	}
-	return false
-}
-
-func compileGlob(s string) glob {
-	var g glob
-	rs := []rune(s)
-	for i := 0; i < len(rs); i++ {
-		if rs[i] == '\\' && i+1 < len(rs) && (rs[i+1] == '*' || rs[i+1] == '?' || rs[i+1] == '\\') {
-			g.pat, g.lit = append(g.pat, rs[i+1]), append(g.lit, true)
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\' && i+1 < len(s) && (s[i+1] == '*' || s[i+1] == '?' || s[i+1] == '\\'):
+			lit = append(lit, s[i+1])
 			i++
-			continue
+		case c == '*':
+			flush()
+			p.toks = append(p.toks, glob.Token{Kind: glob.Star})
+		case c == '?':
+			flush()
+			p.toks = append(p.toks, glob.Token{Kind: glob.AnyChar})
+		default:
+			lit = append(lit, c)
 		}
-		g.pat, g.lit = append(g.pat, rs[i]), append(g.lit, false)
 	}
-	return g
+	flush()
+	return p
 }
 
 // compileURLRule parses "preset:<category>" or a URL glob
@@ -167,37 +178,11 @@ func (r urlRule) match(u policyengine.URL, _ string) bool {
 
 // hostMatch matches a host glob where wildcards stay within the host:
 // they never match '/', '?', '#' or '@'.
-func hostMatch(g glob, host string) bool {
+func hostMatch(g pattern, host string) bool {
 	if strings.ContainsAny(host, "/?#@") {
 		return false
 	}
 	return g.match(host)
-}
-
-// globMatch matches * (any run, also across '/') and ? (one rune).
-func globMatch(pat []rune, lit []bool, s []rune) bool {
-	p, i := 0, 0
-	star, mark := -1, 0
-	for i < len(s) {
-		switch {
-		case p < len(pat) && !lit[p] && pat[p] == '*':
-			star, mark = p, i
-			p++
-		case p < len(pat) && ((!lit[p] && pat[p] == '?') || pat[p] == s[i]):
-			p++
-			i++
-		case star >= 0:
-			p = star + 1
-			mark++
-			i = mark
-		default:
-			return false
-		}
-	}
-	for p < len(pat) && !lit[p] && pat[p] == '*' {
-		p++
-	}
-	return p == len(pat)
 }
 
 // CanonicalURL is the text URL rules match: lower-cased scheme and host,
@@ -311,8 +296,8 @@ func (r urlRule) allPaths() bool {
 	if r.any {
 		return true
 	}
-	p := string(r.path.pat)
-	return (p == "/*" || p == "*" || p == "/**") && !r.path.lit[len(r.path.lit)-1]
+	p := r.path.src
+	return p == "/*" || p == "*" || p == "/**"
 }
 
 func (c compiledURL) decideMode(u policyengine.URL, tunnel bool) policyengine.Decision {
@@ -330,7 +315,7 @@ func (c compiledURL) decideMode(u policyengine.URL, tunnel bool) policyengine.De
 		{"deny", c.deny, policyengine.Deny}, {"allow", c.allow, policyengine.Allow}} {
 		for _, r := range l.rules {
 			matched := r.match(u, canonical)
-			if !matched && !tunnel && l.action == policyengine.Deny && u.RawQuery != "" && !strings.ContainsRune(string(r.path.pat), '?') {
+			if !matched && !tunnel && l.action == policyengine.Deny && u.RawQuery != "" && !strings.ContainsRune(r.path.src, '?') {
 				// A deny rule about a path denies it whatever query
 				// follows: every server serves /admin?a=1 as /admin.
 				bare := u

@@ -5,6 +5,8 @@ import (
 	pathpkg "path"
 	"strings"
 	"unicode/utf8"
+
+	"corral/internal/glob"
 )
 
 // Glob is a compiled absolute path pattern.
@@ -45,29 +47,9 @@ const (
 
 type globSegment struct {
 	kind segmentKind
-	text string      // segLiteral: the decoded (unescaped) name
-	toks []globToken // segPattern: the operators, in order
+	text string       // segLiteral: the decoded (unescaped) name
+	toks []glob.Token // segPattern: the operators, in order (the glob core)
 }
-
-type tokenKind uint8
-
-const (
-	tokLiteral tokenKind = iota // text, byte for byte
-	tokAnyChar                  // "?": one character
-	tokStar                     // "*": zero or more characters
-	tokClass                    // "[...]": one character in (or not in) ranges
-)
-
-type globToken struct {
-	kind    tokenKind
-	text    string      // tokLiteral
-	negated bool        // tokClass
-	ranges  []runeRange // tokClass
-}
-
-// runeRange is an inclusive range of characters in a class; a single
-// character c is the range c-c.
-type runeRange struct{ lo, hi rune }
 
 // CompileGlob parses and cleans pattern. The errors name the pattern and
 // say what to write instead, because they end up in front of whoever wrote
@@ -128,11 +110,11 @@ func parseSegment(s string) (seg globSegment, n int, problem string) {
 	if strings.HasPrefix(s, "**") && (len(s) == 2 || s[2] == '/') {
 		return globSegment{kind: segDoubleStar}, 2, ""
 	}
-	var toks []globToken
+	var toks []glob.Token
 	var lit []byte // pending literal bytes, flushed before each operator
 	flush := func() {
 		if len(lit) > 0 {
-			toks = append(toks, globToken{kind: tokLiteral, text: string(lit)})
+			toks = append(toks, glob.Token{Kind: glob.Literal, Text: string(lit)})
 			lit = lit[:0]
 		}
 	}
@@ -156,11 +138,11 @@ scan:
 				return seg, 0, `"**" must be a whole path segment: use "*" to match within one segment, or "/**/" to match any number of directories`
 			}
 			flush()
-			toks = append(toks, globToken{kind: tokStar})
+			toks = append(toks, glob.Token{Kind: glob.Star})
 			i++
 		case '?':
 			flush()
-			toks = append(toks, globToken{kind: tokAnyChar})
+			toks = append(toks, glob.Token{Kind: glob.AnyChar})
 			i++
 		case '[':
 			flush()
@@ -185,11 +167,11 @@ scan:
 
 // parseClass parses the class starting at s[0] == '[' and returns it with the
 // number of bytes consumed.
-func parseClass(s string) (tok globToken, n int, problem string) {
-	tok.kind = tokClass
+func parseClass(s string) (tok glob.Token, n int, problem string) {
+	tok.Kind = glob.Class
 	i := 1
 	if i < len(s) && (s[i] == '!' || s[i] == '^') {
-		tok.negated = true
+		tok.Negated = true
 		i++
 	}
 	for {
@@ -197,7 +179,7 @@ func parseClass(s string) (tok globToken, n int, problem string) {
 			return tok, 0, `unclosed "[" (a class ends with "]" within one segment; escape a literal bracket as "\[")`
 		}
 		if s[i] == ']' {
-			if len(tok.ranges) == 0 {
+			if len(tok.Ranges) == 0 {
 				return tok, 0, `empty character class (escape a literal "]" inside a class as "\]")`
 			}
 			return tok, i + 1, ""
@@ -219,7 +201,7 @@ func parseClass(s string) (tok globToken, n int, problem string) {
 				return tok, 0, fmt.Sprintf("class range %q-%q is reversed", lo, hi)
 			}
 		}
-		tok.ranges = append(tok.ranges, runeRange{lo, hi})
+		tok.Ranges = append(tok.Ranges, glob.Range{Lo: lo, Hi: hi})
 	}
 }
 
@@ -264,23 +246,23 @@ func renderPattern(segs []globSegment) string {
 			writeEscaped(&b, s.text, `*?[\`)
 		case segPattern:
 			for _, t := range s.toks {
-				switch t.kind {
-				case tokLiteral:
-					writeEscaped(&b, t.text, `*?[\`)
-				case tokAnyChar:
+				switch t.Kind {
+				case glob.Literal:
+					writeEscaped(&b, t.Text, `*?[\`)
+				case glob.AnyChar:
 					b.WriteByte('?')
-				case tokStar:
+				case glob.Star:
 					b.WriteByte('*')
-				case tokClass:
+				case glob.Class:
 					b.WriteByte('[')
-					if t.negated {
+					if t.Negated {
 						b.WriteByte('!')
 					}
-					for _, r := range t.ranges {
-						writeEscaped(&b, string(r.lo), `\]-!^`)
-						if r.hi != r.lo {
+					for _, r := range t.Ranges {
+						writeEscaped(&b, string(r.Lo), `\]-!^`)
+						if r.Hi != r.Lo {
 							b.WriteByte('-')
-							writeEscaped(&b, string(r.hi), `\]-!^`)
+							writeEscaped(&b, string(r.Hi), `\]-!^`)
 						}
 					}
 					b.WriteByte(']')
@@ -445,69 +427,29 @@ func (s *globSegment) match(name string) bool {
 	if s.kind == segLiteral {
 		return name == s.text
 	}
-	return matchTokens(s.toks, name)
+	return glob.Match(s.toks, name, false)
 }
 
-// matchTokens matches one segment name against the operators of a segment
-// pattern, with the same single-backtrack-point algorithm as matchSegments:
-// "*" is the star and "?", classes and literal runs each match a fixed piece
-// at a given position. Worst case len(toks) × len(name), never exponential.
-func matchTokens(toks []globToken, name string) bool {
-	ti, ni := 0, 0
-	starTi, starNi := -1, 0
-	for {
-		if ti < len(toks) {
-			t := &toks[ti]
-			switch t.kind {
-			case tokStar:
-				if ti == len(toks)-1 {
-					return true // a trailing "*" takes the rest of the name
-				}
-				if ti == len(toks)-2 && toks[ti+1].kind == tokLiteral {
-					// "*.csv": the star takes all but the literal suffix.
-					return strings.HasSuffix(name[ni:], toks[ti+1].text)
-				}
-				starTi, starNi = ti, ni
-				ti++
-				continue
-			case tokLiteral:
-				if strings.HasPrefix(name[ni:], t.text) {
-					ti, ni = ti+1, ni+len(t.text)
-					continue
-				}
-			case tokAnyChar:
-				if ni < len(name) {
-					_, w := utf8.DecodeRuneInString(name[ni:])
-					ti, ni = ti+1, ni+w
-					continue
-				}
-			case tokClass:
-				if ni < len(name) {
-					r, w := utf8.DecodeRuneInString(name[ni:])
-					if t.classMatches(r) {
-						ti, ni = ti+1, ni+w
-						continue
-					}
-				}
-			}
-		} else if ni == len(name) {
-			return true
-		}
-		if starTi < 0 || starNi == len(name) {
-			return false
-		}
-		// Let the star take one more byte, like path.Match: bytes rather than
-		// characters so a literal still matches inside non-UTF-8 names.
-		starNi++
-		ti, ni = starTi+1, starNi
-	}
+// GlobSegment is one "/"-separated segment of a compiled Glob, in the
+// glob core's tokens: "**" (DoubleStar), or Tokens (a literal segment is
+// one Literal token). Renderers into other syntaxes read these (seatbelt).
+type GlobSegment struct {
+	DoubleStar bool
+	Tokens     []glob.Token
 }
 
-func (t *globToken) classMatches(r rune) bool {
-	for _, rr := range t.ranges {
-		if rr.lo <= r && r <= rr.hi {
-			return !t.negated
+// Segments returns g's segments after its Base's (Literal: none).
+func (g *Glob) Segments() []GlobSegment {
+	var out []GlobSegment
+	for _, s := range g.segs[g.nLit:] {
+		switch s.kind {
+		case segDoubleStar:
+			out = append(out, GlobSegment{DoubleStar: true})
+		case segLiteral:
+			out = append(out, GlobSegment{Tokens: []glob.Token{{Kind: glob.Literal, Text: s.text}}})
+		default:
+			out = append(out, GlobSegment{Tokens: s.toks})
 		}
 	}
-	return t.negated
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"corral/internal/glob"
 	"corral/policyengine"
 )
 
@@ -58,21 +59,15 @@ func globRuleAt(g *policyengine.Glob, base string) pathRule {
 	case g.Subtree():
 		return pathRule{Kind: filterSubpath, Value: base, Base: base}
 	}
-	segs := parseSegments(g.String())
+	segs := g.Segments() // those after the Base: the first is not literal
 	var b strings.Builder
 	b.WriteByte('^')
 	if base != "/" {
 		b.WriteString(regexQuote(base))
 	}
 	widened := false
-	// The literal segments are Base; the first non-literal one starts
-	// the pattern.
-	i := 0
-	for i < len(segs) && segs[i].literal() {
-		i++
-	}
-	for _, s := range segs[i:] {
-		if s.doubleStar {
+	for _, s := range segs {
+		if s.DoubleStar {
 			// Zero or more segments: nothing, or "/" and anything. The
 			// next pattern segment starts with "/", so whatever ".*"
 			// takes ends at a segment boundary.
@@ -80,20 +75,20 @@ func globRuleAt(g *policyengine.Glob, base string) pathRule {
 			continue
 		}
 		b.WriteByte('/')
-		if s.onlyStars() {
+		if onlyStars(s) {
 			// A name is never empty: "/*" must not match "/".
 			b.WriteString("[^/]+")
 			continue
 		}
-		for _, t := range s.toks {
-			switch t.kind {
-			case tokText:
-				b.WriteString(regexQuote(t.text))
-			case tokStar:
+		for _, t := range s.Tokens {
+			switch t.Kind {
+			case glob.Literal:
+				b.WriteString(regexQuote(t.Text))
+			case glob.Star:
 				b.WriteString("[^/]*")
-			case tokAny:
+			case glob.AnyChar:
 				b.WriteString("[^/]")
-			case tokClass:
+			case glob.Class:
 				re, wide := classRegex(t)
 				widened = widened || wide
 				b.WriteString(re)
@@ -104,130 +99,14 @@ func globRuleAt(g *policyengine.Glob, base string) pathRule {
 	return pathRule{Kind: filterRegex, Value: b.String(), Base: base, Widened: widened}
 }
 
-// segment is one "/"-separated piece of a canonical glob pattern.
-type segment struct {
-	doubleStar bool
-	toks       []token
-}
-
-func (s segment) onlyStars() bool {
-	for _, t := range s.toks {
-		if t.kind != tokStar {
+// onlyStars reports whether s is one or more "*" and nothing else.
+func onlyStars(s policyengine.GlobSegment) bool {
+	for _, t := range s.Tokens {
+		if t.Kind != glob.Star {
 			return false
 		}
 	}
-	return len(s.toks) > 0
-}
-
-func (s segment) literal() bool {
-	return !s.doubleStar && (len(s.toks) == 0 || len(s.toks) == 1 && s.toks[0].kind == tokText)
-}
-
-type tokenKind int
-
-const (
-	tokText tokenKind = iota
-	tokStar
-	tokAny
-	tokClass
-)
-
-type token struct {
-	kind    tokenKind
-	text    string    // tokText, unescaped
-	negated bool      // tokClass
-	ranges  [][2]rune // tokClass, inclusive
-}
-
-// parseSegments splits a pattern that policyengine.CompileGlob accepted
-// (its canonical String) into segments. The syntax is policyengine's:
-// "\x" is x itself, "*", "?", "[...]" with "!" or "^" negating, "**" as a
-// whole segment.
-func parseSegments(pattern string) []segment {
-	var segs []segment
-	for _, part := range splitSegments(pattern) {
-		if part == "**" {
-			segs = append(segs, segment{doubleStar: true})
-			continue
-		}
-		var s segment
-		var text []byte
-		flush := func() {
-			if len(text) > 0 {
-				s.toks = append(s.toks, token{kind: tokText, text: string(text)})
-				text = nil
-			}
-		}
-		for i := 0; i < len(part); {
-			switch c := part[i]; c {
-			case '\\':
-				if i+1 < len(part) {
-					text = append(text, part[i+1])
-				}
-				i += 2
-			case '*':
-				flush()
-				s.toks = append(s.toks, token{kind: tokStar})
-				i++
-			case '?':
-				flush()
-				s.toks = append(s.toks, token{kind: tokAny})
-				i++
-			case '[':
-				flush()
-				t, n := parseClass(part[i:])
-				s.toks = append(s.toks, t)
-				i += n
-			default:
-				text = append(text, c)
-				i++
-			}
-		}
-		flush()
-		segs = append(segs, s)
-	}
-	return segs
-}
-
-// splitSegments splits pattern on "/" outside classes (a class cannot hold
-// "/", and "\/" is refused by CompileGlob, so a plain split is enough).
-func splitSegments(pattern string) []string {
-	var out []string
-	for _, p := range strings.Split(pattern, "/") {
-		if p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// parseClass reads the class at s[0] == '[' and returns it with the bytes
-// it took.
-func parseClass(s string) (token, int) {
-	t := token{kind: tokClass}
-	i := 1
-	if i < len(s) && (s[i] == '!' || s[i] == '^') {
-		t.negated = true
-		i++
-	}
-	char := func() rune {
-		if s[i] == '\\' && i+1 < len(s) {
-			i++
-		}
-		r, w := utf8.DecodeRuneInString(s[i:])
-		i += w
-		return r
-	}
-	for i < len(s) && s[i] != ']' {
-		lo := char()
-		hi := lo
-		if i+1 < len(s) && s[i] == '-' && s[i+1] != ']' {
-			i++
-			hi = char()
-		}
-		t.ranges = append(t.ranges, [2]rune{lo, hi})
-	}
-	return t, i + 1
+	return len(s.Tokens) > 0
 }
 
 // classRegex renders a glob character class as a regular expression that
@@ -238,19 +117,19 @@ func parseClass(s string) (token, int) {
 // character beyond ASCII, or a negated one excluding a backslash, cannot
 // be written that way; it becomes "[^/]" (any one character) and wide is
 // set, so the caller can warn that the rule is wider than the glob.
-func classRegex(t token) (re string, wide bool) {
+func classRegex(t glob.Token) (re string, wide bool) {
 	var set [128]bool
-	for _, r := range t.ranges {
-		if r[1] >= utf8.RuneSelf {
+	for _, r := range t.Ranges {
+		if r.Hi >= utf8.RuneSelf {
 			return "[^/]", true
 		}
-		for c := r[0]; c <= r[1]; c++ {
+		for c := r.Lo; c <= r.Hi; c++ {
 			set[c] = true
 		}
 	}
-	set['/'] = t.negated // never matches inside a segment; excluded when negated
+	set['/'] = t.Negated // never matches inside a segment; excluded when negated
 	backslash := set['\\']
-	if backslash && t.negated {
+	if backslash && t.Negated {
 		return "[^/]", true
 	}
 	set['\\'] = false
@@ -280,7 +159,7 @@ func classRegex(t token) (re string, wide bool) {
 		c = end
 	}
 	if set['^'] {
-		if in.Len() == 0 && !t.negated {
+		if in.Len() == 0 && !t.Negated {
 			// "[^]" would negate: a lone caret is written outside.
 			in.Reset()
 			alt := []string{`\^`}
@@ -305,7 +184,7 @@ func classRegex(t token) (re string, wide bool) {
 	}
 	bracket := ""
 	switch {
-	case t.negated:
+	case t.Negated:
 		bracket = "[^" + in.String() + "]"
 	case in.Len() > 0:
 		bracket = "[" + in.String() + "]"
