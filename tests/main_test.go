@@ -308,6 +308,7 @@ type runOpts struct {
 	stdin   string        // fed to stdin; empty means /dev/null
 	env     []string      // environment; nil means defaultEnv
 	timeout time.Duration // default 90s (loaded CI machines); the process is killed after it
+	bin     string        // the corral binary; default corralBin (built with the test hooks)
 }
 
 type result struct {
@@ -329,7 +330,11 @@ func defaultEnv() []string {
 // command builds the exec.Cmd that runs corral (through setpriv for the
 // unprivileged user).
 func (u user) command(ctx context.Context, o runOpts) *exec.Cmd {
-	argv := append([]string{corralBin}, o.args...)
+	bin := o.bin
+	if bin == "" {
+		bin = corralBin
+	}
+	argv := append([]string{bin}, o.args...)
 	if u.unpriv {
 		argv = append([]string{setpriv, "--reuid", fmt.Sprint(nobody), "--regid", fmt.Sprint(nobody), "--clear-groups"}, argv...)
 	}

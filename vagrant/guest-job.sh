@@ -157,7 +157,7 @@ for who in $USERS; do
 			# every caller: the user's pass runs only the others.
 			case $who/$name in user/agentpolicy | user/policyengine | user/printable | user/seatbelt | user/skill) continue ;; esac
 			echo "== $name ($folder)" >>"$log"
-			"$as" env CORRAL_E2E_BIN="$share/bin/corral-test" CORRAL_E2E_PROBE="$share/bin/probe" CORRAL_E2E_NOBODY="$E2E_NOBODY" \
+			"$as" env CORRAL_E2E_BIN="$share/bin/corral-test" CORRAL_E2E_PRODUCT_BIN="$share/bin/corral" CORRAL_E2E_PROBE="$share/bin/probe" CORRAL_E2E_NOBODY="$E2E_NOBODY" \
 				sh -c 'cd "$1" && exec "$2" -test.count=1 -test.timeout=40m -test.parallel=4 -test.v' sh "$work/$folder" "$share/tests/$name.test" >>"$log" 2>&1 ||
 				ok=0
 		done <"$share/tests/packages"

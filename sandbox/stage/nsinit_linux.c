@@ -466,9 +466,15 @@ extern const int corral_cli __attribute__((weak));
 __attribute__((constructor)) static void corral_nsinit(int argc, char **argv, char **envp) {
 	if (argc >= 2 && strcmp(argv[1], CORRAL_INIT_ARG) == 0)
 		corral_init_stage();
+	if (&corral_cli == NULL || argc < 2 || strcmp(argv[1], "exec") != 0)
+		return;
+#ifdef CORRAL_TESTHOOKS
 	// CORRAL_EARLY_INIT=0 starts the init only when Go asks, as a library
-	// caller's does (tests use it to cover that path).
+	// caller's does: the tests' way to cover that path, read only in a
+	// binary built with -tags corral_testhooks (testhooks_linux.go).
 	const char *early = getenv("CORRAL_EARLY_INIT");
-	if (&corral_cli != NULL && argc >= 2 && strcmp(argv[1], "exec") == 0 && !(early && strcmp(early, "0") == 0))
-		corral_early_start(argc, argv, envp);
+	if (early && strcmp(early, "0") == 0)
+		return;
+#endif
+	corral_early_start(argc, argv, envp);
 }
