@@ -117,11 +117,3 @@ void corral_mounts_ahead(struct ahead *a) {
 	a->len = block_len;
 	a->built = 1;
 }
-
-// corral_read_late receives what corral sends on the socket once the plan is on
-// its way: the seccomp program's length and the number of cgroup files to
-// join (4-byte little-endian each), then the program, with the cgroup
-// files, open for writing, attached (SCM_RIGHTS): first the run's cgroup,
-// then its parent's, to leave it by (none when there is no cgroup). It is
-// read after the mounts, so corral makes the cgroup and compiles the
-// filter while they are placed.

@@ -4,6 +4,13 @@
 
 #include "init_parts.h"
 
+// corral_read_late receives what corral sends on the socket once the plan is on
+// its way: the seccomp program's length and the number of cgroup files to
+// join (4-byte little-endian each), then the program, with the cgroup
+// files, open for writing, attached (SCM_RIGHTS): first the run's cgroup,
+// then its parent's, to leave it by (none when there is no cgroup). It is
+// read after the mounts, so corral makes the cgroup and compiles the
+// filter while they are placed.
 void corral_read_late(struct plan *pl) {
 	unsigned char hdr[8];
 	struct iovec iov = {hdr, sizeof hdr};
@@ -74,6 +81,7 @@ int corral_leave_cgroup(struct plan *pl) {
 
 // ---- network, privileges, Landlock, seccomp ----
 
+// corral_loopback_up brings lo up: every sandbox has it, and nothing else.
 void corral_loopback_up(void) {
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -151,6 +159,8 @@ void corral_proxy_listeners(int port) {
 // SECBIT_NO_CAP_AMBIENT_RAISE, each with its lock.
 #define CORRAL_SECUREBITS (0x01 | 0x02 | 0x04 | 0x08 | 0x20 | 0x40 | 0x80)
 
+// corral_drop_privileges locks the securebits, empties the bounding and
+// ambient sets and sets no_new_privs.
 void corral_drop_privileges(void) {
 	if (prctl(PR_SET_SECUREBITS, CORRAL_SECUREBITS, 0, 0, 0) < 0)
 		corral_fail("capabilities", errno, "prctl(PR_SET_SECUREBITS)");
@@ -167,6 +177,8 @@ void corral_drop_privileges(void) {
 		corral_fail("capabilities", errno, "prctl(PR_SET_NO_NEW_PRIVS)");
 }
 
+// corral_clear_capabilities empties the permitted, effective and
+// inheritable sets.
 void corral_clear_capabilities(void) {
 	struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
 	struct __user_cap_data_struct data[2];
@@ -250,6 +262,8 @@ void corral_restrict_landlock(int rs) {
 	close(rs);
 }
 
+// corral_load_seccomp loads the program corral compiled (read_late): last,
+// since after it nothing may set anything up.
 void corral_load_seccomp(struct plan *pl) {
 	if (pl->bpf_len == 0 || pl->bpf_len % sizeof(struct sock_filter) != 0)
 		corral_fail("seccomp", 0, "seccomp program of %zu bytes", pl->bpf_len);

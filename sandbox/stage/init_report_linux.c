@@ -16,6 +16,7 @@ long corral_wall_us(void) {
 	return (long)((t.tv_sec % 10) * 1000000L + t.tv_nsec / 1000);
 }
 
+// corral_step prints how long the step just done took, when tracing.
 void corral_step(const char *name) {
 	if (!corral_trace)
 		return;
@@ -43,6 +44,7 @@ static size_t json_append(char *buf, size_t n, size_t size, const char *s) {
 	return n;
 }
 
+// corral_report writes one status line to corral (handshake.go).
 void corral_report(const char *line) {
 	size_t len = strlen(line);
 	(void)!write(CORRAL_FD_STATUS, line, len);
