@@ -356,10 +356,12 @@ func (l *Launch) wait(cg *cgroup.Group, saveMounts func(), trace func(string)) (
 			res.Stage = s.Error
 		case s.Exit != nil:
 			gotExit, alone = true, s.Exit.Alone
-			if cg != nil {
+			if cg != nil && cg.RemovedWhenEmpty() {
 				// A user scope goes once PID 1 and the shim have
-				// exited: read it while PID 1 still lives.
+				// exited: PID 1 holds it until it gets this byte
+				// (sendLate asked it to), so the read is in time.
 				cg.Observe()
+				unix.Sendmsg(int(l.proxyR.Fd()), []byte{1}, nil, nil, unix.MSG_NOSIGNAL)
 			}
 			res.ExitCode, res.Signal, res.MaxRSS = s.Exit.Code, s.Exit.Signal, s.Exit.MaxRSSKB*1024
 		}
@@ -456,8 +458,11 @@ func sendLate(sock *os.File, bpf []byte, cg *cgroup.Group) error {
 			unix.Close(fd)
 		}
 	}()
-	njoin := 0
+	njoin, hold := 0, uint32(0)
 	if cg != nil {
+		if cg.RemovedWhenEmpty() {
+			hold = 1
+		}
 		join, err := openForWriting(cg.JoinFiles())
 		if err != nil {
 			return fmt.Errorf("joining the run's cgroup: %w", err)
@@ -471,6 +476,7 @@ func sendLate(sock *os.File, bpf []byte, cg *cgroup.Group) error {
 	}
 	msg := binary.LittleEndian.AppendUint32(nil, uint32(len(bpf)))
 	msg = binary.LittleEndian.AppendUint32(msg, uint32(njoin))
+	msg = binary.LittleEndian.AppendUint32(msg, hold)
 	msg = append(msg, bpf...)
 	var oob []byte
 	if len(fds) > 0 {

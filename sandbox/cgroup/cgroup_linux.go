@@ -330,6 +330,11 @@ func killListed(list func() []int) {
 	}
 }
 
+// RemovedWhenEmpty reports whether something other than corral removes
+// the cgroup as soon as it is empty (a systemd user scope): its counters
+// must be read (Observe) before the sandbox's last process exits.
+func (c *Group) RemovedWhenEmpty() bool { return c.scope != nil || c.inScope }
+
 // Observe reads a user scope's memory counters now, while the sandbox's
 // PID 1 still holds the scope (systemd removes it once it is empty);
 // Usage reports the largest values seen. Other cgroups are removed by

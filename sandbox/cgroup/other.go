@@ -36,6 +36,9 @@ func (c *Group) JoinFiles() []string { return nil }
 // Usage reports nothing off Linux.
 func (c *Group) Usage() (peak int64, oomKills int) { return 0, 0 }
 
+// RemovedWhenEmpty is false off Linux.
+func (c *Group) RemovedWhenEmpty() bool { return false }
+
 // Observe does nothing off Linux.
 func (c *Group) Observe() {}
 

@@ -78,7 +78,9 @@ static void lock_down(struct plan *pl, int ruleset) {
 	corral_step("cgroup");
 	if (pl->proxy_port)
 		corral_proxy_listeners(pl->proxy_port);
-	close(CORRAL_FD_SOCKET);
+	if (!pl->hold)
+		close(CORRAL_FD_SOCKET); // else held open for wait_command
+
 	if (sethostname(pl->hostname, strlen(pl->hostname)) < 0)
 		corral_fail("hostname", errno, "sethostname");
 	corral_step("proxy, hostname");
@@ -167,8 +169,11 @@ static pid_t start_command(struct plan *pl, int *left) {
 // the command itself ends, then kills and reaps every process left in the
 // PID namespace before it reports the exit, so when corral reads it
 // nothing of the command runs any more (and, when PID 1 left it, the
-// cgroup is empty).
-static void wait_command(pid_t pid, int left) {
+// cgroup is empty). With hold, PID 1 then waits (at most HOLD_MS) for
+// corral's word that it read the cgroup: a systemd user scope is removed
+// as soon as it is empty, and with it the count of OOM kills.
+#define HOLD_MS 2000
+static void wait_command(pid_t pid, int left, int hold) {
 	int status = 0;
 	for (;;) {
 		pid_t w = waitpid(-1, &status, 0);
@@ -191,6 +196,11 @@ static void wait_command(pid_t pid, int left) {
 	int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 	snprintf(buf, sizeof buf, "{\"exit\":{\"code\":%d,\"signal\":%d,\"max_rss_kb\":%ld,\"alone\":%s}}\n", code, sig, ru.ru_maxrss, left ? "true" : "false");
 	corral_report(buf);
+	if (hold) {
+		struct pollfd p = {.fd = CORRAL_FD_SOCKET, .events = POLLIN};
+		while (poll(&p, 1, HOLD_MS) < 0 && errno == EINTR)
+			;
+	}
 }
 
 void corral_init_main(void) {
@@ -212,7 +222,7 @@ void corral_init_main(void) {
 	int left;
 	pid_t pid = start_command(&pl, &left);
 	sigprocmask(SIG_UNBLOCK, &block, NULL);
-	wait_command(pid, left);
+	wait_command(pid, left, pl.hold);
 	close(CORRAL_FD_STATUS);
 	_exit(0);
 }

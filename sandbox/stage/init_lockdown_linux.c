@@ -5,14 +5,14 @@
 #include "init_parts.h"
 
 // corral_read_late receives what corral sends on the socket once the plan is on
-// its way: the seccomp program's length and the number of cgroup files to
-// join (4-byte little-endian each), then the program, with the cgroup
+// its way: the seccomp program's length, the number of cgroup files to
+// join and whether to hold (4-byte little-endian each), then the program, with the cgroup
 // files, open for writing, attached (SCM_RIGHTS): first the run's cgroup,
 // then its parent's, to leave it by (none when there is no cgroup). It is
 // read after the mounts, so corral makes the cgroup and compiles the
 // filter while they are placed.
 void corral_read_late(struct plan *pl) {
-	unsigned char hdr[8];
+	unsigned char hdr[12];
 	struct iovec iov = {hdr, sizeof hdr};
 	union {
 		char buf[CMSG_SPACE(MAX_CGROUP_FDS * sizeof(int))];
@@ -41,6 +41,7 @@ void corral_read_late(struct plan *pl) {
 	if (njoin > pl->ncgroup_fds)
 		corral_fail("plan", 0, "%zu cgroup files to join, %zu received", njoin, pl->ncgroup_fds);
 	pl->njoin = njoin;
+	pl->hold = corral_le32(hdr + 8) != 0;
 	if (len > MAX_BPF)
 		corral_fail("plan", 0, "seccomp program of %zu bytes", len);
 	pl->bpf = (const unsigned char *)corral_alloc_read(CORRAL_FD_SOCKET, len, "the seccomp filter");

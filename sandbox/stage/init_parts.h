@@ -14,6 +14,7 @@
 #include <linux/seccomp.h>
 #include <arpa/inet.h>
 #include <net/if.h>
+#include <poll.h>
 #include <sched.h>
 #include <netinet/in.h>
 #include <setjmp.h>
@@ -114,6 +115,7 @@ struct plan {
 	struct held_file *held;
 	size_t nheld;
 	int proxy_port; // 0: no proxy
+	int hold; // wait after the exit report until corral read the cgroup (read_late)
 	int cgroup_fds[MAX_CGROUP_FDS]; // the first njoin: the run's cgroup; the rest: its parent
 	size_t ncgroup_fds, njoin;
 	const unsigned char *bpf;
