@@ -273,4 +273,9 @@ func TestTunnelPolicy(t *testing.T) {
 	wantContains(t, "allow path", d.Reason, "cannot see paths inside a CONNECT tunnel")
 	wantDecision(t, "allow host", e.CheckRequest("CONNECT", "", "whole.example", 443), policyengine.Allow, "-", "-")
 	wantDecision(t, "plain http path", e.CheckRequest("GET", "https://api.example/v1/x", "api.example", 443), policyengine.Allow, "-", "-")
+	// "/\**" is the paths that start with "/*", not every path: it
+	// allows no tunnel (before the glob core it was read as "/**").
+	e = project(t, "url:\n  default: deny\n  allow: ['https://star.example/\\**']\n")
+	wantDecision(t, "escaped star", e.CheckRequest("CONNECT", "", "star.example", 443), policyengine.Deny, "-", projectLabel)
+	wantDecision(t, "escaped star path", e.CheckRequest("GET", "https://star.example/*x", "star.example", 443), policyengine.Allow, "-", "-")
 }

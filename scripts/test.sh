@@ -64,6 +64,8 @@ fi
 step "unit and kernel tests (fuzz seed corpora included)"
 mapfile -t pkgs < <(go list ./... | grep -v '/tests$')
 go test -count=1 "${pkgs[@]}" 2>&1 | tee /tmp/corral-unit.log || true
+# The C plan parser's shim is test code: only a corral_testhooks build has it.
+go test -count=1 -tags corral_testhooks ./sandbox/stage 2>&1 | tee -a /tmp/corral-unit.log || true
 grep -q '^FAIL' /tmp/corral-unit.log && fail=1
 
 step "race detector over the packages (not ./tests, whose races are between processes)"
@@ -95,7 +97,7 @@ for pkg in ./skill ./policyengine ./agentpolicy ./netns ./cmd/corral ./seatbelt 
 	# The C plan parser is fuzzed under AddressSanitizer: an
 	# out-of-bounds read there would not crash on its own.
 	asan=()
-	[ "$pkg" = ./sandbox/stage ] && asan=(-asan)
+	[ "$pkg" = ./sandbox/stage ] && asan=(-asan -tags corral_testhooks)
 	for target in $(go test "${asan[@]}" -list '^Fuzz' "$pkg" | grep '^Fuzz'); do
 		echo "-- $pkg $target ($fuzztime${asan[*]:+, ${asan[*]}})"
 		if ! go test "${asan[@]}" -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" >/tmp/corral-fuzz.log 2>&1; then

@@ -1,4 +1,7 @@
-// A way into the init's plan parser from Go's tests (plan_shim_linux.go):
+//go:build corral_testhooks
+
+// A way into the init's plan parser from Go's tests (plan_shim_linux.go),
+// in a corral_testhooks build only (the product does not have it):
 // corral_parse_plan runs as PID 1 runs it, but a failure jumps back here
 // instead of ending the process, and what it parsed is written out as
 // records, so the tests and the fuzz target can compare it with the input.

@@ -1,3 +1,5 @@
+//go:build corral_testhooks
+
 package stage
 
 // #include <stdlib.h>
@@ -19,7 +21,7 @@ var shimMu sync.Mutex
 // as a cached mount block, which the init reads from a file) and returns
 // what it read, as records grouped by tag (plan_shim_linux.c), and where
 // the mount block is in data. It exists for the tests and the fuzz target
-// of the C parser; nothing else calls it.
+// of the C parser, in a corral_testhooks build only.
 func parsePlan(data []byte, onlyMounts bool) (parsed []byte, block [2]int, err error) {
 	shimMu.Lock()
 	defer shimMu.Unlock()

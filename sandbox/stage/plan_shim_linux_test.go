@@ -1,3 +1,5 @@
+//go:build corral_testhooks
+
 package stage
 
 import (
