@@ -43,6 +43,9 @@ type Spec struct {
 	CgroupParent string
 	// BestEffort runs even where a protection cannot be enforced.
 	BestEffort bool
+	// Tier is the sandbox tier to use (zero: auto, the namespaces tier
+	// where the host allows it).
+	Tier sandbox.Tier
 	// Confirmed says the user agreed to what the policy said needs
 	// confirmation; without it a confirm is a denial (nobody can answer).
 	Confirmed bool
@@ -86,6 +89,8 @@ type Denial struct {
 // for signal N, 124 when the timeout ended it and 137 when the memory cap
 // did.
 type Result struct {
+	// Tier is the tier the sandbox ran in, and why (nil: none started).
+	Tier        *sandbox.TierInfo    `json:"tier,omitempty"`
 	ExitCode    int                  `json:"exit_code"`
 	Signal      int                  `json:"signal,omitempty"`
 	Wall        time.Duration        `json:"-"`
@@ -218,7 +223,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	var proxy *netns.Proxy // made when the plan has one
 	handed = true
 	out, err := sandbox.Execute(ctx, sandbox.Request{Perms: sk.Perms, CgroupParent: spec.CgroupParent, Stdio: stdio, Trace: spec.Trace, Warn: warn,
-		Spec: sandbox.Spec{Argv: spec.Argv, WorkDir: sk.Vars.WorkDir, Env: env, BestEffort: spec.BestEffort, Home: sk.Vars.Home,
+		Spec: sandbox.Spec{Argv: spec.Argv, WorkDir: sk.Vars.WorkDir, Env: env, BestEffort: spec.BestEffort, Home: sk.Vars.Home, Tier: spec.Tier,
 			Keep: KeptPaths(sk, spec.Policy, spec.Keep...), Limits: limits, Options: spec.Debug},
 		Serve: func(lns []net.Listener) {
 			proxy = newProxy(sk, spec, audit, r)
@@ -227,6 +232,10 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 			}
 		}})
 	r.Protections, r.Dropped, r.Cgroup = out.Protections, out.Dropped, out.Cgroup
+	if out.Plan != nil {
+		t := out.Plan.Tier
+		r.Tier = &t
+	}
 	r.Warnings = append(r.Warnings, out.Warnings...)
 	r.Created, r.Removed, r.Replaced = append(r.Created, out.Created...), out.Removed, out.Replaced
 	if out.Plan != nil && out.Result != nil {

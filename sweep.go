@@ -13,7 +13,7 @@ import (
 // could not check.
 func sweepAfter(r *Result, plan *sandbox.Plan, home string, since sweepClock, warn, trace func(string)) {
 	t := time.Now()
-	s := sweepGit(plan.WriteRoots, plan.Protected, home, since)
+	s := sweepGit(plan.WriteRoots, plan.Protected, home, since, plan.Tier.Name == sandbox.TierLandlock)
 	if plan.Trace {
 		trace(fmt.Sprintf("git sweep: %d folders, %d git folders in %d µs", s.Folders, s.Gits, time.Since(t).Microseconds()))
 	}

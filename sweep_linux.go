@@ -57,9 +57,11 @@ func sweepStart() sweepClock {
 
 // sweepGit walks the writable roots after a run. protected are the paths
 // the plan bound read-only: a git folder whose config was among them is
-// not taken as changed because git ran in it.
-func sweepGit(roots, protected []string, home string, since sweepClock) *sweep {
-	s := &sweep{since: since, home: home, uid: os.Geteuid(), known: map[string]bool{}, done: map[[2]uint64]int{}, chmodded: map[[2]uint64]bool{}, buf: make([]byte, 32<<10), names: map[string]string{}, exact: map[string]bool{}}
+// not taken as changed because git ran in it. top checks the protected
+// names at the top of each root too (the landlock tier, which binds none
+// read-only there).
+func sweepGit(roots, protected []string, home string, since sweepClock, top bool) *sweep {
+	s := &sweep{top: top, since: since, home: home, uid: os.Geteuid(), known: map[string]bool{}, done: map[[2]uint64]int{}, chmodded: map[[2]uint64]bool{}, buf: make([]byte, 32<<10), names: map[string]string{}, exact: map[string]bool{}}
 	for _, e := range policyengine.ProtectedPaths {
 		if !e.Home && !strings.Contains(e.Path, "/") {
 			s.names[e.Path] = e.Why
@@ -99,6 +101,7 @@ func sweepGit(roots, protected []string, home string, since sweepClock) *sweep {
 // sweep is one walk over the writable roots.
 type sweep struct {
 	since unix.Timespec // the run's start on the coarse clock ctime uses
+	top   bool          // check the protected names at the roots' tops too
 	roots []string
 	known map[string]bool // git folders whose config and hooks were bound read-only
 	uid   int
@@ -283,7 +286,7 @@ func (s *sweep) visit(stack []*sweepFrame) {
 	var head, gitfile, gitmodules bool
 	var named []string
 	err := s.entries(top.fd, func(name string, typ byte) {
-		if _, ok := s.names[name]; ok && len(stack) > 1 {
+		if _, ok := s.names[name]; ok && (len(stack) > 1 || s.top) {
 			named = append(named, name)
 		}
 		switch {

@@ -22,7 +22,7 @@ func TestSweepResolve(t *testing.T) {
 	os.Symlink("../../u/l1", filepath.Join(root, "r/.git/l2"))
 	os.Symlink(filepath.Join(root, "s/t"), filepath.Join(root, "r/.git/abs"))
 	os.Symlink("loop", filepath.Join(root, "r/.git/loop"))
-	s := sweepGit(nil, nil, "", sweepStart()) // an empty sweep: its clock is now
+	s := sweepGit(nil, nil, "", sweepStart(), false) // an empty sweep: its clock is now
 	s.roots = []string{root}
 	s.since.Sec -= 60 // everything made above counts as changed
 	gfd, err := unix.Open(filepath.Join(root, "r/.git"), unix.O_PATH|unix.O_DIRECTORY, 0)
@@ -74,7 +74,7 @@ func TestSweepGitFIFO(t *testing.T) {
 	if err := unix.Mkfifo(filepath.Join(root, "sub/.git"), 0o644); err != nil {
 		t.Skip(err)
 	}
-	s := sweepGit([]string{root}, nil, "", since)
+	s := sweepGit([]string{root}, nil, "", since, false)
 	if len(s.Moved) != 1 || s.Moved[0].Why != "a .git FIFO the command made" {
 		t.Fatalf("moved %+v, errors %v", s.Moved, s.Errs)
 	}

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"path"
 	"slices"
 	"sort"
@@ -29,6 +30,13 @@ type Spec struct {
 	// Stop, closed when the run is given up (a signal ended the init, the
 	// caller's context), ends Probe's waits for locks other runs hold.
 	Stop <-chan struct{}
+	// Tier is the tier the init runs in (TierAuto: the one this host
+	// allows, for explain). In the landlock tier, RunTmp is the run's own
+	// TMPDIR and HostProxy where corral's proxy listens.
+	Tier      Tier
+	TierWhy   string
+	RunTmp    string
+	HostProxy netip.AddrPort
 	// Limits are the run's resolved limits; Options how it is carried
 	// out. Both go into the plan as they are.
 	Limits  Limits
@@ -132,6 +140,16 @@ func BuildPlan(p policyengine.Permissions, spec Spec, facts *Facts) (*Plan, erro
 	b.plan.Seccomp = seccomp.Rules(restricted)
 	b.workDir()
 	b.finishMounts()
+	tier := tierOf(spec, facts)
+	b.plan.Tier = TierInfo{Name: tier, Why: spec.TierWhy}
+	if tier == TierLandlock {
+		b.landlockTier()
+		why := spec.TierWhy
+		if why == "" {
+			why = orText(facts.UserNSErr, "asked for")
+		}
+		b.landlockProtections(why)
+	}
 	if len(b.errs) > 0 {
 		return nil, fmt.Errorf("%w: %s", ErrUnsafeGrant, strings.Join(b.errs, "; "))
 	}
@@ -542,7 +560,7 @@ func (b *builder) network() {
 }
 
 // required are the protections a run refuses to go without.
-var required = map[string]bool{"namespaces": true, "landlock-fs": true, "seccomp": true, "capabilities": true, "network": true, "private-mounts": true, "exec-allowlist": true, "memfd-noexec": true}
+var required = map[string]bool{"tier": true, "namespaces": true, "landlock-fs": true, "seccomp": true, "capabilities": true, "network": true, "private-mounts": true, "exec-allowlist": true, "memfd-noexec": true}
 
 // absIn returns p, or p inside dir when p is relative.
 func absIn(dir, p string) string {

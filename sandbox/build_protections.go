@@ -71,7 +71,10 @@ func landlockWhy(f *Facts) string {
 func (b *builder) failClosed() error {
 	var missing []string
 	for _, p := range b.plan.Protections {
-		if !p.Enforced && required[p.Name] {
+		// Without a PID namespace, Landlock's scoping is what keeps the
+		// command's signals inside the sandbox.
+		landlockTier := b.plan.Tier.Name == TierLandlock && p.Name == "landlock-scope"
+		if !p.Enforced && (required[p.Name] || landlockTier) {
 			missing = append(missing, p.Name+": "+p.Detail)
 		}
 	}

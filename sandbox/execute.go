@@ -126,7 +126,7 @@ func (e *execution) run(ctx context.Context) error {
 	// The init is exec'd on a thread of its own (about 0.8 ms until it
 	// runs, and as long again to make its namespaces) while this one
 	// makes the cgroup, probes the host and builds the plan.
-	l, startErr := Start(e.req.Stdio)
+	l, startErr := Start(e.req.Stdio, spec.Tier)
 	var launch *Launch // set once the init runs; it stops the signals
 	defer func() {
 		if launch == nil && e.req.Stdio.Signals != nil {
@@ -192,15 +192,31 @@ func (e *execution) run(ctx context.Context) error {
 	if err != nil {
 		return abort(err)
 	}
+	// The plan is built for the tier the init runs in.
+	if err := started(); err != nil {
+		return err
+	}
+	tier, err := e.tier(&launch)
+	if err != nil {
+		return abort(err)
+	}
+	spec.Tier, spec.TierWhy = tier.Name, tier.Why
+	serve := e.serve
+	if tier.Name == TierLandlock {
+		e.warn("running in the landlock tier, without namespaces (" + tier.Why + "): see `corral doctor`")
+		lr, err := e.prepareLandlock(spec)
+		if err != nil {
+			return abort(err)
+		}
+		defer lr.close()
+		serve = func(files []*os.File) { lr.serve(e, files) }
+	}
 	plan, err := BuildPlan(e.req.Perms, *spec, facts)
 	e.trace("built")
 	if err != nil {
 		return abort(err)
 	}
 	e.out.Plan = plan
-	if err := started(); err != nil {
-		return err
-	}
 	e.out.Protections, e.out.Warnings = plan.Protections, plan.Warnings
 	for _, a := range plan.Alerts {
 		e.warn(a)
@@ -215,7 +231,7 @@ func (e *execution) run(ctx context.Context) error {
 	held := Hold(plan.Protected)
 	defer held.Close()
 	res, err := launch.Run(plan, RunOptions{Seccomp: prepared, Cgroup: e.joinCgroup, Trace: e.req.Trace, Timeout: limits.Timeout,
-		KillGrace: limits.KillGrace, Done: ctx.Done(), Held: held.Files(), Serve: e.serve})
+		KillGrace: limits.KillGrace, Done: ctx.Done(), Held: held.Files(), Serve: serve})
 	e.out.Result = res
 	e.trace("done")
 	e.removeMustNotAppear(plan)
@@ -226,6 +242,43 @@ func (e *execution) run(ctx context.Context) error {
 		}
 	}
 	return err
+}
+
+// tier waits for the tier the init runs in. Where the host let the init
+// make a user namespace but not map ids in it (Ubuntu's AppArmor
+// restriction moves the process into a profile without capabilities),
+// auto starts an init in the landlock tier instead; *launch becomes it.
+func (e *execution) tier(launch **Launch) (TierInfo, error) {
+	want := e.req.Spec.Tier
+	t, err := (*launch).Tier()
+	var se *StageError
+	if err != nil && errors.As(err, &se) && se.Stage == "userns-refused" && (want == TierAuto || want == "") {
+		(*launch).Abort()
+		stdio := e.req.Stdio
+		stdio.Signals = nil
+		l, serr := start(stdio, TierLandlock, false)
+		if serr != nil {
+			*launch = nil
+			return TierInfo{}, serr
+		}
+		if serr = l.Started(); serr != nil {
+			*launch = nil
+			return TierInfo{}, serr
+		}
+		*launch = l
+		t, err = l.Tier()
+		t.Why = "the kernel made a user namespace but refused its id maps (" + se.Message + ")"
+	}
+	if err != nil {
+		if se != nil {
+			return TierInfo{}, runError(&Result{Stage: se}, nil)
+		}
+		return TierInfo{}, err
+	}
+	if want != TierAuto && want != "" && t.Name != want {
+		return TierInfo{}, fmt.Errorf("%w: asked for the %s tier, the sandbox's init runs in the %s tier", ErrProtection, want, t.Name)
+	}
+	return t, nil
 }
 
 // joinCgroup is RunOptions.Cgroup: the init gets the cgroup after its

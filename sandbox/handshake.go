@@ -7,6 +7,9 @@ package sandbox
 //	fd  direction       content
 //	3   parent → init   the Plan in the wire format of encodePlan
 //	4   init → parent   status messages, one JSON object per line:
+//	                    {"tier":{"name":T,"why":W,"errno":E}} first: the tier the
+//	                                                         shim chose (namespaces,
+//	                                                         landlock)
 //	                    {"started":PID}                      the command runs
 //	                    {"error":{"stage":S,"message":M,"errno":E}}  set-up failed; init exits
 //	                    {"exit":{"code":C,"signal":N,"max_rss_kb":K,"alone":A}}
@@ -22,18 +25,28 @@ package sandbox
 //	                    its parent's (cgroup v1), open for writing; none
 //	                    without a cgroup. The init reads it after its mounts
 //	                    init → parent, with a proxy in the plan: one message
-//	                    carrying the listening sockets (SCM_RIGHTS)
+//	                    carrying the listening sockets (SCM_RIGHTS); in the
+//	                    landlock tier, the seccomp listener of the connect
+//	                    supervisor instead
 //
 // The init (nsinit_linux.c, init_linux.c) writes nothing else and reads
-// nothing from its environment or argv beyond CORRAL_INIT_ARG
-// (spawn_linux.h; a forked one zeroes its copies of corral's argv and
+// nothing from its environment or argv beyond CORRAL_INIT_ARG and the
+// tier (spawn_linux.h; a forked one zeroes its copies of corral's argv and
 // environment), so a hostile environment cannot steer it.
 
 // status is one message on the status pipe.
 type status struct {
+	Tier    *tierStatus `json:"tier,omitempty"`
 	Started int         `json:"started,omitempty"`
 	Error   *StageError `json:"error,omitempty"`
 	Exit    *exitStatus `json:"exit,omitempty"`
+}
+
+// tierStatus is the shim's first line: the tier it runs in.
+type tierStatus struct {
+	Name  Tier   `json:"name"`
+	Why   string `json:"why"`
+	Errno int    `json:"errno"`
 }
 
 // StageError is a failure inside the sandbox before the command ran.

@@ -17,6 +17,8 @@ type Plan struct {
 	Dir  string   `json:"dir"`
 	Env  []string `json:"env"`
 
+	// Tier is the tier the sandbox is built in, and why.
+	Tier     TierInfo       `json:"tier"`
 	Hostname string         `json:"hostname"`
 	Mounts   []Mount        `json:"mounts"`
 	Landlock Landlock       `json:"landlock"`

@@ -43,14 +43,22 @@ type Launch struct {
 	// init only; mountcache_linux.go) and its key.
 	mountCache    string
 	mountCacheKey uint64
+	// The tier the shim reports first (closed tierKnown), or the failure
+	// that came instead (tierErr).
+	tierKnown chan struct{}
+	tier      TierInfo
+	tierErr   *StageError
 }
 
-// Start starts the init stage in new namespaces and returns at once; the
-// init is exec'd on a thread of its own (spawn_linux.c) while the caller
-// goes on. It runs nothing until Run hands it a plan; Abort ends it.
-func Start(stdio Stdio) (*Launch, error) {
-	l := &Launch{start: time.Now(), signals: stdio.Signals}
-	if stdio.Stdin == os.Stdin && stdio.Stdout == os.Stdout && stdio.Stderr == os.Stderr {
+// Start starts the init stage in new namespaces (or, as tier says, in
+// none) and returns at once; the init is exec'd on a thread of its own
+// (spawn_linux.c) while the caller goes on. It runs nothing until Run
+// hands it a plan; Abort ends it. Tier says which tier it got.
+func Start(stdio Stdio, tier Tier) (*Launch, error) { return start(stdio, tier, true) }
+
+func start(stdio Stdio, tier Tier, early bool) (*Launch, error) {
+	l := &Launch{start: time.Now(), signals: stdio.Signals, tierKnown: make(chan struct{})}
+	if early && stdio.Stdin == os.Stdin && stdio.Stdout == os.Stdout && stdio.Stderr == os.Stderr {
 		if e, ok := stage.TakeEarly(); ok {
 			if l.signals == nil {
 				l.signals, l.ownSigs = NotifySignals(), true
@@ -107,7 +115,7 @@ func Start(stdio Stdio) (*Launch, error) {
 		return failed(err)
 	}
 	l.hold = os.NewFile(uintptr(hold[1]), "spawner-hold")
-	if err := stage.Spawn([]*os.File{stdio.Stdin, stdio.Stdout, stdio.Stderr, planR, statusW, proxyW}, result[1], hold[0]); err != nil {
+	if err := stage.Spawn([]*os.File{stdio.Stdin, stdio.Stdout, stdio.Stderr, planR, statusW, proxyW}, result[1], hold[0], stageTier(tier)); err != nil {
 		resultR.Close()
 		return failed(startError(err))
 	}
@@ -545,13 +553,55 @@ func receiveFiles(f *os.File) ([]*os.File, error) {
 func (l *Launch) readStatus(r io.ReadCloser) {
 	defer close(l.statuses)
 	defer r.Close()
+	known := false
+	defer func() {
+		if !known {
+			close(l.tierKnown)
+		}
+	}()
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		var s status
-		if json.Unmarshal(sc.Bytes(), &s) == nil {
-			l.statuses <- s
+		if json.Unmarshal(sc.Bytes(), &s) != nil {
+			continue
 		}
+		switch {
+		case s.Tier != nil && !known:
+			l.tier, known = TierInfo{Name: s.Tier.Name, Why: s.Tier.Why}, true
+			close(l.tierKnown)
+			continue
+		case s.Error != nil && !known:
+			l.tierErr = s.Error
+		}
+		l.statuses <- s
 	}
+}
+
+// Tier waits for the tier the init runs in. An error means the init
+// failed first (a *StageError: the namespaces could not be made).
+func (l *Launch) Tier() (TierInfo, error) {
+	if err := l.started(); err != nil {
+		return TierInfo{}, err
+	}
+	<-l.tierKnown
+	if l.tier.Name == "" {
+		if l.tierErr != nil {
+			return TierInfo{}, l.tierErr
+		}
+		return TierInfo{}, errors.New("the sandbox's init ended before it said which tier it runs in")
+	}
+	return l.tier, nil
+}
+
+// stageTier is tier as the init's argv says it (protocol.h).
+func stageTier(t Tier) int {
+	switch t {
+	case TierNamespaces:
+		return stage.TierNamespaces
+	case TierLandlock:
+		return stage.TierLandlock
+	}
+	return stage.TierAuto
 }
 
 // startError explains why the namespaces could not be made.

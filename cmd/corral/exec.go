@@ -20,7 +20,7 @@ import (
 
 var execCommand = command{
 	name:  "exec",
-	usage: "[--skill DIR]... [--work-dir D] [--data-dir D] [--memory SIZE] [--pids N] [--timeout DUR] [--kill-grace DUR] [--cgroup-parent PATH] [--policy FILE] [--policy-json JSON] [--confirmed] [--agent ID] [--report FILE] [--audit-log FILE] [--audit-log-max SIZE] [--resolve NAME=ADDR]... [--best-effort] -- CMD [ARG]...",
+	usage: "[--skill DIR]... [--work-dir D] [--data-dir D] [--memory SIZE] [--pids N] [--timeout DUR] [--kill-grace DUR] [--cgroup-parent PATH] [--policy FILE] [--policy-json JSON] [--confirmed] [--agent ID] [--report FILE] [--audit-log FILE] [--audit-log-max SIZE] [--resolve NAME=ADDR]... [--best-effort] [--tier TIER] -- CMD [ARG]...",
 	summary: `Run CMD in a sandbox built from the skills' merged permissions, capped
 by the agent policy.
 Exit status: the command's own; 128+N if a signal N killed it (137 when it
@@ -44,6 +44,12 @@ not permitted; 127 the command was not found.`,
 		})
 		bestEffort := fs.Bool("best-effort", false, "run even if a protection cannot be enforced, naming each one that is missing")
 		confirmed := fs.Bool("confirmed", false, "the user agreed to what the agent policy says needs confirmation")
+		tier := sandbox.TierAuto
+		fs.Func("tier", "the sandbox `TIER`: auto (the namespaces tier where the host allows user namespaces, else the landlock tier), namespaces, or landlock (no namespaces: Landlock, seccomp and corral's connect supervisor; see corral doctor)", func(s string) error {
+			t, err := sandbox.ParseTier(s)
+			tier = t
+			return err
+		})
 		return func(args []string) error {
 			if len(args) == 0 {
 				return failed(errors.New("no command: write corral exec [flags] -- CMD [ARG]"))
@@ -70,7 +76,7 @@ not permitted; 127 the command was not found.`,
 			if loadErr != nil {
 				err = failed(loadErr)
 			} else {
-				err = runExec(l, &nf, &lf, &pf, args, *bestEffort, *confirmed, roots, auditMax, r)
+				err = runExec(l, &nf, &lf, &pf, args, runFlags{*bestEffort, *confirmed, tier}, roots, auditMax, r)
 			}
 			if rep != nil {
 				if werr := r.write(rep, err); werr != nil && err == nil {
@@ -173,9 +179,15 @@ func writableRoots(sf *skillFlags, l *corral.Skills) []string {
 	return sandbox.WritableRoots(policyengine.Permissions{}, work)
 }
 
-func runExec(l *corral.Skills, nf *netFlags, lf *limitFlags, pf *policyFlags, argv []string, bestEffort, confirmed bool, roots []string, auditMax int64, r *runReport) error {
+// runFlags are exec's flags that go into corral.Spec as they are.
+type runFlags struct {
+	bestEffort, confirmed bool
+	tier                  sandbox.Tier
+}
+
+func runExec(l *corral.Skills, nf *netFlags, lf *limitFlags, pf *policyFlags, argv []string, rf runFlags, roots []string, auditMax int64, r *runReport) error {
 	spec := corral.Spec{Argv: argv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Limits: lf.values, CgroupParent: lf.parent,
-		BestEffort: bestEffort, Confirmed: confirmed, Agent: pf.agent, Resolve: nf.pins,
+		BestEffort: rf.bestEffort, Confirmed: rf.confirmed, Tier: rf.tier, Agent: pf.agent, Resolve: nf.pins,
 		Warn: func(s string) { fmt.Fprintf(os.Stderr, "corral exec: warning: %s\n", printable.Text(s)) }}
 	if os.Getenv("CORRAL_TRACE") == "1" {
 		spec.Trace = func(step string) {

@@ -25,8 +25,9 @@ import (
 
 // Spawn starts the init stage from a thread of its own
 // (spawn_linux.c) and returns at once; the thread writes the init's pid
-// to result and ends when hold reads EOF.
-func Spawn(files []*os.File, result, hold int) error {
+// to result and ends when hold reads EOF. tier is one of the TierX
+// constants (protocol.h).
+func Spawn(files []*os.File, result, hold, tier int) error {
 	var fds [C.CORRAL_SPAWN_FDS]C.int
 	if len(files) != len(fds) {
 		return fmt.Errorf("the init takes %d fds, not %d", len(fds), len(files))
@@ -34,7 +35,7 @@ func Spawn(files []*os.File, result, hold int) error {
 	for i, f := range files {
 		fds[i] = C.int(f.Fd())
 	}
-	rc := C.corral_spawn_init(&fds[0], C.int(result), C.int(hold))
+	rc := C.corral_spawn_init(&fds[0], C.int(result), C.int(hold), C.int(tier))
 	runtime.KeepAlive(files)
 	if rc < 0 {
 		return syscall.Errno(-rc)

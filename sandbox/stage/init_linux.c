@@ -25,6 +25,17 @@ static void forward(int sig) {
 // the Landlock ruleset (made while corral may still be making the cgroup
 // and compiling the seccomp filter; it applies in lock_down).
 static int build_root(struct plan *pl) {
+	if (!corral_namespaces) {
+		// The landlock tier: no new root; the rules name host paths.
+		const char *block;
+		size_t block_len;
+		corral_read_plan(pl, &block, &block_len);
+		close(CORRAL_FD_PLAN);
+		corral_step("plan");
+		int ruleset = corral_build_landlock(pl, -1);
+		corral_step("landlock rules");
+		return ruleset;
+	}
 	// Private first: mounts made in the namespace the root is built
 	// ahead in then reach no other, nor mounts made here that one.
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
@@ -70,6 +81,17 @@ static void lock_down(struct plan *pl, int ruleset) {
 	corral_read_late(pl);
 	corral_step("late");
 	corral_join_cgroup(pl);
+	if (!corral_namespaces) {
+		// The landlock tier: the host's cgroup, network and UTS
+		// namespaces; the proxy listens in corral. The socket stays
+		// open for the connect filter's listener (main).
+		corral_step("cgroup");
+		corral_drop_privileges();
+		corral_restrict_landlock(ruleset);
+		corral_clear_capabilities();
+		corral_step("landlock");
+		return;
+	}
 	// A cgroup namespace rooted at the run's cgroup: /proc/self/cgroup
 	// shows "/", not the host's cgroup path. A kernel without them
 	// (before 4.6, EINVAL) shows the path, which is all they hide.
@@ -184,10 +206,14 @@ static void wait_command(pid_t pid, int left, int hold) {
 		if (w < 0)
 			corral_fail("wait", errno, "waiting for the command");
 	}
-	kill(-1, SIGKILL);
-	for (;;) {
-		if (waitpid(-1, NULL, 0) < 0 && errno != EINTR)
-			break;
+	if (corral_namespaces) {
+		kill(-1, SIGKILL);
+		for (;;) {
+			if (waitpid(-1, NULL, 0) < 0 && errno != EINTR)
+				break;
+		}
+	} else {
+		corral_kill_descendants();
 	}
 	struct rusage ru;
 	getrusage(RUSAGE_CHILDREN, &ru);
@@ -211,12 +237,18 @@ void corral_init_main(void) {
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	// Every sandbox has lo up and nothing else: done while the plan is
 	// still being built.
-	corral_loopback_up();
+	if (corral_namespaces)
+		corral_loopback_up();
 	int ruleset = build_root(&pl);
 	lock_down(&pl, ruleset);
 	sigset_t block;
 	catch_forwarded(&block);
 	// Seccomp goes last: after it, nothing may set up anything.
+	if (!corral_namespaces) {
+		corral_tier_filter(&pl);
+		if (!pl.hold)
+			close(CORRAL_FD_SOCKET);
+	}
 	corral_load_seccomp(&pl);
 	corral_step("seccomp");
 	int left;

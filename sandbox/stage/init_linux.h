@@ -25,5 +25,10 @@ static inline void corral_forwarded_set(sigset_t *set) {
 		sigaddset(set, corral_forwarded[i]);
 }
 
+// corral_namespaces is 0 in the landlock tier (init_tier_linux.c);
+// corral_kill_descendants ends every process below the caller there.
+extern int corral_namespaces;
+void corral_kill_descendants(void);
+
 // corral_close_from closes every fd from first up (nsinit_linux.c).
 void corral_close_from(int first);

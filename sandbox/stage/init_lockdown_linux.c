@@ -163,6 +163,16 @@ void corral_proxy_listeners(int port) {
 // corral_drop_privileges locks the securebits, empties the bounding and
 // ambient sets and sets no_new_privs.
 void corral_drop_privileges(void) {
+	if (!corral_namespaces && geteuid() != 0) {
+		// The landlock tier as an ordinary user: nothing to drop but
+		// what capset empties (no_new_privs keeps exec from adding
+		// any), and no CAP_SETPCAP to lock the securebits with.
+		if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+			corral_fail("capabilities", errno, "prctl(PR_CAP_AMBIENT_CLEAR_ALL)");
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+			corral_fail("capabilities", errno, "prctl(PR_SET_NO_NEW_PRIVS)");
+		return;
+	}
 	if (prctl(PR_SET_SECUREBITS, CORRAL_SECUREBITS, 0, 0, 0) < 0)
 		corral_fail("capabilities", errno, "prctl(PR_SET_SECUREBITS)");
 	for (int c = 0; c <= 63; c++) {

@@ -179,4 +179,10 @@ void corral_proxy_listeners(int port);
 void corral_read_late(struct plan *pl);
 void corral_restrict_landlock(int rs);
 
+// ---- init_tier_linux.c ----
+
+extern int corral_namespaces; // 0: the landlock tier (nsinit_linux.c)
+void corral_kill_descendants(void);
+void corral_tier_filter(struct plan *pl);
+
 #endif

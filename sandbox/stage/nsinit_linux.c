@@ -32,16 +32,18 @@
 
 static pid_t corral_init_pid;
 
-static void corral_fail(const char *what) {
+static void corral_fail_in(const char *stage, const char *what) {
 	int err = errno;
 	char buf[512];
 	int n = snprintf(buf, sizeof buf,
-		"{\"error\":{\"stage\":\"namespaces\",\"message\":\"%s: %s\",\"errno\":%d}}\n",
-		what, strerror(err), err);
+		"{\"error\":{\"stage\":\"%s\",\"message\":\"%s: %s\",\"errno\":%d}}\n",
+		stage, what, strerror(err), err);
 	if (n > 0)
 		(void)!write(CORRAL_FD_STATUS, buf, (size_t)n);
 	_exit(125);
 }
+
+static void corral_fail(const char *what) { corral_fail_in("namespaces", what); }
 
 static int corral_write_file(const char *path, const char *data) {
 	int fd = open(path, O_WRONLY | O_CLOEXEC);
@@ -68,10 +70,102 @@ void corral_close_from(int first) {
 		close(fd);
 }
 
-// corral_init_stage makes the namespaces and becomes the shim; it never
-// returns. CORRAL_FD_PLAN, _STATUS and _SOCKET (protocol.h) are the
+// refused reports whether err from unshare(CLONE_NEWUSER) means the host
+// refuses user namespaces (rather than that something failed): ENOSPC
+// (user.max_user_namespaces=0), EPERM (Debian's
+// kernel.unprivileged_userns_clone=0, a container's seccomp profile),
+// EACCES (AppArmor's or an LSM's refusal), ENOSYS (a seccomp profile that
+// hides unshare), EINVAL (a kernel without user namespaces), EUSERS
+// (nesting too deep).
+static int corral_userns_refused(int err) {
+	return err == ENOSPC || err == EPERM || err == EACCES || err == ENOSYS || err == EINVAL || err == EUSERS;
+}
+
+// corral_tier_report writes the status line naming the tier this init
+// runs in (handshake.go): corral builds its plan for it.
+static void corral_tier_report(const char *name, const char *why, int err) {
+	char buf[512];
+	int n = snprintf(buf, sizeof buf, "{\"tier\":{\"name\":\"%s\",\"why\":\"%s%s%s\",\"errno\":%d}}\n",
+		name, why, err ? ": " : "", err ? strerror(err) : "", err);
+	if (n > 0)
+		(void)!write(CORRAL_FD_STATUS, buf, (size_t)n);
+}
+
+// corral_enter_namespaces makes the user namespace and the others; 0 when
+// the host refuses a user namespace and tier allows going on without
+// (the landlock tier). Writing the id maps can fail after the namespace
+// was made (Ubuntu's AppArmor moves the process to a profile without
+// capabilities): too late to go on here, so that failure is reported
+// under its own stage, "userns-refused", and corral starts a landlock
+// tier init instead (auto).
+static int corral_enter_namespaces(int tier) {
+	if (tier == CORRAL_TIER_LANDLOCK) {
+		corral_tier_report("landlock", "asked for (--tier landlock)", 0);
+		return 0;
+	}
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+	char map[64];
+	if (unshare(CLONE_NEWUSER) < 0) {
+		if (tier == CORRAL_TIER_AUTO && corral_userns_refused(errno)) {
+			corral_tier_report("landlock", "the kernel refused a user namespace: unshare(CLONE_NEWUSER)", errno);
+			return 0;
+		}
+		corral_fail("unshare(CLONE_NEWUSER)");
+	}
+	const char *stage = tier == CORRAL_TIER_AUTO ? "userns-refused" : "namespaces";
+	if (corral_write_file("/proc/self/setgroups", "deny") < 0 && errno != ENOENT)
+		corral_fail_in(stage, "writing /proc/self/setgroups");
+	snprintf(map, sizeof map, "0 %u 1", (unsigned)uid);
+	if (corral_write_file("/proc/self/uid_map", map) < 0)
+		corral_fail_in(stage, "writing /proc/self/uid_map");
+	snprintf(map, sizeof map, "0 %u 1", (unsigned)gid);
+	if (corral_write_file("/proc/self/gid_map", map) < 0)
+		corral_fail_in(stage, "writing /proc/self/gid_map");
+	if (unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) < 0)
+		corral_fail_in(stage, "unshare(mount, pid, network, ipc, uts namespaces)");
+	corral_tier_report("namespaces", "", 0);
+	return 1;
+}
+
+// In the landlock tier there is no PID namespace whose end takes every
+// process of the sandbox with it: the shim and the init are child
+// subreapers instead (whatever double-forks is re-parented to the nearest,
+// never past them), and each kills what is left below it before it exits
+// (corral_kill_descendants). corral's death reaches the shim as
+// CORRAL_SHIM_DEATHSIG, which it handles by doing the same.
+#define CORRAL_SHIM_DEATHSIG (SIGRTMIN + 3)
+static volatile sig_atomic_t corral_parent_died;
+
+static void corral_on_parent_death(int sig) {
+	(void)sig;
+	corral_parent_died = 1;
+	if (corral_init_pid > 0)
+		kill(corral_init_pid, SIGKILL);
+}
+
+// corral_shim_wait waits for PID 1 (the init) and exits with its status.
+static void corral_shim_wait(pid_t pid, int namespaces) {
+	int status = 0;
+	for (;;) {
+		pid_t w = waitpid(pid, &status, 0);
+		if (w == pid)
+			break;
+		if (w < 0 && errno != EINTR)
+			_exit(125);
+	}
+	if (!namespaces)
+		corral_kill_descendants();
+	if (WIFSIGNALED(status))
+		_exit(128 + WTERMSIG(status));
+	_exit(WEXITSTATUS(status));
+}
+
+// corral_init_stage makes the namespaces (unless tier is the landlock
+// tier, or auto on a host that refuses them) and becomes the shim; it
+// never returns. CORRAL_FD_PLAN, _STATUS and _SOCKET (protocol.h) are the
 // plan, the status and the socket.
-static void corral_init_stage(void) {
+static void corral_init_stage(int tier) {
 	// Keep only stdio and corral's three pipes: any other fd corral
 	// inherited without close-on-exec was opened outside the sandbox and
 	// would carry that access into it.
@@ -95,22 +189,19 @@ static void corral_init_stage(void) {
 	corral_forwarded_set(&block);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &block, NULL);
-	uid_t uid = geteuid();
-	gid_t gid = getegid();
-	char map[64];
-
-	if (unshare(CLONE_NEWUSER) < 0)
-		corral_fail("unshare(CLONE_NEWUSER)");
-	if (corral_write_file("/proc/self/setgroups", "deny") < 0 && errno != ENOENT)
-		corral_fail("writing /proc/self/setgroups");
-	snprintf(map, sizeof map, "0 %u 1", (unsigned)uid);
-	if (corral_write_file("/proc/self/uid_map", map) < 0)
-		corral_fail("writing /proc/self/uid_map");
-	snprintf(map, sizeof map, "0 %u 1", (unsigned)gid);
-	if (corral_write_file("/proc/self/gid_map", map) < 0)
-		corral_fail("writing /proc/self/gid_map");
-	if (unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) < 0)
-		corral_fail("unshare(mount, pid, network, ipc, uts namespaces)");
+	int namespaces = corral_enter_namespaces(tier);
+	corral_namespaces = namespaces;
+	if (!namespaces) {
+		if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+			corral_fail("prctl(PR_SET_CHILD_SUBREAPER)");
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = corral_on_parent_death;
+		sigemptyset(&sa.sa_mask);
+		sigaction(CORRAL_SHIM_DEATHSIG, &sa, NULL);
+		if (prctl(PR_SET_PDEATHSIG, CORRAL_SHIM_DEATHSIG, 0, 0, 0) < 0)
+			corral_fail("prctl(PR_SET_PDEATHSIG)");
+	}
 
 	pid_t pid = fork();
 	if (pid < 0)
@@ -125,6 +216,14 @@ static void corral_init_stage(void) {
 		// handlers (corral_init_main unblocks them once the command
 		// runs): blocked, a signal the shim forwards waits; unblocked
 		// without a handler, PID 1 of a PID namespace would drop it.
+		if (!namespaces) {
+			struct sigaction d;
+			memset(&d, 0, sizeof d);
+			d.sa_handler = SIG_DFL;
+			sigaction(CORRAL_SHIM_DEATHSIG, &d, NULL);
+			if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+				_exit(125);
+		}
 		corral_init_main();
 	}
 
@@ -141,17 +240,9 @@ static void corral_init_stage(void) {
 	for (size_t i = 0; i < CORRAL_NFORWARDED; i++)
 		sigaction(corral_forwarded[i], &sa, NULL);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	int status;
-	for (;;) {
-		pid_t w = waitpid(pid, &status, 0);
-		if (w == pid)
-			break;
-		if (w < 0 && errno != EINTR)
-			_exit(125);
-	}
-	if (WIFSIGNALED(status))
-		_exit(128 + WTERMSIG(status));
-	_exit(WEXITSTATUS(status));
+	if (corral_parent_died)
+		kill(pid, SIGKILL);
+	corral_shim_wait(pid, namespaces);
 }
 
 // The init stage that `corral exec` forks in this constructor, before the
@@ -293,7 +384,37 @@ static void corral_away_child(struct corral_away *a) {
 	sched_setaffinity(0, sizeof a->all, &a->all);
 }
 
+// corral_tier_named reads a tier's name (protocol.h).
+static int corral_tier_named(const char *name) {
+	if (strcmp(name, "landlock") == 0)
+		return CORRAL_TIER_LANDLOCK;
+	if (strcmp(name, "namespaces") == 0)
+		return CORRAL_TIER_NAMESPACES;
+	return CORRAL_TIER_AUTO;
+}
+
+// corral_tier_flag reads --tier from corral's flags (before "--"), as
+// Go's flag package takes it: -tier or --tier, "=VALUE" or the next
+// argument. Go checks the tier the init reports against the one it
+// parsed, so a misreading here fails the run, never weakens it.
+static int corral_tier_flag(int argc, char **argv) {
+	for (int i = 2; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		const char *a = argv[i];
+		if (a[0] != '-')
+			continue;
+		a += a[1] == '-' ? 2 : 1;
+		if (strncmp(a, "tier", 4) != 0)
+			continue;
+		if (a[4] == '=')
+			return corral_tier_named(a + 5);
+		if (a[4] == 0 && i + 1 < argc)
+			return corral_tier_named(argv[i + 1]);
+	}
+	return CORRAL_TIER_AUTO;
+}
+
 static void corral_early_start(int argc, char **argv, char **envp) {
+	int tier = corral_tier_flag(argc, argv);
 	// With a standard fd closed, the pipes would take its number (and Go
 	// its place as os.Stdin, os.Stdout or os.Stderr): leave the init to
 	// the thread, once Go has put /dev/null there.
@@ -341,7 +462,7 @@ static void corral_early_start(int argc, char **argv, char **envp) {
 		int src[3] = {plan[0], status[1], sock[1]};
 		if (corral_place_fds(src, CORRAL_FD_PLAN, 3) < 0)
 			_exit(125);
-		corral_init_stage();
+		corral_init_stage(tier);
 	}
 	close(plan[0]);
 	close(status[1]);
@@ -465,7 +586,7 @@ extern const int corral_cli __attribute__((weak));
 
 __attribute__((constructor)) static void corral_nsinit(int argc, char **argv, char **envp) {
 	if (argc >= 2 && strcmp(argv[1], CORRAL_INIT_ARG) == 0)
-		corral_init_stage();
+		corral_init_stage(argc >= 3 ? corral_tier_named(argv[2]) : CORRAL_TIER_AUTO);
 	if (&corral_cli == NULL || argc < 2 || strcmp(argv[1], "exec") != 0)
 		return;
 #ifdef CORRAL_TESTHOOKS

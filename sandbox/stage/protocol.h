@@ -52,6 +52,15 @@
 #define CORRAL_MOUNT_FLAG_NOEXEC 'x'
 #define CORRAL_MOUNT_FLAG_DIR 'D'
 
+// The tiers an init stage runs in (corral's --tier; the constructor reads
+// the flag, an exec'd init its argv[2] as the name). Auto tries the
+// namespaces and falls back to the landlock tier where the kernel refuses
+// a user namespace; the landlock tier makes none: Landlock, seccomp and
+// no_new_privs on the host's own namespaces.
+#define CORRAL_TIER_AUTO 0
+#define CORRAL_TIER_NAMESPACES 1
+#define CORRAL_TIER_LANDLOCK 2
+
 // The signals corral forwards to the command: the shim and PID 1 pass
 // them on (run_linux.go's list is read from this one).
 #define CORRAL_FORWARDED_SIGNALS {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH}

@@ -33,6 +33,13 @@ const (
 	RecProxy        = C.CORRAL_REC_PROXY
 )
 
+// The tiers an init runs in (spawned: argv[2]).
+const (
+	TierAuto       = C.CORRAL_TIER_AUTO
+	TierNamespaces = C.CORRAL_TIER_NAMESPACES
+	TierLandlock   = C.CORRAL_TIER_LANDLOCK
+)
+
 // The kind field of a mount record.
 const (
 	MountTmpfs   = C.CORRAL_MOUNT_TMPFS

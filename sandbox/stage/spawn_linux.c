@@ -31,7 +31,7 @@ struct corral_spawn {
 	int hold;                  // read: EOF ends the thread
 	pid_t parent;
 	int errfd; // the child writes errno here when it fails before exec
-	char *argv[3];
+	char *argv[4];
 	char *envp[1];
 };
 
@@ -146,7 +146,7 @@ static void *corral_spawner(void *arg) {
 	return NULL;
 }
 
-int corral_spawn_init(const int *fds, int result, int hold) {
+int corral_spawn_init(const int *fds, int result, int hold, int tier) {
 	struct corral_spawn *s = calloc(1, sizeof *s);
 	if (s == NULL) {
 		close(result);
@@ -170,7 +170,8 @@ int corral_spawn_init(const int *fds, int result, int hold) {
 	s->parent = getpid();
 	s->argv[0] = "corral";
 	s->argv[1] = CORRAL_INIT_ARG;
-	s->argv[2] = NULL;
+	s->argv[2] = tier == CORRAL_TIER_LANDLOCK ? "landlock" : tier == CORRAL_TIER_NAMESPACES ? "namespaces" : "auto";
+	s->argv[3] = NULL;
 	s->envp[0] = NULL;
 
 	pthread_attr_t attr;

@@ -9,7 +9,7 @@
 // -errno, and a pidfd for it (close-on-exec), or -1 where the kernel has
 // none; then it waits until hold reads EOF and ends. It owns result and
 // hold from the call on, and copies fds before returning.
-int corral_spawn_init(const int *fds, int result, int hold);
+int corral_spawn_init(const int *fds, int result, int hold, int tier);
 
 // corral_place_fds makes fds first .. first+n-1 copies of src[0 .. n-1],
 // whatever numbers those have: each is first copied (close-on-exec) to

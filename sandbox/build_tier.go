@@ -1,0 +1,114 @@
+package sandbox
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"corral/printable"
+)
+
+// tierOf is the tier a plan is built for: the one the init reported, or,
+// for explain (no init), the one auto would choose on this host.
+func tierOf(spec Spec, facts *Facts) Tier {
+	if spec.Tier == TierNamespaces || spec.Tier == TierLandlock {
+		return spec.Tier
+	}
+	if facts.UserNSErr != "" {
+		return TierLandlock
+	}
+	return TierNamespaces
+}
+
+// landlockTier turns a plan built for the namespaces tier into the
+// landlock tier's: no mounts (the command sees the host's file system,
+// and Landlock alone decides what it reaches), a folder of the run's own
+// for TMPDIR instead of a private /tmp, no /dev/shm, the proxy on the
+// host's loopback at the port corral listens on, and Landlock's TCP
+// rules with no port at all (corral's connect supervisor connects the
+// sockets it allows itself; no direct connect or bind is left to the
+// command).
+func (b *builder) landlockTier() {
+	p := b.plan
+	p.Mounts = nil
+	tmp := b.spec.RunTmp
+	if tmp == "" {
+		tmp = "(a folder made for the run)"
+	}
+	p.Landlock.Rules = slices.DeleteFunc(p.Landlock.Rules, func(r PathRule) bool {
+		return r.From == "private /tmp" || r.From == "private /dev/shm"
+	})
+	exec := uint64(fsExecute)
+	if p.Exec.Restricted {
+		exec = 0
+	}
+	p.Landlock.Rules = append(p.Landlock.Rules, PathRule{Path: tmp, Access: (writeRights | exec) & p.Landlock.HandledFS,
+		Rights: rightsString((writeRights | exec) & p.Landlock.HandledFS), From: "the run's own TMPDIR (removed after the run)"})
+	for i, r := range p.Landlock.Rules {
+		if r.From == "private /proc" {
+			p.Landlock.Rules[i].From = "the host's /proc (Landlock keeps other processes' memory, environment and files out of reach)"
+		}
+	}
+	p.Landlock.PortRules = nil
+	for i, kv := range p.Env {
+		if strings.HasPrefix(kv, "TMPDIR=") {
+			p.Env[i] = "TMPDIR=" + tmp
+		}
+	}
+	if p.Proxy != nil {
+		addr := b.spec.HostProxy
+		if !addr.IsValid() {
+			addr = netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), 0)
+		}
+		p.Proxy.Addrs, p.Proxy.Port = []string{addr.String()}, int(addr.Port())
+		url := "http://" + addr.String()
+		for i, kv := range p.Env {
+			k, _, _ := strings.Cut(kv, "=")
+			switch strings.ToUpper(k) {
+			case "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY":
+				p.Env[i] = k + "=" + url
+			}
+		}
+	}
+	// Nothing can be bound read-only: the protected paths that exist are
+	// checked after the run instead (the git sweep, from the top of each
+	// writable root down), and what must stay as it is may not be inside
+	// a writable root at all.
+	p.Protected = nil
+	for _, k := range b.spec.Keep {
+		for _, w := range b.writableReal {
+			if isUnder(k, w) || isUnder(w, k) {
+				b.errs = append(b.errs, fmt.Sprintf("%s is inside the writable %s: the landlock tier has no read-only bind to keep it as it is (move it out of the writable roots, or run where user namespaces are allowed)", printable.String(k), printable.String(w)))
+			}
+		}
+	}
+}
+
+// landlockProtections is the enforcement table of the landlock tier.
+func (b *builder) landlockProtections(why string) {
+	f := b.facts
+	p := b.plan
+	p.Protections = nil
+	add := func(name string, ok bool, detail string) {
+		p.Protections = append(p.Protections, Protection{Name: name, Enforced: ok, Detail: detail})
+	}
+	add("tier", true, "landlock tier: no namespaces ("+why+"); Landlock, seccomp and no_new_privs on the host's own namespaces")
+	add("landlock-fs", f.LandlockABI >= 1, orText(f.LandlockErr, fmt.Sprintf("Landlock ABI %d rules on the host's own file system: only the grants, the system baseline (the host's /etc files themselves), the host's /proc read-only, a few devices and the run's TMPDIR", f.LandlockABI)))
+	add("landlock-scope", f.LandlockABI >= 6, landlockDetail(f.LandlockABI, 6, "no signals to, and no abstract UNIX sockets of, processes outside the sandbox; with no PID namespace this is what keeps the command from signalling the host's processes"))
+	add("seccomp", f.Seccomp, orText(map[bool]string{false: "seccomp filters are unavailable"}[f.Seccomp], "the namespaces tier's table, and a second filter: no bind, listen or TCP Fast Open, no seccomp listener of the command's own"))
+	add("no-new-privs", true, "set before exec")
+	add("capabilities", true, "bounding, ambient, permitted, effective and inheritable sets emptied (securebits locked when corral runs as root)")
+	net := "no socket at all but socketpair: no TCP, UDP, UNIX (the host's sockets) or netlink"
+	if len(b.perms.Network) > 0 {
+		net = fmt.Sprintf("sockets: only TCP over IPv4 and IPv6 (no UDP, raw, UNIX or netlink); connect: only to corral's egress proxy at %s, made by corral itself (seccomp user notification; the command's own socket is replaced by corral's), enforcing %d network.allow rule(s); no DNS; Landlock refuses every direct TCP connect and bind", strings.Join(p.Proxy.Addrs, ", "), len(b.perms.Network))
+	}
+	add("network", f.Seccomp, net)
+	add("landlock-net", f.LandlockABI >= 4, landlockDetail(f.LandlockABI, 4, "no direct TCP connect or bind at all (a second layer under the seccomp filter)"))
+	add("process-cleanup", true, "the shim and the init are child subreapers: whatever the command double-forks stays below them, and all of it is killed when the command ends or times out; if corral itself is killed with SIGKILL, the shim kills it all too (its parent-death signal)")
+	add("protected-paths", true, "checked after the run, not kept read-only (no mounts in this tier): the git sweep quarantines changed git config and hooks and the start-up files and agent folders (.bashrc, .envrc, .vscode, ...) the command made or changed, from the top of each writable root down; a host tool running git in the same repository while the command runs could still read what it wrote")
+	if p.Exec.Restricted {
+		add("exec-allowlist", false, "execve only: Landlock's execute right stops the command from running a program outside the list directly or through a shell, but not through the dynamic loader (ld.so FILE) or LD_PRELOAD, which map any readable file; without mounts nothing makes the written files unmappable")
+		add("memfd-noexec", f.Seccomp, "seccomp refuses memfd_create")
+	}
+}

@@ -1,0 +1,149 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"corral/sandbox/usernotif"
+)
+
+// landlockRun is what a run in the landlock tier has beyond the plan: the
+// TMPDIR made for it, the proxy's listener on the host's loopback, and the
+// connect supervisor.
+type landlockRun struct {
+	tmp   string
+	ln    net.Listener
+	own   *ownListener
+	super *usernotif.Supervisor
+}
+
+// prepareLandlock makes the run's TMPDIR and, when the permissions allow
+// network, the proxy's listener, and puts both in the spec.
+func (e *execution) prepareLandlock(spec *Spec) (*landlockRun, error) {
+	tmp, err := os.MkdirTemp("", "corral-run-")
+	if err != nil {
+		return nil, fmt.Errorf("making the run's TMPDIR: %w", err)
+	}
+	r := &landlockRun{tmp: tmp}
+	spec.RunTmp = tmp
+	if len(e.req.Perms.Network) == 0 {
+		return r, nil
+	}
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		r.close()
+		return nil, fmt.Errorf("listening for the proxy: %w", err)
+	}
+	r.ln = ln
+	r.own = &ownListener{Listener: ln, ours: map[int]bool{}}
+	spec.HostProxy = ln.Addr().(*net.TCPAddr).AddrPort()
+	return r, nil
+}
+
+// serve is the landlock tier's RunOptions.Serve: the init sent the
+// seccomp listener of its connect filter. The supervisor connects each
+// allowed socket to the proxy itself, and the proxy serves only those
+// connections (another user on the host can reach the port, not the
+// proxy).
+func (r *landlockRun) serve(e *execution, files []*os.File) {
+	for _, f := range files[1:] {
+		f.Close()
+	}
+	if len(files) == 0 || r.own == nil {
+		for _, f := range files[:min(1, len(files))] {
+			f.Close()
+		}
+		return
+	}
+	proxy := r.ln.Addr().(*net.TCPAddr).AddrPort()
+	super, err := usernotif.Start(files[0], proxy, func(int) (*os.File, error) { return r.own.dial(proxy) }, nil)
+	if err != nil {
+		e.warn(fmt.Sprintf("the connect supervisor did not start (every connect is refused): %v", err))
+		return
+	}
+	r.super = super
+	if e.req.Serve != nil {
+		e.req.Serve([]net.Listener{r.own})
+	}
+}
+
+// close stops the supervisor, closes the listener and removes the TMPDIR.
+func (r *landlockRun) close() {
+	if r.super != nil {
+		r.super.Stop()
+	}
+	if r.ln != nil {
+		r.ln.Close()
+	}
+	os.RemoveAll(r.tmp)
+}
+
+// ownListener accepts only the connections corral's supervisor made: it
+// binds each socket before connecting, so it knows its port first.
+type ownListener struct {
+	net.Listener
+	mu   sync.Mutex
+	ours map[int]bool // local ports of the supervisor's sockets
+}
+
+func (o *ownListener) Accept() (net.Conn, error) {
+	for {
+		c, err := o.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		port := 0
+		if a, ok := c.RemoteAddr().(*net.TCPAddr); ok && a.IP.IsLoopback() {
+			port = a.Port
+		}
+		o.mu.Lock()
+		ok := o.ours[port]
+		delete(o.ours, port)
+		o.mu.Unlock()
+		if ok {
+			return c, nil
+		}
+		c.Close()
+	}
+}
+
+// dial connects a socket of corral's own to the proxy.
+func (o *ownListener) dial(proxy netip.AddrPort) (*os.File, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), "proxy-connection")
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		f.Close()
+		return nil, err
+	}
+	sa, err := unix.Getsockname(fd)
+	in4, ok := sa.(*unix.SockaddrInet4)
+	if err != nil || !ok {
+		f.Close()
+		return nil, errors.Join(err, errors.New("no local port"))
+	}
+	o.mu.Lock()
+	o.ours[in4.Port] = true
+	o.mu.Unlock()
+	tv := unix.NsecToTimeval(int64(5 * time.Second))
+	unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv)
+	if err := unix.Connect(fd, &unix.SockaddrInet4{Addr: proxy.Addr().As4(), Port: int(proxy.Port())}); err != nil {
+		o.mu.Lock()
+		delete(o.ours, in4.Port)
+		o.mu.Unlock()
+		f.Close()
+		return nil, err
+	}
+	zero := unix.Timeval{}
+	unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &zero)
+	return f, nil
+}

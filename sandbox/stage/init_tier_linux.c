@@ -1,0 +1,217 @@
+// The landlock tier's part of the init: what takes the place of the
+// namespaces on a host that refuses them (nsinit_linux.c chooses). The
+// init then runs in the host's own namespaces: no new root (Landlock
+// alone decides what the command reaches), no PID namespace (child
+// subreapers and corral_kill_descendants end every process), no network
+// namespace (corral_tier_filter: no socket but TCP, and connect only
+// through corral's seccomp supervisor to its proxy).
+
+#include "init_parts.h"
+
+#include <linux/audit.h>
+#include <stddef.h>
+
+int corral_namespaces = 1;
+
+// corral_children reads up to max pids of this process's children from
+// /proc/self/task/TID/children (every thread of a single-threaded
+// process: the init and the shim are). Returns how many, or -1.
+static int corral_children(pid_t *out, int max) {
+	char path[64], buf[4096];
+	snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = 0;
+	int count = 0;
+	for (char *p = buf; *p && count < max;) {
+		char *end;
+		long v = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		out[count++] = (pid_t)v;
+		p = end;
+		while (*p == ' ')
+			p++;
+	}
+	return count;
+}
+
+// corral_kill_descendants kills and reaps every process below this one.
+// It is a child subreaper: an orphan anywhere below is re-parented to it
+// (or to a subreaper below it, which is itself below), never past it, so
+// killing every child, reaping one, and reading the list again until it
+// is empty ends them all, however they forked. A pid read from the
+// children file is an unreaped child, so it cannot have been reused; a
+// child with SIGKILL pending can fork no more. Without that file (a
+// kernel built without CONFIG_PROC_CHILDREN) only the children waitpid
+// reaps are ended, and the report says orphans may outlive the run.
+void corral_kill_descendants(void) {
+	pid_t kids[512];
+	for (;;) {
+		int n = corral_children(kids, 512);
+		if (n <= 0) {
+			// None listed (or no list): reap what is left, if anything.
+			pid_t w = waitpid(-1, NULL, WNOHANG);
+			if (w > 0 || (w < 0 && errno == EINTR))
+				continue;
+			return;
+		}
+		for (int i = 0; i < n; i++)
+			kill(kids[i], SIGKILL);
+		while (waitpid(-1, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+}
+
+// ---- the landlock tier's seccomp filter ----
+
+#if defined(__x86_64__)
+#define CORRAL_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define CORRAL_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#else
+#error "the landlock tier's filter knows x86_64 and aarch64"
+#endif
+
+#ifndef SECCOMP_FILTER_FLAG_NEW_LISTENER
+#define SECCOMP_FILTER_FLAG_NEW_LISTENER (1UL << 3)
+#endif
+#ifndef SECCOMP_RET_USER_NOTIF
+#define SECCOMP_RET_USER_NOTIF 0x7fc00000U
+#endif
+
+// A small assembler for classic BPF with forward jumps to labels.
+enum { L_DENY, L_ALLOW, L_SOCKET, L_INET, L_CONNECT, L_ARG3_FASTOPEN, L_ARG2_FASTOPEN, L_SECCOMP, L_NLABELS };
+struct bpf_asm {
+	struct sock_filter f[64];
+	int n;
+	int at[L_NLABELS];
+	struct {
+		int insn, t, f;
+	} fix[32];
+	int nfix;
+};
+
+static void op(struct bpf_asm *a, uint16_t code, uint32_t k) { a->f[a->n++] = (struct sock_filter)BPF_STMT(code, k); }
+
+// jump adds a conditional jump to labels t and f (-1: the next insn).
+static void jump(struct bpf_asm *a, uint16_t code, uint32_t k, int t, int f) {
+	a->fix[a->nfix].insn = a->n;
+	a->fix[a->nfix].t = t;
+	a->fix[a->nfix].f = f;
+	a->nfix++;
+	a->f[a->n++] = (struct sock_filter)BPF_JUMP(code, k, 0, 0);
+}
+
+static void label(struct bpf_asm *a, int l) { a->at[l] = a->n; }
+
+static void link_jumps(struct bpf_asm *a) {
+	for (int i = 0; i < a->nfix; i++) {
+		int at = a->fix[i].insn;
+		if (a->fix[i].t >= 0)
+			a->f[at].jt = (uint8_t)(a->at[a->fix[i].t] - at - 1);
+		if (a->fix[i].f >= 0)
+			a->f[at].jf = (uint8_t)(a->at[a->fix[i].f] - at - 1);
+	}
+}
+
+#define ARG_LO(i) (offsetof(struct seccomp_data, args) + 8 * (i)) // little-endian
+
+// corral_tier_program writes the filter: no socket but socketpair, or
+// with network only TCP over IPv4 and IPv6, whose connect goes to corral's
+// supervisor (SECCOMP_RET_USER_NOTIF); no bind or listen (a listening
+// socket here would be on the host's own addresses); no TCP Fast Open
+// (sendto and sendmsg with MSG_FASTOPEN connect too); no seccomp filter
+// with a listener of its own (a newer filter's supervisor is asked first,
+// and could let a connect through); nothing but the native ABI.
+static int corral_tier_program(struct bpf_asm *a, int network) {
+	memset(a, 0, sizeof *a);
+	op(a, BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
+	jump(a, BPF_JMP | BPF_JEQ | BPF_K, CORRAL_AUDIT_ARCH, -1, L_DENY);
+	op(a, BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+#if defined(__x86_64__)
+	jump(a, BPF_JMP | BPF_JGE | BPF_K, 0x40000000, L_DENY, -1); // x32
+#endif
+	jump(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, L_SOCKET, -1);
+	jump(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_connect, L_CONNECT, -1);
+	jump(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_bind, L_DENY, -1);
+	jump(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_listen, L_DENY, -1);
+	jump(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_sendto, L_ARG3_FASTOPEN, -1);
+	jump(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_sendmmsg, L_ARG3_FASTOPEN, -1);
+	jump(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_sendmsg, L_ARG2_FASTOPEN, -1);
+	jump(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_seccomp, L_SECCOMP, L_ALLOW);
+
+	label(a, L_SOCKET);
+	if (!network) {
+		op(a, BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
+	} else {
+		op(a, BPF_LD | BPF_W | BPF_ABS, ARG_LO(0));
+		jump(a, BPF_JMP | BPF_JEQ | BPF_K, AF_INET, L_INET, -1);
+		jump(a, BPF_JMP | BPF_JEQ | BPF_K, AF_INET6, L_INET, L_DENY);
+		label(a, L_INET);
+		op(a, BPF_LD | BPF_W | BPF_ABS, ARG_LO(1));
+		op(a, BPF_ALU | BPF_AND | BPF_K, 0xf); // the type without SOCK_NONBLOCK, SOCK_CLOEXEC
+		jump(a, BPF_JMP | BPF_JEQ | BPF_K, SOCK_STREAM, -1, L_DENY);
+		op(a, BPF_LD | BPF_W | BPF_ABS, ARG_LO(2));
+		jump(a, BPF_JMP | BPF_JEQ | BPF_K, 0, L_ALLOW, -1);
+		jump(a, BPF_JMP | BPF_JEQ | BPF_K, IPPROTO_TCP, L_ALLOW, L_DENY);
+	}
+	label(a, L_CONNECT);
+	op(a, BPF_RET | BPF_K, network ? SECCOMP_RET_USER_NOTIF : (SECCOMP_RET_ERRNO | EPERM));
+	label(a, L_ARG3_FASTOPEN);
+	op(a, BPF_LD | BPF_W | BPF_ABS, ARG_LO(3));
+	jump(a, BPF_JMP | BPF_JSET | BPF_K, MSG_FASTOPEN, L_DENY, L_ALLOW);
+	label(a, L_ARG2_FASTOPEN);
+	op(a, BPF_LD | BPF_W | BPF_ABS, ARG_LO(2));
+	jump(a, BPF_JMP | BPF_JSET | BPF_K, MSG_FASTOPEN, L_DENY, L_ALLOW);
+	label(a, L_SECCOMP);
+	op(a, BPF_LD | BPF_W | BPF_ABS, ARG_LO(1));
+	jump(a, BPF_JMP | BPF_JSET | BPF_K, SECCOMP_FILTER_FLAG_NEW_LISTENER, L_DENY, L_ALLOW);
+	label(a, L_DENY);
+	op(a, BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
+	label(a, L_ALLOW);
+	op(a, BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	link_jumps(a);
+	return a->n;
+}
+
+// corral_send_fd hands fd to corral over the socket (SCM_RIGHTS).
+static int corral_send_fd(int fd) {
+	char byte = 'N';
+	struct iovec iov = {&byte, 1};
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	memset(&u, 0, sizeof u);
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof fd);
+	return sendmsg(CORRAL_FD_SOCKET, &msg, MSG_NOSIGNAL) < 0 ? -1 : 0;
+}
+
+// corral_tier_filter loads the landlock tier's filter; with network (the
+// plan has a proxy) its listener goes to corral, whose supervisor
+// (sandbox/usernotif) connects each allowed socket to the proxy itself.
+void corral_tier_filter(struct plan *pl) {
+	struct bpf_asm a;
+	int network = pl->proxy_port != 0;
+	int n = corral_tier_program(&a, network);
+	struct sock_fprog prog = {(unsigned short)n, a.f};
+	long fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, network ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0, &prog);
+	if (fd < 0)
+		corral_fail("seccomp", errno, "loading the landlock tier's filter");
+	if (!network)
+		return;
+	if (corral_send_fd((int)fd) < 0)
+		corral_fail("network", errno, "handing the connect supervisor's fd to corral");
+	close((int)fd);
+}
