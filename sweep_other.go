@@ -15,4 +15,6 @@ type sweep struct {
 	Errs          []string
 }
 
-func sweepGit(roots, protected []string, home string, since sweepClock, top bool) *sweep { return &sweep{} }
+func sweepGit(roots, protected []string, home string, since sweepClock, top bool) *sweep {
+	return &sweep{}
+}

@@ -25,6 +25,12 @@ from) and what the sandbox will allow.`,
 		var pf policyFlags
 		pf.register(fs)
 		asJSON := fs.Bool("json", false, "print JSON instead of text")
+		tier := sandbox.TierAuto
+		fs.Func("tier", "explain the plan of `TIER`: auto (the one exec would choose here), namespaces or landlock", func(s string) error {
+			t, err := sandbox.ParseTier(s)
+			tier = t
+			return err
+		})
 		return func(args []string) error {
 			if len(args) > 0 {
 				return failed(fmt.Errorf("unexpected arguments %q", args))
@@ -37,7 +43,7 @@ from) and what the sandbox will allow.`,
 			if err != nil {
 				return failed(err)
 			}
-			x, err := explain(l, ev, pf.global)
+			x, err := explain(l, ev, pf.global, tier)
 			if err != nil {
 				return failed(err)
 			}
@@ -83,7 +89,7 @@ type policyView struct {
 	Narrowing []string                `json:"narrowing,omitempty"`
 }
 
-func explain(l *corral.Skills, ev *agentpolicy.Evaluator, global string) (*explanation, error) {
+func explain(l *corral.Skills, ev *agentpolicy.Evaluator, global string, tier sandbox.Tier) (*explanation, error) {
 	x := &explanation{WorkDir: l.Vars.WorkDir, Default: l.Perms.IsDefault(), Protected: policyengine.ProtectedPaths}
 	if ev != nil {
 		capped, notes, err := l.Capped(ev)
@@ -98,7 +104,7 @@ func explain(l *corral.Skills, ev *agentpolicy.Evaluator, global string) (*expla
 		x.Skills = append(x.Skills, skillView{s.Name, s.Description, s.File, s.Permissions != nil})
 	}
 	x.Summary = summarise(l.Perms)
-	spec := sandbox.Spec{WorkDir: l.Vars.WorkDir, BestEffort: true, Home: l.Vars.Home, Keep: corral.KeptPaths(l, ev, global)}
+	spec := sandbox.Spec{WorkDir: l.Vars.WorkDir, BestEffort: true, Home: l.Vars.Home, Keep: corral.KeptPaths(l, ev, global), Tier: tier}
 	plan, err := sandbox.BuildPlan(l.Perms, spec, sandbox.Probe(l.Perms, spec))
 	if err != nil {
 		x.PlanError = err.Error()
@@ -206,7 +212,7 @@ func writeProtected(w io.Writer, list []policyengine.ProtectedPath) {
 
 // writePlan prints the kernel plan: each rule beside the glob it came from.
 func writePlan(w io.Writer, p *sandbox.Plan) {
-	fmt.Fprintf(w, "\nkernel plan:\n  protections:\n")
+	fmt.Fprintf(w, "\nkernel plan (%s tier):\n  protections:\n", p.Tier.Name)
 	for _, pr := range p.Protections {
 		mark := "yes"
 		if !pr.Enforced {

@@ -1,0 +1,249 @@
+//go:build linux
+
+package tests
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The landlock tier (no namespaces) faces the attacks of the issue that
+// made it, two ways: forced with --tier landlock, and chosen by auto where
+// the kernel refuses a user namespace (corral runs inside `unshare -U -r`
+// with user.max_user_namespaces=0 there, as the issue's reproduction
+// does). Each attack counts in its own "tier-landlock/..." class.
+
+type tierMode struct {
+	name string
+	// wrap returns the runOpts for corral args.
+	wrap func(args []string) runOpts
+}
+
+var tierModes = []tierMode{
+	{"forced", func(args []string) runOpts {
+		return runOpts{args: append([]string{args[0], "--tier", "landlock"}, args[1:]...)}
+	}},
+	{"refused", func(args []string) runOpts {
+		script := `echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"`
+		return runOpts{bin: "unshare", args: append([]string{"-U", "-r", "sh", "-c", script, "sh", corralBin}, args...)}
+	}},
+}
+
+// tierCase runs fn for each mode and user.
+func tierCase(t *testing.T, fn func(t *testing.T, u user, m tierMode)) {
+	t.Helper()
+	requireKernel(t, landlockABI >= 6, fmt.Sprintf("the landlock tier needs Landlock ABI 6 (signal scoping), the kernel has %d", landlockABI))
+	for _, m := range tierModes {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			if m.name == "refused" {
+				if _, err := exec.LookPath("unshare"); err != nil {
+					t.Skip("unshare (util-linux) is not installed")
+				}
+			}
+			users(t, func(t *testing.T, u user) { fn(t, u, m) })
+		})
+	}
+}
+
+// tierExec runs corral exec in mode m.
+func tierExec(t *testing.T, u user, m tierMode, work string, skills []string, args ...string) result {
+	t.Helper()
+	a := []string{"exec", "--work-dir", work}
+	for _, s := range skills {
+		a = append(a, "--skill", s)
+	}
+	o := m.wrap(append(a, args...))
+	o.dir = work
+	if o.bin == "unshare" {
+		p, err := exec.LookPath("unshare")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.bin = p
+	}
+	return u.run(t, o)
+}
+
+func tierScript(t *testing.T, u user, m tierMode, work string, skills []string, script string, flags ...string) result {
+	t.Helper()
+	writeFile(t, filepath.Join(work, "attack.sh"), script+"\necho "+attackDone+"\n", 0o644)
+	own(t, u, filepath.Join(work, "attack.sh"))
+	r := tierExec(t, u, m, work, skills, append(flags, "--", "sh", "attack.sh")...)
+	if !strings.Contains(r.stdout, attackDone) {
+		t.Fatalf("the attack script did not run to its end:\n%s", r)
+	}
+	if !strings.Contains(r.stderr, "landlock tier") {
+		t.Fatalf("no word of the landlock tier on stderr:\n%s", r)
+	}
+	return r
+}
+
+// TestTierLandlockFiles: reads and writes outside the grants fail, by
+// path, symlink, /proc/self/root and hard link.
+func TestTierLandlockFiles(t *testing.T) {
+	t.Parallel()
+	tierCase(t, func(t *testing.T, u user, m tierMode) {
+		attack(t, "tier-landlock/filesystem", "read and write outside the grants without namespaces")
+		work, outside := newDir(t, u, "work"), newDir(t, u, "outside")
+		secret := token("SECRET")
+		writeFile(t, filepath.Join(outside, "secret"), secret, 0o644)
+		os.Chmod(outside, 0o777)
+		own(t, u, outside)
+		probe := installProbe(t, work)
+		sk := writeSkill(t, newDir(t, u, "skills"), "files", "  fs:\n    write: [\""+work+"/**\"]\n")
+		r := tierScript(t, u, m, work, []string{sk}, fmt.Sprintf(`
+%[1]s read %[2]s/secret
+%[1]s read /proc/self/root%[2]s/secret
+ln -s %[2]s/secret link; %[1]s read link
+%[1]s link %[2]s/secret hard; %[1]s read hard
+%[1]s write %[2]s/planted x
+%[1]s write /etc/corral-planted x
+%[1]s read %[3]s
+%[1]s write %[4]s/inside ok
+`, probe, outside, "/root/.bashrc", work))
+		noSecret(t, r, secret, "a file outside the grants")
+		if exists(filepath.Join(outside, "planted")) || exists("/etc/corral-planted") {
+			t.Fatalf("a write outside the grants landed:\n%s", r)
+		}
+		if got := readFile(t, filepath.Join(work, "inside")); got != "ok" {
+			t.Fatalf("the granted write did not land (%q):\n%s", got, r)
+		}
+	})
+}
+
+// TestTierLandlockExec: a skill's exec list is refused in this tier
+// (the dynamic loader can map any readable file), and run with
+// --best-effort it still stops programs outside the list directly,
+// through a shell and through the loader (system programs outside the
+// list are not even readable).
+func TestTierLandlockExec(t *testing.T) {
+	t.Parallel()
+	tierCase(t, func(t *testing.T, u user, m tierMode) {
+		attack(t, "tier-landlock/exec", "run a program outside the exec list without namespaces")
+		work := newDir(t, u, "work")
+		sk := writeSkill(t, newDir(t, u, "skills"), "shonly", "  fs:\n    read: [\""+work+"/**\"]\n  exec: [sh]\n")
+		r := tierExec(t, u, m, work, []string{sk}, "--", "sh", "-c", "true")
+		if r.code != 125 || !strings.Contains(r.stderr, "exec-allowlist") {
+			t.Fatalf("an exec list in the landlock tier ran without --best-effort, or without naming why:\n%s", r)
+		}
+		ldso := "/lib64/ld-linux-x86-64.so.2"
+		if _, err := os.Stat(ldso); err != nil {
+			ldso = "/lib/ld-linux-aarch64.so.1"
+		}
+		r = tierScript(t, u, m, work, []string{sk}, fmt.Sprintf(`
+/usr/bin/id && echo RAN-DIRECT
+sh -c '/usr/bin/id' && echo RAN-SHELL
+%s /usr/bin/id && echo RAN-LOADER
+`, ldso), "--best-effort")
+		for _, ran := range []string{"RAN-DIRECT", "RAN-SHELL", "RAN-LOADER"} {
+			if strings.Contains(r.stdout, ran) {
+				t.Fatalf("%s: a program outside the exec list ran:\n%s", ran, r)
+			}
+		}
+	})
+}
+
+// TestTierLandlockNetwork: an allowed host is fetched through the proxy,
+// a denied one gets 403, and nothing else leaves: not the proxy's port on
+// another loopback address, not another port, not UDP, not a host UNIX
+// socket, not a listening socket.
+func TestTierLandlockNetwork(t *testing.T) {
+	t.Parallel()
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "hello") })}
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	port := ln.Addr().(*net.TCPAddr).Port
+	tierCase(t, func(t *testing.T, u user, m tierMode) {
+		attack(t, "tier-landlock/network", "reach a host outside network.allow without namespaces")
+		work := newDir(t, u, "work")
+		probe := installProbe(t, work)
+		tcp := listenSink(t, "tcp4", "127.0.0.1:0")
+		udp := listenSink(t, "udp4", "127.0.0.1:0")
+		sockDir := newDir(t, u, "sock")
+		unixSink := listenSink(t, "unix", filepath.Join(sockDir, "agent.sock"))
+		sk := writeSkill(t, newDir(t, u, "skills"), "web", fmt.Sprintf("  fs:\n    read: [\"%s/**\", \"%s/**\"]\n  network:\n    allow: [\"ok.test:%d\", \"preset:loopback:%d\"]\n", work, sockDir, port, port))
+		r := tierScript(t, u, m, work, []string{sk}, fmt.Sprintf(`
+echo "allowed=$(curl -s -w ' %%{http_code}' http://ok.test:%[2]d/)"
+echo "denied=$(curl -s -o /dev/null -w '%%{http_code}' http://no.test:1/)"
+p=${HTTP_PROXY##*:}
+%[1]s tcp 127.0.0.2:$p
+%[1]s tcp [::1]:$p
+%[1]s tcp %[3]s
+%[1]s udp %[4]s
+%[1]s connect-unix %[5]s
+%[1]s listen-tcp 127.0.0.1
+%[1]s bind-tcp 127.0.0.1:0
+%[1]s tcp 127.0.0.1:$p && echo PROXY-PORT-OK
+`, probe, port, tcp.addr, udp.addr, unixSink.addr), "--resolve", "ok.test=127.0.0.1", "--resolve", "no.test=127.0.0.1")
+		if !strings.Contains(r.stdout, "allowed=hello 200") || !strings.Contains(r.stdout, "denied=403") {
+			t.Fatalf("the proxy did not fetch the allowed host, or did not refuse the other:\n%s", r)
+		}
+		if n := strings.Count(r.stdout, "\nOK "); strings.HasPrefix(r.stdout, "OK ") || n != 1 || !strings.Contains(r.stdout, "PROXY-PORT-OK") {
+			t.Fatalf("a direct connection worked (only the proxy's address may):\n%s", r)
+		}
+		for _, want := range []string{"ERR EACCES tcp 127.0.0.2", "ERR EACCES tcp " + tcp.addr, "ERR EPERM udp", "ERR EPERM connect " + unixSink.addr, "ERR EPERM listen without bind", "ERR EPERM bind 127.0.0.1:0"} {
+			if !strings.Contains(r.stdout, want) {
+				t.Fatalf("want %q:\n%s", want, r)
+			}
+		}
+		for _, s := range []*sink{tcp, udp, unixSink} {
+			if n := s.sandboxArrivals(t, 0); n != 0 {
+				t.Fatalf("%d probe(s) reached %s %s", n, s.network, s.addr)
+			}
+		}
+	})
+}
+
+// TestTierLandlockProcesses: the report names the tier, the command
+// cannot signal the host's processes, and what it double-forks does not
+// outlive the run.
+func TestTierLandlockProcesses(t *testing.T) {
+	t.Parallel()
+	tierCase(t, func(t *testing.T, u user, m tierMode) {
+		attack(t, "tier-landlock/processes", "signal the host or outlive the run without namespaces")
+		work := newDir(t, u, "work")
+		probe := installProbe(t, work)
+		host := u.command(t.Context(), runOpts{bin: "/bin/sleep", args: []string{"300"}})
+		if err := host.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { host.Process.Kill(); host.Wait() })
+		marker := token("tiermark")
+		report := filepath.Join(newDir(t, u, "report"), "r.json")
+		own(t, u, filepath.Dir(report))
+		r := tierScript(t, u, m, work, nil, fmt.Sprintf(`
+kill -0 %[1]d && echo SIGNALLED-HOST
+%[2]s daemon %[3]s
+`, host.Process.Pid, probe, marker), "--report", report)
+		if strings.Contains(r.stdout, "SIGNALLED-HOST") {
+			t.Fatalf("the command signalled a host process:\n%s", r)
+		}
+		if !strings.Contains(r.stdout, "OK daemon") {
+			t.Fatalf("the daemon did not start, so the test proves nothing:\n%s", r)
+		}
+		time.Sleep(200 * time.Millisecond)
+		if out, _ := exec.Command("pgrep", "-f", marker).Output(); len(out) > 0 {
+			exec.Command("pkill", "-9", "-f", marker).Run()
+			t.Fatalf("a double-forked process outlived the run: %s", out)
+		}
+		var rep struct {
+			Tier struct{ Name string } `json:"tier"`
+		}
+		if err := json.Unmarshal([]byte(readFile(t, report)), &rep); err != nil || rep.Tier.Name != "landlock" {
+			t.Fatalf("the report's tier is %q (%v)", rep.Tier.Name, err)
+		}
+	})
+}
