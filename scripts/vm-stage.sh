@@ -18,6 +18,7 @@ mkdir -p "$dir/bin" "$dir/tests" "$dir/src"
 bash scripts/build.sh "$dir/bin/corral"
 GOFLAGS="${GOFLAGS:+$GOFLAGS }-tags=corral_testhooks" bash scripts/build.sh "$dir/bin/corral-test"
 CGO_ENABLED=0 go build -o "$dir/bin/probe" ./tests/testdata/probe
+CGO_ENABLED=0 go build -o "$dir/bin/nouserns" ./tests/testdata/nouserns
 module=$(go list -m)
 static=(-ldflags '-linkmode external -extldflags "-static"')
 : >"$dir/tests/packages"

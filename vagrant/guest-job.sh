@@ -129,6 +129,35 @@ done
 probe root.memory_parent asRoot corral exec --cgroup-parent corral-matrix --memory 64M --pids 64 -- true
 rmdir /sys/fs/cgroup/corral-matrix /sys/fs/cgroup/*/corral-matrix 2>/dev/null
 
+# ---- corral setup apparmor: the debian-13 boxes, whose image adds apparmor 4 ----
+# apparmor.parse: apparmor_parser -Q -K (parse, load nothing) accepts what
+# `corral setup apparmor --print` writes. apparmor.setup: root's `corral
+# setup apparmor` exit status, ", not listed" added when the kernel does not
+# list the profile; "off" when this kernel has AppArmor disabled (a fact,
+# not a failure). The profile is unloaded and removed again: the suites run
+# as on the other boxes.
+case $BOX in
+debian-13*)
+	asRoot corral setup apparmor --print >"$out/apparmor-profile.txt" 2>"$out/apparmor-parse.txt"
+	if grep -qx 'profile corral /usr/local/bin/corral flags=(unconfined) {' "$out/apparmor-profile.txt" &&
+		apparmor_parser -Q -K "$out/apparmor-profile.txt" >>"$out/apparmor-parse.txt" 2>&1; then
+		summary apparmor.parse ok
+	else
+		summary apparmor.parse FAIL
+	fi
+	if [ "$(cat /sys/module/apparmor/parameters/enabled 2>/dev/null)" != Y ]; then
+		summary apparmor.setup off
+	else
+		asRoot corral setup apparmor >"$out/apparmor-setup.txt" 2>&1
+		s=$?
+		grep -q '^corral (' /sys/kernel/security/apparmor/profiles || s="$s, not listed"
+		summary apparmor.setup "$s"
+		apparmor_parser -R /etc/apparmor.d/corral >>"$out/apparmor-setup.txt" 2>&1
+		rm -f /etc/apparmor.d/corral
+	fi
+	;;
+esac
+
 # ---- unit and end-to-end suites ----
 # Not CORRAL_REQUIRE_KERNEL: a feature this kernel lacks is a skip with
 # its reason, which is what the matrix is for. -test.parallel=4 on two
@@ -157,7 +186,7 @@ for who in $USERS; do
 			# every caller: the user's pass runs only the others.
 			case $who/$name in user/agentpolicy | user/policyengine | user/printable | user/seatbelt | user/skill) continue ;; esac
 			echo "== $name ($folder)" >>"$log"
-			"$as" env CORRAL_E2E_BIN="$share/bin/corral-test" CORRAL_E2E_PRODUCT_BIN="$share/bin/corral" CORRAL_E2E_PROBE="$share/bin/probe" CORRAL_E2E_NOBODY="$E2E_NOBODY" \
+			"$as" env CORRAL_E2E_BIN="$share/bin/corral-test" CORRAL_E2E_PRODUCT_BIN="$share/bin/corral" CORRAL_E2E_PROBE="$share/bin/probe" CORRAL_E2E_NOUSERNS="$share/bin/nouserns" CORRAL_E2E_NOBODY="$E2E_NOBODY" \
 				sh -c 'cd "$1" && exec "$2" -test.count=1 -test.timeout=40m -test.parallel=4 -test.v' sh "$work/$folder" "$share/tests/$name.test" >>"$log" 2>&1 ||
 				ok=0
 		done <"$share/tests/packages"

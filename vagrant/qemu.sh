@@ -89,13 +89,23 @@ fi
 # managers need dbus-user-session for their bus), a kernel, and the
 # programs the tests drive.
 packages=systemd,systemd-sysv,dbus,dbus-user-session,libpam-systemd,linux-image-amd64,passwd,login,mount,util-linux,bsdutils,procps,python3,git,curl,iproute2,kmod,perl,netcat-openbsd,busybox,jq,make
-recipe_hash=$( (echo "$packages"; cat "$here/guest-setup.sh") | sha256sum | cut -c1-12)
+# suite_packages SUITE: what only some suites' images add. trixie's
+# (debian-13, debian-13-nouserns): apparmor, whose 4.x parser the guest
+# job's `corral setup apparmor` check needs (abi 4.0 and the userns rule).
+suite_packages() {
+	case $1 in
+	trixie) echo ,apparmor ;;
+	esac
+}
+# recipe_hash SUITE: what names an image's recipe (the same as before
+# suite_packages for the suites that add nothing).
+recipe_hash() { (echo "$packages$(suite_packages "$1")"; cat "$here/guest-setup.sh") | sha256sum | cut -c1-12; }
 
 # image SUITE: builds (or finds) the image for a suite and prints its
 # folder, which holds disk.img, vmlinuz and initrd.img.
 image() {
 	local suite=$1 dir root
-	dir=$cache/$suite-$(date -u +%Y%m%d)-$recipe_hash
+	dir=$cache/$suite-$(date -u +%Y%m%d)-$(recipe_hash "$suite")
 	if [ -f "$dir/disk.img" ]; then
 		echo "$dir"
 		return
@@ -105,7 +115,7 @@ image() {
 	echo "qemu.sh: building the $suite image (mmdebstrap, about a minute)" >&2
 	# sid's Release file can be older than its Valid-Until on a mirror
 	# that lags; the images are for tests, not for installing updates.
-	if ! mmdebstrap --variant=apt --include="$packages" \
+	if ! mmdebstrap --variant=apt --include="$packages$(suite_packages "$suite")" \
 		--aptopt='Acquire::Check-Valid-Until "false"' \
 		--dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
 		--dpkgopt='path-exclude=/usr/share/locale/*' \

@@ -50,7 +50,7 @@ type command struct {
 }
 
 // commands is the subcommand table, in the order help lists them.
-var commands = []*command{&execCommand, &proxyCommand, &checkCommand, &policyCommand, &explainCommand, &seatbeltCommand, &doctorCommand, &versionCommand}
+var commands = []*command{&execCommand, &proxyCommand, &checkCommand, &policyCommand, &explainCommand, &seatbeltCommand, &doctorCommand, &setupCommand, &versionCommand}
 
 // The sandbox's init stage never reaches Go: the C constructor
 // (sandbox/stage/nsinit_linux.c) takes over a process started as the init.
