@@ -81,6 +81,10 @@ func (b *builder) failClosed() error {
 	if len(missing) == 0 || b.spec.BestEffort {
 		return nil
 	}
+	if t := b.plan.Tier; t.Name == TierLandlock {
+		why := orText(t.Why, b.facts.UserNSErr)
+		return fmt.Errorf("%w: in the landlock tier (%s): %s (use --best-effort to run without it)", ErrProtection, why, strings.Join(missing, "; "))
+	}
 	return fmt.Errorf("%w: %s (use --best-effort to run without it)", ErrProtection, strings.Join(missing, "; "))
 }
 

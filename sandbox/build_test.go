@@ -240,7 +240,14 @@ func TestPlanFailsClosed(t *testing.T) {
 	}
 	facts = fakeFacts([]string{"/ws"}, nil, "true")
 	facts.UserNSErr = "AppArmor restricts unprivileged user namespaces"
-	if _, err := BuildPlan(perms, Spec{Argv: []string{"true"}, WorkDir: "/ws"}, facts); err == nil || !strings.Contains(err.Error(), "AppArmor") {
+	facts.LandlockABI = 6
+	// Refused user namespaces: the landlock tier, saying why.
+	plan, err = BuildPlan(perms, Spec{Argv: []string{"true"}, WorkDir: "/ws"}, facts)
+	if err != nil || plan.Tier.Name != TierLandlock || plan.Protections[0].Name != "tier" || !strings.Contains(plan.Protections[0].Detail, "AppArmor") {
+		t.Errorf("err = %v, plan %+v: want the landlock tier with the AppArmor reason", err, plan)
+	}
+	// Asked for the namespaces tier, the refusal names AppArmor.
+	if _, err := BuildPlan(perms, Spec{Argv: []string{"true"}, WorkDir: "/ws", Tier: TierNamespaces}, facts); err == nil || !strings.Contains(err.Error(), "AppArmor") {
 		t.Errorf("err = %v, want the AppArmor reason", err)
 	}
 }

@@ -85,6 +85,11 @@ func (b *builder) landlockTier() {
 	}
 }
 
+// landlockExecDetail says why the landlock tier cannot enforce an exec
+// allowlist: Landlock checks execute on execve and on the loader's own
+// open, never on mmap, and without mounts nothing is noexec.
+const landlockExecDetail = "execve only: Landlock's execute right stops the command from running a program outside the list directly or through a shell, but not through the dynamic loader (ld.so FILE) or LD_PRELOAD, which map any readable file; without mounts nothing makes the written files unmappable"
+
 // landlockProtections is the enforcement table of the landlock tier.
 func (b *builder) landlockProtections(why string) {
 	f := b.facts
@@ -108,7 +113,7 @@ func (b *builder) landlockProtections(why string) {
 	add("process-cleanup", true, "the shim and the init are child subreapers: whatever the command double-forks stays below them, and all of it is killed when the command ends or times out; if corral itself is killed with SIGKILL, the shim kills it all too (its parent-death signal)")
 	add("protected-paths", true, "checked after the run, not kept read-only (no mounts in this tier): the git sweep quarantines changed git config and hooks and the start-up files and agent folders (.bashrc, .envrc, .vscode, ...) the command made or changed, from the top of each writable root down; a host tool running git in the same repository while the command runs could still read what it wrote")
 	if p.Exec.Restricted {
-		add("exec-allowlist", false, "execve only: Landlock's execute right stops the command from running a program outside the list directly or through a shell, but not through the dynamic loader (ld.so FILE) or LD_PRELOAD, which map any readable file; without mounts nothing makes the written files unmappable")
+		add("exec-allowlist", false, landlockExecDetail)
 		add("memfd-noexec", f.Seccomp, "seccomp refuses memfd_create")
 	}
 }

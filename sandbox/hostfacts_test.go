@@ -57,7 +57,7 @@ var (
 
 	noLandlock = "the kernel has no Landlock (built without CONFIG_SECURITY_LANDLOCK)"
 	llDisabled = "Landlock is built in but not enabled (add landlock to the lsm= boot parameter)"
-	apparmorNS = "AppArmor restricts unprivileged user namespaces (sysctl kernel.apparmor_restrict_unprivileged_userns=1); allow corral with an AppArmor profile that has the userns rule, or set the sysctl to 0"
+	apparmorNS = "AppArmor restricts unprivileged user namespaces (sysctl kernel.apparmor_restrict_unprivileged_userns=1); run sudo corral setup apparmor to allow them for corral (a profile with the userns rule), or set the sysctl to 0"
 	sysctlNS   = "unprivileged user namespaces are disabled: sysctl kernel.unprivileged_userns_clone is 0"
 	maxNS      = "user namespaces are disabled: sysctl user.max_user_namespaces is 0"
 )
@@ -66,9 +66,17 @@ func refusal(missing ...string) string {
 	return "protection unavailable: " + strings.Join(missing, "; ") + " (use --best-effort to run without it)"
 }
 
+// landlockRefusal is the refusal of the landlock tier, which a host that
+// refuses user namespaces runs.
+func landlockRefusal(why string, missing ...string) string {
+	return "protection unavailable: in the landlock tier (" + why + "): " + strings.Join(missing, "; ") + " (use --best-effort to run without it)"
+}
+
 func TestHostFactsProtections(t *testing.T) {
 	all := []string{"namespaces", "landlock-fs", "landlock-net", "landlock-scope", "seccomp", "no-new-privs",
 		"capabilities", "network", "private-mounts", "exec-allowlist", "memfd-noexec"}
+	landlockAll := []string{"tier", "landlock-fs", "landlock-scope", "seccomp", "no-new-privs", "capabilities", "network",
+		"landlock-net", "process-cleanup", "protected-paths", "exec-allowlist", "memfd-noexec"}
 	for _, tc := range []struct {
 		host    simHost
 		dropped []string // protections not enforced; every other one is
@@ -87,15 +95,17 @@ func TestHostFactsProtections(t *testing.T) {
 		{simHost{name: "Landlock built in, not in lsm=", llErr: llDisabled},
 			[]string{"landlock-fs", "landlock-net", "landlock-scope", "exec-allowlist"},
 			refusal("landlock-fs: "+llDisabled, "exec-allowlist: "+needsLL)},
+		// Where user namespaces are refused, the landlock tier runs: it
+		// refuses an exec allowlist, and needs ABI 6 for signal scoping.
 		{simHost{name: "Ubuntu 24.04 as a user: AppArmor restriction", abi: 4, userNS: apparmorNS},
-			[]string{"namespaces", "landlock-scope", "capabilities", "network", "private-mounts"},
-			refusal("namespaces: "+apparmorNS, "capabilities: "+needsNS, "network: "+needsNS, "private-mounts: "+needsNS)},
+			[]string{"landlock-scope", "exec-allowlist"},
+			landlockRefusal(apparmorNS, "landlock-scope: needs Landlock ABI 6, the kernel has 4", "exec-allowlist: "+landlockExecDetail)},
 		{simHost{name: "user, kernel.unprivileged_userns_clone=0", abi: 2, userNS: sysctlNS},
-			[]string{"namespaces", "landlock-net", "landlock-scope", "capabilities", "network", "private-mounts"},
-			refusal("namespaces: "+sysctlNS, "capabilities: "+needsNS, "network: "+needsNS, "private-mounts: "+needsNS)},
+			[]string{"landlock-scope", "landlock-net", "exec-allowlist"},
+			landlockRefusal(sysctlNS, "landlock-scope: needs Landlock ABI 6, the kernel has 2", "exec-allowlist: "+landlockExecDetail)},
 		{simHost{name: "user.max_user_namespaces=0", abi: 7, userNS: maxNS},
-			[]string{"namespaces", "capabilities", "network", "private-mounts"},
-			refusal("namespaces: "+maxNS, "capabilities: "+needsNS, "network: "+needsNS, "private-mounts: "+needsNS)},
+			[]string{"exec-allowlist"},
+			landlockRefusal(maxNS, "exec-allowlist: "+landlockExecDetail)},
 		{simHost{name: "kernel without seccomp", abi: 7, noSecc: true},
 			[]string{"seccomp", "memfd-noexec"},
 			refusal("seccomp: seccomp filters are unavailable", "memfd-noexec: "+needsSecc)},
@@ -127,8 +137,12 @@ func TestHostFactsProtections(t *testing.T) {
 					}
 				}
 			}
-			if !slices.Equal(names, all) {
-				t.Errorf("protections %v, want %v", names, all)
+			want := all
+			if tc.host.userNS != "" {
+				want = landlockAll
+			}
+			if !slices.Equal(names, want) {
+				t.Errorf("protections %v, want %v", names, want)
 			}
 			if !slices.Equal(dropped, tc.dropped) {
 				t.Errorf("dropped %v, want %v", dropped, tc.dropped)

@@ -230,7 +230,7 @@ func userNSRefusalIn(sysctlDir string, uid int) string {
 			return "unprivileged user namespaces are disabled: sysctl kernel.unprivileged_userns_clone is 0"
 		}
 		if readInt(sysctlDir+"/kernel/apparmor_restrict_unprivileged_userns") == 1 {
-			return "AppArmor restricts unprivileged user namespaces (sysctl kernel.apparmor_restrict_unprivileged_userns=1); allow corral with an AppArmor profile that has the userns rule, or set the sysctl to 0"
+			return "AppArmor restricts unprivileged user namespaces (sysctl kernel.apparmor_restrict_unprivileged_userns=1); run sudo corral setup apparmor to allow them for corral (a profile with the userns rule), or set the sysctl to 0"
 		}
 	}
 	return ""

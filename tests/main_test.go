@@ -51,8 +51,11 @@ var (
 	baseDir   string // 0755 folder holding binaries and every test folder
 	corralBin string // world-executable corral binary
 	probeBin  string // world-executable static attack helper
-	setpriv   string // path of setpriv, "" when missing
-	isRoot    = os.Getuid() == 0
+	// nousernsBin runs a program under Docker's refusal of user
+	// namespaces (tests/testdata/nouserns).
+	nousernsBin string
+	setpriv     string // path of setpriv, "" when missing
+	isRoot      = os.Getuid() == 0
 
 	landlockABI int    // 0 when Landlock is missing
 	userNSErr   string // why the unprivileged user (or, run as one, the tests' own) cannot make user namespaces
@@ -91,6 +94,7 @@ func setup(m *testing.M) (int, error) {
 	}
 	corralBin = filepath.Join(bin, "corral")
 	probeBin = filepath.Join(bin, "probe")
+	nousernsBin = filepath.Join(bin, "nouserns")
 	build := func(out, pkg string, env ...string) error {
 		// The tests' windows and switches (CORRAL_MOUNTS=legacy, the
 		// pauses, CORRAL_EARLY_INIT=0) exist only in a test-hooks build.
@@ -111,6 +115,7 @@ func setup(m *testing.M) (int, error) {
 	}{
 		{"CORRAL_E2E_BIN", corralBin, "./cmd/corral", nil},
 		{"CORRAL_E2E_PROBE", probeBin, "./tests/testdata/probe", []string{"CGO_ENABLED=0"}},
+		{"CORRAL_E2E_NOUSERNS", nousernsBin, "./tests/testdata/nouserns", []string{"CGO_ENABLED=0"}},
 	} {
 		if prebuilt := os.Getenv(b.env); prebuilt != "" {
 			data, err := os.ReadFile(prebuilt)
@@ -334,7 +339,14 @@ func (u user) command(ctx context.Context, o runOpts) *exec.Cmd {
 	if bin == "" {
 		bin = corralBin
 	}
-	argv := append([]string{bin}, o.args...)
+	args := o.args
+	if t := os.Getenv("CORRAL_E2E_TIER"); t != "" && len(args) > 0 && args[0] == "exec" && o.bin == "" {
+		// The whole suite against one tier (scripts/test.sh runs it
+		// with landlock); the tests that expect what only the
+		// namespaces tier does say so with namespacesOnly.
+		args = append([]string{"exec", "--tier", t}, args[1:]...)
+	}
+	argv := append([]string{bin}, args...)
 	if u.unpriv {
 		argv = append([]string{setpriv, "--reuid", fmt.Sprint(nobody), "--regid", fmt.Sprint(nobody), "--clear-groups"}, argv...)
 	}

@@ -16,10 +16,11 @@ import (
 )
 
 // The landlock tier (no namespaces) faces the attacks of the issue that
-// made it, two ways: forced with --tier landlock, and chosen by auto where
-// the kernel refuses a user namespace (corral runs inside `unshare -U -r`
-// with user.max_user_namespaces=0 there, as the issue's reproduction
-// does). Each attack counts in its own "tier-landlock/..." class.
+// made it, three ways: forced with --tier landlock, and chosen by auto
+// where a user namespace is refused: by a seccomp filter as Docker's
+// default profile refuses them (tests/testdata/nouserns), and by the
+// kernel (corral runs inside `unshare -U -r` with
+// user.max_user_namespaces=0, as the issue's reproduction does). Each attack counts in its own "tier-landlock/..." class.
 
 type tierMode struct {
 	name string
@@ -30,6 +31,9 @@ type tierMode struct {
 var tierModes = []tierMode{
 	{"forced", func(args []string) runOpts {
 		return runOpts{args: append([]string{args[0], "--tier", "landlock"}, args[1:]...)}
+	}},
+	{"container", func(args []string) runOpts {
+		return runOpts{bin: nousernsBin, args: append([]string{corralBin}, args...)}
 	}},
 	{"refused", func(args []string) runOpts {
 		script := `echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"`

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"corral/sandbox"
@@ -26,6 +27,13 @@ var doctorCommand = command{
 			}
 			spec := sandbox.Spec{WorkDir: l.Vars.WorkDir, BestEffort: true}
 			facts := sandbox.Probe(l.Perms, spec)
+			if facts.UserNSErr == "" {
+				// The sysctls allow them; a container's seccomp profile
+				// or an LSM may still refuse.
+				if err := sandbox.TryUserNS(); err != nil {
+					facts.UserNSErr = "the kernel refused a user namespace: " + strings.TrimSpace(err.Error())
+				}
+			}
 			plan, err := sandbox.BuildPlan(l.Perms, spec, facts)
 			if err != nil {
 				return failed(err)
@@ -44,6 +52,9 @@ var doctorCommand = command{
 			fmt.Printf("host: uid %d, Landlock ABI %d, seccomp %v\n", facts.Uid, facts.LandlockABI, facts.Seccomp)
 			if facts.UserNSErr != "" {
 				fmt.Printf("user namespaces: refused: %s\n", facts.UserNSErr)
+				if strings.Contains(facts.UserNSErr, "apparmor_restrict_unprivileged_userns") {
+					fmt.Printf("  to allow them for corral: sudo corral setup apparmor (a profile whose one rule is userns)\n")
+				}
 			} else {
 				fmt.Printf("user namespaces: allowed\n")
 			}
@@ -56,18 +67,22 @@ var doctorCommand = command{
 			default:
 				fmt.Printf("walked in %d ms, not saved (this user can write neither /run/corral nor $XDG_RUNTIME_DIR/corral): every exec with an exec allowlist walks again until root runs corral doctor\n", took.Milliseconds())
 			}
-			fmt.Printf("\nwhat exec would enforce:\n")
-			refuse := false
+			fmt.Printf("tier: %s", plan.Tier.Name)
+			if plan.Tier.Name == sandbox.TierLandlock {
+				fmt.Printf(" (no namespaces: Landlock, seccomp and corral's connect supervisor enforce the permissions on the host's own namespaces; README's protection table has a column for it)")
+			}
+			fmt.Printf("\n\nwhat exec would enforce:\n")
 			for _, p := range plan.Protections {
 				mark := "yes"
 				if !p.Enforced {
 					mark = "NO "
-					refuse = refuse || p.Name != "landlock-net" && p.Name != "landlock-scope" && p.Name != "limits"
 				}
 				fmt.Printf("  [%s] %-15s %s\n", mark, p.Name, p.Detail)
 			}
-			if refuse {
-				fmt.Printf("\nexec refuses to run here unless --best-effort is given.\n")
+			strict := spec
+			strict.BestEffort = false
+			if _, err := sandbox.BuildPlan(l.Perms, strict, facts); err != nil {
+				fmt.Printf("\nexec refuses to run here unless --best-effort is given: %v\n", err)
 			} else {
 				fmt.Printf("\nexec runs with every required protection.\n")
 			}
