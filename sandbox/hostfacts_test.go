@@ -51,7 +51,6 @@ func (h simHost) facts() *Facts {
 
 // Texts of the protections table, as BuildPlan words them.
 var (
-	needsNS   = "needs the user namespace that is refused (see namespaces)"
 	needsLL   = "needs Landlock, which is unavailable (see landlock-fs)"
 	needsSecc = "needs seccomp, which this kernel lacks"
 
