@@ -311,6 +311,12 @@ func (s *sweep) visit(stack []*sweepFrame) {
 	if len(named) > 0 {
 		s.protectedNames(top, framePath(stack), named)
 	}
+	if !head && top.name != ".git" && slices.Contains(top.subdirs, "hooks") && insideGit(stack) {
+		// A folder inside a git folder that is no git folder yet (no
+		// HEAD: a submodule's git folder the command made or renamed
+		// into place) holds hooks git runs once it is one.
+		s.hooks(top.fd, framePath(stack), "hooks", false)
+	}
 	if !head && top.name != ".git" && !gitfile && !gitmodules {
 		return // most folders: no path to build
 	}
@@ -327,6 +333,17 @@ func (s *sweep) visit(stack []*sweepFrame) {
 	if gitmodules {
 		s.gitmodules(top.fd, dir)
 	}
+}
+
+// insideGit reports whether a folder of the walk above the top one is a
+// .git folder.
+func insideGit(stack []*sweepFrame) bool {
+	for _, f := range stack[:len(stack)-1] {
+		if f.name == ".git" {
+			return true
+		}
+	}
+	return false
 }
 
 // protectedNames quarantines the names of the root-relative protected

@@ -111,7 +111,7 @@ func (e *NotFoundError) Error() string {
 // BuildPlan turns permissions and host facts into a Plan. It is pure: the
 // same inputs give the same Plan.
 func BuildPlan(p policyengine.Permissions, spec Spec, facts *Facts) (*Plan, error) {
-	b := &builder{perms: p, spec: spec, facts: facts, plan: &Plan{Hostname: "corral", perms: p, home: spec.Home, keep: spec.Keep,
+	b := &builder{perms: p, spec: spec, facts: facts, gitPaths: map[string]bool{}, plan: &Plan{Hostname: "corral", perms: p, home: spec.Home, keep: spec.Keep,
 		Limits: spec.Limits, Trace: spec.Options.TraceInit, LegacyMounts: spec.Options.LegacyMounts, MountPause: spec.Options.MountPause}}
 	restricted := p.ExecRestricted()
 	b.plan.Exec.Restricted = restricted
@@ -172,6 +172,12 @@ type builder struct {
 	errs     []string
 	// writableReal are the writable roots' real paths (writable).
 	writableReal []string
+	// nsMounts are the namespaces tier's mounts, for the landlock tier's
+	// checks of what they would have hidden.
+	nsMounts []Mount
+	// gitPaths are the protected paths of git folders (hooks, config,
+	// a core.hooksPath folder): the git sweep checks them after a run.
+	gitPaths map[string]bool
 }
 
 func (b *builder) warn(format string, args ...any) {

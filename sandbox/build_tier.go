@@ -3,9 +3,11 @@ package sandbox
 import (
 	"fmt"
 	"net/netip"
+	"path"
 	"slices"
 	"strings"
 
+	"corral/policyengine"
 	"corral/printable"
 )
 
@@ -31,6 +33,7 @@ func tierOf(spec Spec, facts *Facts) Tier {
 // command).
 func (b *builder) landlockTier() {
 	p := b.plan
+	b.nsMounts = p.Mounts
 	p.Mounts = nil
 	tmp := b.spec.RunTmp
 	if tmp == "" {
@@ -45,15 +48,29 @@ func (b *builder) landlockTier() {
 	}
 	p.Landlock.Rules = append(p.Landlock.Rules, PathRule{Path: tmp, Access: (writeRights | exec) & p.Landlock.HandledFS,
 		Rights: rightsString((writeRights | exec) & p.Landlock.HandledFS), From: "the run's own TMPDIR (removed after the run)"})
-	for i, r := range p.Landlock.Rules {
-		if r.From == "private /proc" {
-			p.Landlock.Rules[i].From = "the host's /proc (Landlock keeps other processes' memory, environment and files out of reach)"
-		}
+	// The host's /proc would show every process's command line (and
+	// the kernel state the namespaces tier hides), and Landlock cannot
+	// grant a process only its own /proc/self: only files about the
+	// machine are readable.
+	p.Landlock.Rules = slices.DeleteFunc(p.Landlock.Rules, func(r PathRule) bool { return r.From == "private /proc" })
+	for _, f := range landlockProc {
+		// Not probed: the init skips a rule whose path is missing.
+		access := readRights & fileRights & p.Landlock.HandledFS
+		p.Landlock.Rules = append(p.Landlock.Rules, PathRule{Path: f, Access: access, Rights: rightsString(access), From: "the host's " + f + " (no other /proc file: no /proc/self, no other process)"})
 	}
+	b.unsweptProtected()
 	p.Landlock.PortRules = nil
+	// A HOME outside every grant answers EACCES where the namespaces
+	// tier's new root answers ENOENT, and git (among others) takes an
+	// unreadable ~/.gitconfig for a fatal error: such a run gets the
+	// run's TMPDIR as its home.
+	home := !b.homeGranted()
 	for i, kv := range p.Env {
-		if strings.HasPrefix(kv, "TMPDIR=") {
+		switch {
+		case strings.HasPrefix(kv, "TMPDIR="):
 			p.Env[i] = "TMPDIR=" + tmp
+		case strings.HasPrefix(kv, "HOME=") && home:
+			p.Env[i] = "HOME=" + tmp
 		}
 	}
 	if p.Proxy != nil {
@@ -76,12 +93,66 @@ func (b *builder) landlockTier() {
 	// writable root down), and what must stay as it is may not be inside
 	// a writable root at all.
 	p.Protected = nil
+	for _, m := range b.nsMounts {
+		if m.Source == "/dev/null" && strings.HasPrefix(m.Why, sshSecretWhy) {
+			b.errs = append(b.errs, fmt.Sprintf("a grant reaches %s, which may hold a private ssh key: the namespaces tier shows it empty, the landlock tier cannot hide it inside a grant (name the file or ~/.ssh in a grant if the command needs it, or narrow the grant)", printable.String(m.Target)))
+		}
+	}
 	for _, k := range b.spec.Keep {
 		for _, w := range b.writableReal {
 			if isUnder(k, w) || isUnder(w, k) {
 				b.errs = append(b.errs, fmt.Sprintf("%s is inside the writable %s: the landlock tier has no read-only bind to keep it as it is (move it out of the writable roots, or run where user namespaces are allowed)", printable.String(k), printable.String(w)))
 			}
 		}
+	}
+}
+
+// homeGranted reports whether a read or write grant covers $HOME (or
+// there is none to cover).
+func (b *builder) homeGranted() bool {
+	home := ""
+	for _, kv := range b.plan.Env {
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+			home = v
+		}
+	}
+	if home == "" {
+		return true
+	}
+	for _, list := range [][]policyengine.Entry{b.perms.Read, b.perms.Write} {
+		for _, e := range list {
+			if g, err := policyengine.CompileGlob(e.Value); err == nil && isUnder(home, g.Base()) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// landlockProc are the /proc files the landlock tier grants: what
+// programs read about the machine.
+var landlockProc = []string{"/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/loadavg", "/proc/uptime", "/proc/version", "/proc/filesystems"}
+
+// unsweptProtected refuses the protected paths inside writable roots that
+// the git sweep does not check after the run (it checks git folders and
+// the single-name start-up files and agent folders): without a read-only
+// bind nothing would keep the command from changing them (~/.local/bin,
+// ~/.config/git/config, ...).
+func (b *builder) unsweptProtected() {
+	names := map[string]bool{}
+	for _, e := range policyengine.ProtectedPaths {
+		if !e.Home && !strings.Contains(e.Path, "/") {
+			names[e.Path] = true
+		}
+	}
+	for _, p := range b.plan.Protected {
+		if names[path.Base(p)] || b.gitPaths[p] || strings.Contains(p, "/.git/") || strings.HasSuffix(p, "/.git") {
+			continue
+		}
+		if slices.ContainsFunc(b.spec.Keep, func(k string) bool { return isUnder(p, k) }) {
+			continue // refused below, as a kept path
+		}
+		b.errs = append(b.errs, fmt.Sprintf("%s is inside a writable root: the namespaces tier keeps it read-only, the landlock tier has no read-only bind and the git sweep does not check it (narrow the write grant, or run where user namespaces are allowed)", printable.String(p)))
 	}
 }
 

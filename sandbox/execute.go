@@ -203,7 +203,6 @@ func (e *execution) run(ctx context.Context) error {
 	spec.Tier, spec.TierWhy = tier.Name, tier.Why
 	serve := e.serve
 	if tier.Name == TierLandlock {
-		e.warn("running in the landlock tier, without namespaces (" + tier.Why + "): see `corral doctor`")
 		lr, err := e.prepareLandlock(spec)
 		if err != nil {
 			return abort(err)
@@ -217,6 +216,9 @@ func (e *execution) run(ctx context.Context) error {
 		return abort(err)
 	}
 	e.out.Plan = plan
+	if tier.Name == TierLandlock {
+		e.warn("running in the landlock tier, without namespaces (" + tier.Why + "): see `corral doctor`")
+	}
 	e.out.Protections, e.out.Warnings = plan.Protections, plan.Warnings
 	for _, a := range plan.Alerts {
 		e.warn(a)

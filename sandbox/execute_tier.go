@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -53,23 +54,24 @@ func (e *execution) prepareLandlock(spec *Spec) (*landlockRun, error) {
 // connections (another user on the host can reach the port, not the
 // proxy).
 func (r *landlockRun) serve(e *execution, files []*os.File) {
+	if len(files) == 0 {
+		return
+	}
 	for _, f := range files[1:] {
 		f.Close()
 	}
-	if len(files) == 0 || r.own == nil {
-		for _, f := range files[:min(1, len(files))] {
-			f.Close()
-		}
-		return
+	cfg := usernotif.Config{Writable: append(slices.Clone(e.out.Plan.WriteRoots), r.tmp)}
+	if r.own != nil {
+		proxy := r.ln.Addr().(*net.TCPAddr).AddrPort()
+		cfg.Proxy, cfg.Dial = proxy, func(int) (*os.File, error) { return r.own.dial(proxy) }
 	}
-	proxy := r.ln.Addr().(*net.TCPAddr).AddrPort()
-	super, err := usernotif.Start(files[0], proxy, func(int) (*os.File, error) { return r.own.dial(proxy) }, nil)
+	super, err := usernotif.StartConfig(files[0], cfg)
 	if err != nil {
-		e.warn(fmt.Sprintf("the connect supervisor did not start (every connect is refused): %v", err))
+		e.warn(fmt.Sprintf("the seccomp supervisor did not start (every connect and mode change is refused): %v", err))
 		return
 	}
 	r.super = super
-	if e.req.Serve != nil {
+	if r.own != nil && e.req.Serve != nil {
 		e.req.Serve([]net.Listener{r.own})
 	}
 }

@@ -170,6 +170,9 @@ func (b *builder) homeAlert() {
 	}
 }
 
+// sshSecretWhy starts the reason of a mount hiding a private key.
+const sshSecretWhy = "may hold a private ssh key"
+
 // sshSecrets shows the files of ~/.ssh that may hold private keys as empty
 // and read-only (a bind of /dev/null), unless a grant names one of them
 // or the .ssh folder itself.
@@ -191,7 +194,7 @@ func (b *builder) sshSecrets() {
 	}
 	for _, k := range b.facts.SSHSecrets {
 		if !named[k] {
-			b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountBind, Source: "/dev/null", Target: k, ReadOnly: true, Why: "may hold a private ssh key: empty in the sandbox (a grant naming the file or ~/.ssh shows it)"})
+			b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountBind, Source: "/dev/null", Target: k, ReadOnly: true, Why: sshSecretWhy + ": empty in the sandbox (a grant naming the file or ~/.ssh shows it)"})
 		}
 	}
 }
@@ -284,7 +287,11 @@ func (b *builder) protectWriteRoot(w policyengine.Entry, named, planned map[stri
 			}
 		}
 	}
-	paths = append(paths, b.gitProtected(root.Real, pin)...)
+	git := b.gitProtected(root.Real, pin)
+	for _, g := range git {
+		b.gitPaths[g] = true
+	}
+	paths = append(paths, git...)
 	dirs := slices.Sorted(maps.Keys(pins)) // parents first
 	for _, d := range dirs {
 		pinMounts = append(pinMounts, Mount{Kind: MountBind, Source: d, Target: d, NoExec: b.plan.Exec.Restricted, Dir: true, Why: why + " (pinned in place)"})

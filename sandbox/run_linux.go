@@ -262,7 +262,8 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 			trace(fmt.Sprintf("mount cache %s (saved: %v)", l.mountCache, err == nil))
 		}
 	}
-	if plan.Proxy != nil {
+	// The landlock tier sends its supervisor's listener instead.
+	if plan.Proxy != nil || plan.Tier.Name == TierLandlock {
 		files, err := receiveFiles(l.proxyR)
 		if err != nil {
 			// The init failed before it listened; its status says why.

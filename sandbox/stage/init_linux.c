@@ -86,6 +86,7 @@ static void lock_down(struct plan *pl, int ruleset) {
 		// namespaces; the proxy listens in corral. The socket stays
 		// open for the connect filter's listener (main).
 		corral_step("cgroup");
+		corral_keep_children();
 		corral_drop_privileges();
 		corral_restrict_landlock(ruleset);
 		corral_clear_capabilities();

@@ -16,14 +16,29 @@ int corral_namespaces = 1;
 // corral_children reads up to max pids of this process's children from
 // /proc/self/task/TID/children (every thread of a single-threaded
 // process: the init and the shim are). Returns how many, or -1.
+static int corral_children_fd = -1;
+
+// corral_keep_children opens the children file ahead: the init reads it
+// after Landlock, which grants no /proc/self (a process's own /proc has
+// no rule Landlock can express) but does not recheck an open file.
+void corral_keep_children(void) {
+	char path[64];
+	snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
+	corral_children_fd = open(path, O_RDONLY | O_CLOEXEC);
+}
+
 static int corral_children(pid_t *out, int max) {
 	char path[64], buf[4096];
-	snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = corral_children_fd;
+	if (fd < 0) {
+		snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
 	if (fd < 0)
 		return -1;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
+	ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+	if (fd != corral_children_fd)
+		close(fd);
 	if (n < 0)
 		return -1;
 	buf[n] = 0;
@@ -86,14 +101,14 @@ void corral_kill_descendants(void) {
 #endif
 
 // A small assembler for classic BPF with forward jumps to labels.
-enum { L_DENY, L_ALLOW, L_SOCKET, L_INET, L_CONNECT, L_ARG3_FASTOPEN, L_ARG2_FASTOPEN, L_SECCOMP, L_NLABELS };
+enum { L_DENY, L_ALLOW, L_NOTIFY, L_SOCKET, L_INET, L_CONNECT, L_ARG3_FASTOPEN, L_ARG2_FASTOPEN, L_SECCOMP, L_NLABELS };
 struct bpf_asm {
-	struct sock_filter f[64];
+	struct sock_filter f[96];
 	int n;
 	int at[L_NLABELS];
 	struct {
 		int insn, t, f;
-	} fix[32];
+	} fix[64];
 	int nfix;
 };
 
@@ -110,19 +125,28 @@ static void jump(struct bpf_asm *a, uint16_t code, uint32_t k, int t, int f) {
 
 static void label(struct bpf_asm *a, int l) { a->at[l] = a->n; }
 
+static uint8_t offset(int from, int to) {
+	int d = to - from - 1;
+	if (d < 0 || d > 255)
+		corral_fail("seccomp", 0, "the landlock tier's filter has a jump of %d", d);
+	return (uint8_t)d;
+}
+
 static void link_jumps(struct bpf_asm *a) {
 	for (int i = 0; i < a->nfix; i++) {
 		int at = a->fix[i].insn;
 		if (a->fix[i].t >= 0)
-			a->f[at].jt = (uint8_t)(a->at[a->fix[i].t] - at - 1);
+			a->f[at].jt = offset(at, a->at[a->fix[i].t]);
 		if (a->fix[i].f >= 0)
-			a->f[at].jf = (uint8_t)(a->at[a->fix[i].f] - at - 1);
+			a->f[at].jf = offset(at, a->at[a->fix[i].f]);
 	}
 }
 
 #define ARG_LO(i) (offsetof(struct seccomp_data, args) + 8 * (i)) // little-endian
 
-// corral_tier_program writes the filter: no socket but socketpair, or
+// corral_tier_program writes the filter: a mode change only through
+// corral's supervisor, no change of owner or extended attributes; no
+// socket but socketpair, or
 // with network only TCP over IPv4 and IPv6, whose connect goes to corral's
 // supervisor (SECCOMP_RET_USER_NOTIF); no bind or listen (a listening
 // socket here would be on the host's own addresses); no TCP Fast Open
@@ -139,6 +163,31 @@ static int corral_tier_program(struct bpf_asm *a, int network) {
 #endif
 	jump(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, L_SOCKET, -1);
 	jump(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_connect, L_CONNECT, -1);
+	// Landlock has no right for a file's mode, owner or extended
+	// attributes: without these the command could chmod any file its
+	// uid owns, granted or not (a setuid bit, a world-writable /etc file
+	// when corral runs as root).
+	// A mode change goes to corral's supervisor, which makes it itself
+	// on a file it resolved inside the writable grants (git chmods its
+	// lock files); owners and extended attributes (ACLs) cannot change.
+	static const int modes[] = {
+#ifdef __NR_chmod
+		__NR_chmod,
+#endif
+		__NR_fchmod, __NR_fchmodat, 452 /* fchmodat2 */,
+	};
+	static const int metadata[] = {
+#ifdef __NR_chown
+		__NR_chown, __NR_lchown,
+#endif
+		__NR_fchown, __NR_fchownat,
+		__NR_setxattr, __NR_lsetxattr, __NR_fsetxattr, __NR_removexattr, __NR_lremovexattr, __NR_fremovexattr,
+		463 /* setxattrat */, 466 /* removexattrat */,
+	};
+	for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+		jump(a, BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)modes[i], L_NOTIFY, -1);
+	for (size_t i = 0; i < sizeof metadata / sizeof metadata[0]; i++)
+		jump(a, BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)metadata[i], L_DENY, -1);
 	jump(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_bind, L_DENY, -1);
 	jump(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_listen, L_DENY, -1);
 	jump(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_sendto, L_ARG3_FASTOPEN, -1);
@@ -176,6 +225,8 @@ static int corral_tier_program(struct bpf_asm *a, int network) {
 	op(a, BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
 	label(a, L_ALLOW);
 	op(a, BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	label(a, L_NOTIFY);
+	op(a, BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF);
 	link_jumps(a);
 	return a->n;
 }
@@ -198,19 +249,18 @@ static int corral_send_fd(int fd) {
 	return sendmsg(CORRAL_FD_SOCKET, &msg, MSG_NOSIGNAL) < 0 ? -1 : 0;
 }
 
-// corral_tier_filter loads the landlock tier's filter; with network (the
-// plan has a proxy) its listener goes to corral, whose supervisor
-// (sandbox/usernotif) connects each allowed socket to the proxy itself.
+// corral_tier_filter loads the landlock tier's filter; its listener goes
+// to corral, whose supervisor (sandbox/usernotif) makes the allowed mode
+// changes and, with network (the plan has a proxy), connects each allowed
+// socket to the proxy itself.
 void corral_tier_filter(struct plan *pl) {
 	struct bpf_asm a;
 	int network = pl->proxy_port != 0;
 	int n = corral_tier_program(&a, network);
 	struct sock_fprog prog = {(unsigned short)n, a.f};
-	long fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, network ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0, &prog);
+	long fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
 	if (fd < 0)
 		corral_fail("seccomp", errno, "loading the landlock tier's filter");
-	if (!network)
-		return;
 	if (corral_send_fd((int)fd) < 0)
 		corral_fail("network", errno, "handing the connect supervisor's fd to corral");
 	close((int)fd);

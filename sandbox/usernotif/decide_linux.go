@@ -17,8 +17,9 @@ const (
 	// a closed port.
 	errnoAddress = unix.EACCES
 	// errnoOther refuses everything else the supervisor will not hand
-	// over: other families, sockaddrs it cannot read or decode, and
-	// notified syscalls that are not connect.
+	// over: other families, sockaddrs it cannot read or decode, any
+	// connect when there is no proxy, and notified syscalls that are
+	// neither connect nor chmod.
 	errnoOther = unix.EPERM
 	// errnoFD refuses an fd argument that names no fd of the target.
 	errnoFD = unix.EBADF
@@ -47,13 +48,30 @@ type verdict struct {
 	why    string
 }
 
-// inspect checks the syscall and reads its sockaddr from the target. ok
+// connect answers a connect: refused, or handed the proxy connection.
+func (s *Supervisor) connect(n *notif) {
+	v, ok := s.inspect(n)
+	switch {
+	case !ok:
+	case v.errno != 0:
+		s.refuseConnect(n, v)
+	default:
+		s.handOver(n, v)
+	}
+}
+
+// refuseConnect answers n with v's errno and reports it.
+func (s *Supervisor) refuseConnect(n *notif, v verdict) {
+	s.refuse(n, v.errno, "connect to "+v.addr, v.why)
+}
+
+// inspect reads a connect's sockaddr from the target and judges it. ok
 // is false when the notification went stale while reading: the target is
 // gone and the pid may name another process, so nothing read is trusted.
 func (s *Supervisor) inspect(n *notif) (v verdict, ok bool) {
 	d := &n.Data
-	if d.Arch != s.arch || d.Nr != unix.SYS_CONNECT {
-		return verdict{errno: errnoOther, addr: fmt.Sprintf("syscall %d arch %#x", d.Nr, d.Arch), why: "only connect is supervised"}, true
+	if !s.proxy.IsValid() {
+		return verdict{errno: errnoOther, addr: "-", why: "the sandbox has no network"}, true
 	}
 	if d.Args[0] > math.MaxInt32 {
 		return verdict{errno: errnoFD, addr: "-", why: fmt.Sprintf("fd argument %#x is not an fd", d.Args[0])}, true
@@ -71,12 +89,12 @@ func (s *Supervisor) inspect(n *notif) (v verdict, ok bool) {
 	if err != nil {
 		return verdict{errno: errnoOther, addr: "-", why: "cannot read the sockaddr: " + err.Error()}, true
 	}
-	return judge(sa, s.allowed), true
+	return judge(sa, s.proxy), true
 }
 
-// readSockaddr copies n bytes at ptr out of process pid. A partial read
-// is an error: the kernel would have refused the connect with EFAULT.
-func readSockaddr(pid int, ptr uint64, n int) ([]byte, error) {
+// readMemory copies n bytes at ptr out of process pid. A partial read
+// is an error: the kernel would have refused the syscall with EFAULT.
+func readMemory(pid int, ptr uint64, n int) ([]byte, error) {
 	buf := make([]byte, n)
 	if n == 0 {
 		return buf, nil

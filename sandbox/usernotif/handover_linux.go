@@ -22,7 +22,7 @@ func (s *Supervisor) handOver(n *notif, v verdict) {
 		return // the pid may be another process's by now
 	}
 	if err != nil {
-		s.refuse(n, verdict{errno: errnoFD, addr: v.addr, why: fmt.Sprintf("fd %d: %v", fd, err)})
+		s.refuseConnect(n, verdict{errno: errnoFD, addr: v.addr, why: fmt.Sprintf("fd %d: %v", fd, err)})
 		return
 	}
 	conn, err := s.dial(v.family)
@@ -30,7 +30,7 @@ func (s *Supervisor) handOver(n *notif, v verdict) {
 		err = errors.New("dial returned no file")
 	}
 	if err != nil {
-		s.refuse(n, verdict{errno: errnoDial, addr: v.addr, why: "cannot dial the proxy: " + err.Error()})
+		s.refuseConnect(n, verdict{errno: errnoDial, addr: v.addr, why: "cannot dial the proxy: " + err.Error()})
 		return
 	}
 	err = install(s.fd, n.ID, conn, fd, flags)
@@ -43,7 +43,7 @@ func (s *Supervisor) handOver(n *notif, v verdict) {
 		if !errors.As(err, &errno) {
 			errno = errnoOther
 		}
-		s.refuse(n, verdict{errno: errno, addr: v.addr, why: "cannot install the proxy connection: " + err.Error()})
+		s.refuseConnect(n, verdict{errno: errno, addr: v.addr, why: "cannot install the proxy connection: " + err.Error()})
 		return
 	}
 	if respond(s.fd, n.ID, 0) == nil {

@@ -8,17 +8,30 @@ import (
 	"os"
 )
 
-// Supervisor answers the connect notifications of one sandbox; off Linux
-// there are none.
+// Config says what the supervisor allows; see the Linux documentation.
+type Config struct {
+	Proxy    netip.AddrPort
+	Dial     func(family int) (*os.File, error)
+	Writable []string
+	Log      func(string)
+}
+
+// Supervisor answers the connect and chmod notifications of one sandbox;
+// off Linux there are none.
 type Supervisor struct{}
 
-// Start fails off Linux: seccomp user notification is Linux's. It still
-// closes listener, whose ownership passes to it.
-func Start(listener *os.File, allowed netip.AddrPort, dial func(family int) (*os.File, error), log func(string)) (*Supervisor, error) {
+// StartConfig fails off Linux: seccomp user notification is Linux's. It
+// still closes listener, whose ownership passes to it.
+func StartConfig(listener *os.File, cfg Config) (*Supervisor, error) {
 	if listener != nil {
 		listener.Close()
 	}
 	return nil, errors.New("usernotif: seccomp user notification needs Linux")
+}
+
+// Start is StartConfig for a connect-only caller; it fails off Linux.
+func Start(listener *os.File, allowed netip.AddrPort, dial func(family int) (*os.File, error), log func(string)) (*Supervisor, error) {
+	return StartConfig(listener, Config{Proxy: allowed, Dial: dial, Log: log})
 }
 
 // Stop does nothing off Linux.

@@ -5,21 +5,50 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
 
-// Supervisor answers the connect notifications of one sandbox.
+// Config says what the supervisor allows.
+type Config struct {
+	// Proxy is the one address a connect may name (invalid: every
+	// connect is refused with EPERM).
+	Proxy netip.AddrPort
+	// Dial makes the connection that replaces the sandbox's socket: a
+	// new socket of corral's own, connected to Proxy, as a *os.File in
+	// blocking mode (the supervisor sets O_NONBLOCK itself when the
+	// target's fd had it). Needed when Proxy is valid.
+	Dial func(family int) (*os.File, error)
+	// Writable are the real paths (absolute, clean, symlinks resolved)
+	// of the folders and files the command may write: a chmod is
+	// allowed only on a file or folder at or below one of them. They
+	// are compared as they are: a path with a symlink in it matches
+	// nothing.
+	Writable []string
+	// Log, if not nil, gets one line per refusal (what and why), for
+	// the report; at most maxLogged of them per Supervisor.
+	Log func(string)
+}
+
+// maxLogged caps the refusals logged: a hostile sandbox could otherwise
+// fill corral's report (and memory) with them.
+const maxLogged = 64
+
+// Supervisor answers the connect and chmod notifications of one sandbox.
 type Supervisor struct {
 	listener *os.File
 	fd       int // listener's fd, valid until serve closes listener
 	arch     uint32
-	allowed  netip.AddrPort
+	proxy    netip.AddrPort // invalid: no connect is allowed
 	dial     func(family int) (*os.File, error)
+	writable []string
+	euid     uint32
 	log      func(string)
 	read     func(pid int, ptr uint64, n int) ([]byte, error)
+	logged   int // refusals so far; only serve's goroutine touches it
 
 	wakeR, wakeW int // Stop writes to wakeW to end serve's poll
 	done         chan struct{}
@@ -28,29 +57,36 @@ type Supervisor struct {
 	nAllowed, nRefused atomic.Int64
 }
 
-// Start serves the seccomp listener fd (ownership passes to the Supervisor)
-// in goroutines. allowed is the one address a connect may name (the proxy,
-// e.g. 127.0.0.1:P). dial makes the connection that replaces the sandbox's
-// socket: Start's caller passes a func that connects a new socket of its own
-// to allowed and returns it as a *os.File (blocking mode; the supervisor sets
-// O_NONBLOCK itself when the target's fd had it). log, if not nil, gets one
-// line per refused connect (address and why), for the report.
+// StartConfig serves the seccomp listener fd (ownership passes to the
+// Supervisor) in a goroutine, allowing what cfg allows.
 //
-// On error listener is closed too, so the sandbox's connects fail (ENOSYS)
-// instead of waiting for an answer. dial and log are called from the
-// serving goroutine, one notification at a time; a slow dial holds up the
-// sandbox's other connects and Stop.
-func Start(listener *os.File, allowed netip.AddrPort, dial func(family int) (*os.File, error), log func(string)) (*Supervisor, error) {
-	return start(listener, allowed, dial, log, readSockaddr)
+// On error listener is closed too, so the sandbox's notified syscalls
+// fail (ENOSYS) instead of waiting for an answer. Dial and Log are called
+// from the serving goroutine, one notification at a time; a slow Dial
+// holds up the sandbox's other notified syscalls and Stop.
+func StartConfig(listener *os.File, cfg Config) (*Supervisor, error) {
+	return start(listener, cfg, readMemory)
 }
 
-// start is Start with the reader of the target's memory as a parameter,
-// so the tests can make it fail.
-func start(listener *os.File, allowed netip.AddrPort, dial func(int) (*os.File, error), log func(string), read func(int, uint64, int) ([]byte, error)) (*Supervisor, error) {
+// Start is StartConfig for a connect-only caller: allowed is the proxy
+// (it must be valid), and every chmod is refused.
+func Start(listener *os.File, allowed netip.AddrPort, dial func(family int) (*os.File, error), log func(string)) (*Supervisor, error) {
+	if !allowed.IsValid() {
+		if listener != nil {
+			listener.Close()
+		}
+		return nil, errors.New("usernotif: no allowed address")
+	}
+	return StartConfig(listener, Config{Proxy: allowed, Dial: dial, Log: log})
+}
+
+// start is StartConfig with the reader of the target's memory as a
+// parameter, so the tests can make it fail.
+func start(listener *os.File, cfg Config, read func(int, uint64, int) ([]byte, error)) (*Supervisor, error) {
 	if listener == nil {
 		return nil, errors.New("usernotif: no listener")
 	}
-	s, err := newSupervisor(listener, allowed, dial, log, read)
+	s, err := newSupervisor(listener, cfg, read)
 	if err != nil {
 		listener.Close()
 		return nil, fmt.Errorf("usernotif: %w", err)
@@ -60,12 +96,9 @@ func start(listener *os.File, allowed netip.AddrPort, dial func(int) (*os.File, 
 }
 
 // newSupervisor checks the arguments and makes the wake pipe.
-func newSupervisor(listener *os.File, allowed netip.AddrPort, dial func(int) (*os.File, error), log func(string), read func(int, uint64, int) ([]byte, error)) (*Supervisor, error) {
-	if !allowed.IsValid() || allowed.Port() == 0 || allowed.Addr().Zone() != "" || allowed.Addr().IsUnspecified() {
-		return nil, fmt.Errorf("allowed address %v is not one concrete address and port", allowed)
-	}
-	if dial == nil {
-		return nil, errors.New("no dial func")
+func newSupervisor(listener *os.File, cfg Config, read func(int, uint64, int) ([]byte, error)) (*Supervisor, error) {
+	if err := checkConfig(cfg); err != nil {
+		return nil, err
 	}
 	arch, ok := nativeArch()
 	if !ok {
@@ -80,18 +113,40 @@ func newSupervisor(listener *os.File, allowed netip.AddrPort, dial func(int) (*o
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
 		return nil, err
 	}
-	return &Supervisor{
-		listener: listener, fd: fd, arch: arch,
+	s := &Supervisor{
+		listener: listener, fd: fd, arch: arch, dial: cfg.Dial,
+		writable: append([]string(nil), cfg.Writable...), euid: uint32(os.Geteuid()),
+		log: cfg.Log, read: read, wakeR: p[0], wakeW: p[1], done: make(chan struct{}),
+	}
+	if cfg.Proxy.IsValid() {
 		// An IPv4 proxy given as ::ffff:a.b.c.d is matched as a.b.c.d.
-		allowed: netip.AddrPortFrom(allowed.Addr().Unmap(), allowed.Port()),
-		dial:    dial, log: log, read: read,
-		wakeR: p[0], wakeW: p[1], done: make(chan struct{}),
-	}, nil
+		s.proxy = netip.AddrPortFrom(cfg.Proxy.Addr().Unmap(), cfg.Proxy.Port())
+	}
+	return s, nil
+}
+
+// checkConfig refuses a proxy that is not one concrete address and port,
+// and writable paths that could not match readlink's answers.
+func checkConfig(cfg Config) error {
+	if p := cfg.Proxy; p.IsValid() {
+		if p.Port() == 0 || p.Addr().Zone() != "" || p.Addr().IsUnspecified() {
+			return fmt.Errorf("proxy address %v is not one concrete address and port", p)
+		}
+		if cfg.Dial == nil {
+			return errors.New("no dial func")
+		}
+	}
+	for _, w := range cfg.Writable {
+		if !filepath.IsAbs(w) || filepath.Clean(w) != w {
+			return fmt.Errorf("writable path %q is not absolute and clean", w)
+		}
+	}
+	return nil
 }
 
 // Stop ends serving and closes the listener; it waits for the goroutines.
 // Closing the listener makes the kernel fail every pending and later
-// notified connect of the sandbox with ENOSYS.
+// notified syscall of the sandbox with ENOSYS.
 func (s *Supervisor) Stop() {
 	s.stopOnce.Do(func() {
 		// The pipe is empty and non-blocking: this never blocks.
@@ -102,7 +157,8 @@ func (s *Supervisor) Stop() {
 	})
 }
 
-// Stats: how many connects were handed the proxy connection, how many refused.
+// Stats: how many notifications were allowed (connects handed the proxy
+// connection, modes changed) and how many refused (or failed).
 func (s *Supervisor) Stats() (allowed, refused int) {
 	return int(s.nAllowed.Load()), int(s.nRefused.Load())
 }
@@ -119,7 +175,7 @@ func (s *Supervisor) serve() {
 			err = s.serveOne()
 		}
 		if err != nil {
-			s.logf("connect supervision ended, later connects fail with ENOSYS: %v", err)
+			s.logf("seccomp supervision ended, later connects and chmods fail with ENOSYS: %v", err)
 			return
 		}
 		if stop {
@@ -161,23 +217,40 @@ func (s *Supervisor) serveOne() error {
 	if err != nil {
 		return fmt.Errorf("SECCOMP_IOCTL_NOTIF_RECV: %w", err)
 	}
-	v, ok := s.inspect(&n)
-	switch {
-	case !ok:
-	case v.errno != 0:
-		s.refuse(&n, v)
-	default:
-		s.handOver(&n, v)
-	}
+	s.dispatch(&n)
 	return nil
 }
 
-// refuse answers n with v's errno and reports it.
-func (s *Supervisor) refuse(n *notif, v verdict) {
+// dispatch hands n to the handler of its syscall. Another ABI's syscall
+// (e.g. i386 on x86_64) numbers its syscalls differently: refused, not
+// decoded.
+func (s *Supervisor) dispatch(n *notif) {
+	d := &n.Data
+	switch {
+	case d.Arch != s.arch:
+	case d.Nr == unix.SYS_CONNECT:
+		s.connect(n)
+		return
+	case isChmod(d.Nr):
+		s.chmod(n)
+		return
+	}
+	what := fmt.Sprintf("syscall %d arch %#x", d.Nr, d.Arch)
+	s.refuse(n, errnoOther, what, "only connect and chmod are supervised")
+}
+
+// refuse answers n with errno and reports what was refused and why.
+func (s *Supervisor) refuse(n *notif, errno unix.Errno, what, why string) {
 	// ENOENT here means the target is gone; it is refused all the same.
-	respond(s.fd, n.ID, v.errno)
+	respond(s.fd, n.ID, errno)
 	s.nRefused.Add(1)
-	s.logf("refused connect to %s: %s (%s)", v.addr, v.why, unix.ErrnoName(v.errno))
+	s.logged++
+	switch {
+	case s.logged <= maxLogged:
+		s.logf("refused %s: %s (%s)", what, why, unix.ErrnoName(errno))
+	case s.logged == maxLogged+1:
+		s.logf("more refusals not logged")
+	}
 }
 
 func (s *Supervisor) logf(format string, args ...any) {

@@ -24,9 +24,9 @@ import (
 )
 
 // The tests re-execute the test binary as a child that installs a seccomp
-// filter notifying connect (and getpriority, as a syscall that is not
-// connect), sends the listener fd back over fd 3, runs a scenario and
-// prints its results as JSON.
+// filter notifying connect, the chmods (and getpriority, as a syscall
+// that is neither), sends the listener fd back over fd 3, runs a scenario
+// and prints its results as JSON.
 
 const childEnv = "USERNOTIF_TEST_CHILD"
 
@@ -40,13 +40,14 @@ func TestMain(m *testing.M) {
 // step is one syscall the child makes.
 type step struct {
 	Name   string
-	Op     string // "connect" (default) or "getpriority"
+	Op     string // "connect" (default), "getpriority" or a chmod (see chmodStep)
 	Domain int    // of the socket made for connect
 	Type   int
 	Addr   []byte // nil passes a NULL pointer
 	Len    uint64 // connect's addrlen, raw
 	UseFD  bool   // pass FD instead of a new socket
 	FD     uint64
+	Chmod  *chmodStep
 }
 
 type stepResult struct {
@@ -72,13 +73,15 @@ type raceResult struct {
 }
 
 type childSpec struct {
-	Steps []step
-	Race  *race
+	Steps     []step
+	Race      *race
+	ChmodRace *chmodRace
 }
 
 type childOutput struct {
 	Steps []stepResult
 	Race  *raceResult
+	Chmod map[int]int // errnos of the chmod race
 }
 
 func childMain(specJSON string) int {
@@ -99,6 +102,9 @@ func childMain(specJSON string) int {
 		r := runRace(*spec.Race)
 		out.Race = &r
 	}
+	if spec.ChmodRace != nil {
+		out.Chmod = runChmodRace(*spec.ChmodRace)
+	}
 	if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
 		return 2
 	}
@@ -114,16 +120,21 @@ func installAndSend() error {
 		jeq = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
 		ret = unix.BPF_RET | unix.BPF_K
 	)
+	notified := []uint32{unix.SYS_CONNECT, unix.SYS_GETPRIORITY, unix.SYS_FCHMOD, unix.SYS_FCHMODAT, unix.SYS_FCHMODAT2}
+	if nr := int64(sysChmod); nr >= 0 { // a variable: -1 is no uint32 constant
+		notified = append(notified, uint32(nr))
+	}
 	prog := []unix.SockFilter{
 		{Code: ld, K: 4}, // arch
 		{Code: jeq, K: arch, Jt: 1},
 		{Code: ret, K: unix.SECCOMP_RET_ALLOW},
 		{Code: ld, K: 0}, // nr
-		{Code: jeq, K: unix.SYS_CONNECT, Jt: 1},
-		{Code: jeq, K: unix.SYS_GETPRIORITY, Jf: 1},
-		{Code: ret, K: unix.SECCOMP_RET_USER_NOTIF},
-		{Code: ret, K: unix.SECCOMP_RET_ALLOW},
 	}
+	for i, nr := range notified {
+		// Jump past the rest and the ALLOW to the USER_NOTIF.
+		prog = append(prog, unix.SockFilter{Code: jeq, K: nr, Jt: uint8(len(notified) - i)})
+	}
+	prog = append(prog, unix.SockFilter{Code: ret, K: unix.SECCOMP_RET_ALLOW}, unix.SockFilter{Code: ret, K: unix.SECCOMP_RET_USER_NOTIF})
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return err
@@ -142,6 +153,10 @@ func installAndSend() error {
 
 func runStep(st step) stepResult {
 	r := stepResult{Name: st.Name}
+	if st.Chmod != nil {
+		r.Errno = runChmod(st.Op, *st.Chmod)
+		return r
+	}
 	if st.Op == "getpriority" {
 		_, _, e := unix.Syscall(unix.SYS_GETPRIORITY, unix.PRIO_PROCESS, 0, 0)
 		r.Errno = int(e)
@@ -710,7 +725,7 @@ func TestUnreadableFailsClosed(t *testing.T) {
 	var dialed atomic.Bool
 	dial := func(f int) (*os.File, error) { dialed.Store(true); return h.dial(f) }
 	read := func(int, uint64, int) ([]byte, error) { return nil, unix.EPERM }
-	s, err := start(c.listener, h.proxy, dial, h.log, read)
+	s, err := start(c.listener, Config{Proxy: h.proxy, Dial: dial, Log: h.log}, read)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -734,9 +749,23 @@ func TestStartRejects(t *testing.T) {
 	if _, err := r.Write(nil); err == nil || !errors.Is(err, os.ErrClosed) {
 		t.Errorf("the refused listener was not closed: %v", err)
 	}
-	for _, a := range []netip.AddrPort{{}, ap("127.0.0.1:0"), ap("0.0.0.0:1"), ap("[fe80::1%eth0]:1")} {
-		if _, err := newSupervisor(nil, a, h.dial, nil, readSockaddr); err == nil {
+	if _, err := Start(nil, netip.AddrPort{}, h.dial, nil); err == nil {
+		t.Error("Start took no allowed address")
+	}
+	for _, a := range []netip.AddrPort{ap("127.0.0.1:0"), ap("0.0.0.0:1"), ap("[fe80::1%eth0]:1")} {
+		if err := checkConfig(Config{Proxy: a, Dial: h.dial}); err == nil {
 			t.Errorf("allowed %v accepted", a)
+		}
+	}
+	if err := checkConfig(Config{Proxy: ap("127.0.0.1:1")}); err == nil {
+		t.Error("a proxy without a dial func accepted")
+	}
+	if err := checkConfig(Config{}); err != nil {
+		t.Errorf("no proxy and nothing writable: %v", err)
+	}
+	for _, w := range []string{"", "ws", "/ws/", "/ws/../etc", "/ws//a"} {
+		if err := checkConfig(Config{Writable: []string{w}}); err == nil {
+			t.Errorf("writable %q accepted", w)
 		}
 	}
 	if _, err := Start(nil, ap("127.0.0.1:1"), h.dial, nil); err == nil {
@@ -759,6 +788,7 @@ func TestErrnosDocumented(t *testing.T) {
 		{errnoOther, unix.EPERM, "- EPERM: anything else"},
 		{errnoFD, unix.EBADF, "- EBADF: an fd argument"},
 		{errnoDial, unix.ECONNREFUSED, "- ECONNREFUSED: the proxy itself could not be dialed"},
+		{errnoChmod, unix.EPERM, "- EPERM: a mode with setuid, setgid or sticky bits"},
 	} {
 		if c.got != c.want {
 			t.Errorf("errno %v, documented as %v", c.got, c.want)
