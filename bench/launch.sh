@@ -24,6 +24,7 @@ cd "$ws"
 corral=$OLDPWD/bin/corral
 bench_skill=$OLDPWD/bench/skills/bench-true
 net_skill=$OLDPWD/bench/skills/bench-net
+net_any_skill=$OLDPWD/bench/skills/bench-net-any
 
 declare -A cmds=(
 	[plain]="/bin/true"
@@ -31,10 +32,12 @@ declare -A cmds=(
 	[corral-default]="$corral exec -- /bin/true"
 	[corral-net]="$corral exec --skill $net_skill -- /bin/true"
 	[corral-refused]="$corral exec --skill $skills/repo-review -- /bin/true"
+	[corral-landlock]="$corral exec --tier landlock -- /bin/true"
+	[corral-landlock-net]="$corral exec --tier landlock --skill $net_any_skill -- /bin/true"
 	[bwrap]="bwrap --unshare-all --die-with-parent --ro-bind / / --dev /dev --proc /proc /bin/true"
 	[firejail]="firejail --quiet --noprofile /bin/true"
 )
-order=(plain corral corral-default corral-net corral-refused bwrap firejail)
+order=(plain corral corral-default corral-net corral-refused corral-landlock corral-landlock-net bwrap firejail)
 args=()
 for name in "${order[@]}"; do args+=(-n "$name" "${cmds[$name]}"); done
 hyperfine -N -i -w 20 -r "$runs" --export-json "$ws/h.json" "${args[@]}" >/dev/null 2>&1
@@ -56,6 +59,7 @@ done < "$ws/rows"
 echo
 echo "corral-refused is repo-review, whose exec list lacks true: the preflight refuses it (exit 126) before a plan or a cgroup is made; the init corral's constructor forked (its namespaces made meanwhile) ends with corral."
 echo "corral-net adds network.allow: the init makes the proxy's listening sockets and hands them to corral."
+echo "corral-landlock is the default sandbox in the landlock tier (no namespaces); corral-landlock-net adds network.allow there (no exec list, which that tier refuses): corral listens on the host's loopback and serves the init's seccomp listener."
 # The cgroup's share: how long PID 1, done with its mounts, waited for the
 # cgroup files and the seccomp filter (the part of making the cgroup not
 # hidden behind the mounts) and the removal.

@@ -79,7 +79,10 @@ func TestCheckFSProtected(t *testing.T) {
 			wantCheck(t, a, "write", target, "deny", "protected", "host")
 			tok := token("hook")
 			r := u.exec(t, work, []string{skill}, probe, "write", filepath.Join(work, target), tok)
-			if b, _ := os.ReadFile(filepath.Join(work, target)); strings.Contains(string(b), tok) || !strings.HasPrefix(r.stdout, "ERR ") {
+			// The landlock tier lets the write happen and quarantines it
+			// after the run: what matters is what the host has then.
+			refused := strings.HasPrefix(r.stdout, "ERR ") || e2eTier == "landlock"
+			if b, _ := os.ReadFile(filepath.Join(work, target)); strings.Contains(string(b), tok) || !refused {
 				t.Errorf("exec wrote %s although check said deny:\n%s", target, r)
 			}
 		}
@@ -216,6 +219,7 @@ func TestCheckFSSymlinks(t *testing.T) {
 // allowlist the programs in /usr/bin that are not allowed cannot even be
 // read.
 func TestCheckFSBaseline(t *testing.T) {
+	namespacesOnly(t, "the sandbox's own /etc/passwd, hosts and resolv.conf (the landlock tier shows the host's, as README says)")
 	attack(t, "check", "check of system files answers from the baseline exec builds")
 	users(t, func(t *testing.T, u user) {
 		work := newDir(t, u, "work")

@@ -136,6 +136,7 @@ func (s *sink) sandboxArrivals(t *testing.T, controls int) int {
 // TestNetInterfaces lists the network interfaces: only lo.
 func TestNetInterfaces(t *testing.T) {
 	t.Parallel()
+	namespacesOnly(t, "a network namespace with only lo (the landlock tier grants no /proc/net, and no socket can reach an interface but through the proxy)")
 	users(t, func(t *testing.T, u user) {
 		attack(t, "network", "find a network interface besides lo")
 		f := newFS(t, u)

@@ -764,6 +764,7 @@ func TestNetworkUDPHostLoopback(t *testing.T) {
 // the proxy port nor the host's loopback can be reached.
 func TestNetworkNoAllowNoProxy(t *testing.T) {
 	t.Parallel()
+	namespacesOnly(t, "its own /proc/net (the landlock tier grants none: tier_test.go attacks its network)")
 	users(t, func(t *testing.T, u user) {
 		for _, withSkill := range []bool{true, false} {
 			name := map[bool]string{true: "skill without network", false: "default sandbox"}[withSkill]

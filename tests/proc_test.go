@@ -312,6 +312,7 @@ func TestProcForwardsEverySignal(t *testing.T) {
 // corral's whole set back. Under taskset with one CPU, that one.
 func TestProcCPUAffinity(t *testing.T) {
 	t.Parallel()
+	namespacesOnly(t, "a readable /proc/self/status (the landlock tier grants no /proc/self)")
 	own := func(status string) string {
 		for _, l := range strings.Split(status, "\n") {
 			if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
@@ -498,6 +499,7 @@ func TestProcCgroupPath(t *testing.T) {
 // could not be stopped by SIGTERM, SIGINT or the timeout's SIGTERM.
 func TestProcSignalMask(t *testing.T) {
 	t.Parallel()
+	namespacesOnly(t, "a readable /proc/self/status (the landlock tier grants no /proc/self)")
 	inBothInitModes(t, func(t *testing.T, u user, m initMode) {
 		attack(t, "process", "inherit a blocked signal mask that keeps SIGTERM out ("+m.name+")")
 		f := newFS(t, u)

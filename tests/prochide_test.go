@@ -70,6 +70,7 @@ func TestProcHostFacts(t *testing.T) {
 // (CPU count, memory, load, uptime, their own status and mounts).
 func TestProcStillUseful(t *testing.T) {
 	t.Parallel()
+	namespacesOnly(t, "a private /proc the command can read (the landlock tier grants no /proc/self)")
 	users(t, func(t *testing.T, u user) {
 		f := newFS(t, u)
 		keep := []string{"/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/loadavg", "/proc/uptime", "/proc/version", "/proc/filesystems", "/proc/self/status", "/proc/self/mountinfo"}

@@ -66,7 +66,7 @@ func tierExec(t *testing.T, u user, m tierMode, work string, skills []string, ar
 		a = append(a, "--skill", s)
 	}
 	o := m.wrap(append(a, args...))
-	o.dir = work
+	o.dir, o.keepRefusal = work, true
 	if o.bin == "unshare" {
 		p, err := exec.LookPath("unshare")
 		if err != nil {
@@ -113,6 +113,11 @@ ln -s %[2]s/secret link; %[1]s read link
 %[1]s write /etc/corral-planted x
 %[1]s read %[3]s
 %[1]s write %[4]s/inside ok
+chmod 0777 %[2]s/secret; chmod 0700 %[2]s
+chmod 0755 %[4]s/inside && echo CHMOD-INSIDE-OK
+echo x > %[4]s/suid; chmod 4755 %[4]s/suid
+ln -s %[2]s/secret %[4]s/outlink; chmod 0777 %[4]s/outlink
+git init -q %[4]s/repo && echo GIT-INIT-OK
 `, probe, outside, "/root/.bashrc", work))
 		noSecret(t, r, secret, "a file outside the grants")
 		if exists(filepath.Join(outside, "planted")) || exists("/etc/corral-planted") {
@@ -120,6 +125,18 @@ ln -s %[2]s/secret link; %[1]s read link
 		}
 		if got := readFile(t, filepath.Join(work, "inside")); got != "ok" {
 			t.Fatalf("the granted write did not land (%q):\n%s", got, r)
+		}
+		// Landlock has no right for a file's mode: corral's supervisor
+		// makes the mode changes inside the writable grants only, and
+		// never a setuid, setgid or sticky bit.
+		for p, want := range map[string]os.FileMode{filepath.Join(outside, "secret"): 0o644, outside: 0o777 | os.ModeDir,
+			filepath.Join(work, "inside"): 0o755, filepath.Join(work, "suid"): 0o644} {
+			if st, err := os.Stat(p); err != nil || st.Mode()&(os.ModePerm|os.ModeDir|os.ModeSetuid) != want {
+				t.Fatalf("%s: mode %v (%v), want %v:\n%s", p, st.Mode(), err, want, r)
+			}
+		}
+		if !strings.Contains(r.stdout, "CHMOD-INSIDE-OK") || !strings.Contains(r.stdout, "GIT-INIT-OK") {
+			t.Fatalf("a mode change inside the grants (git init makes some) failed:\n%s", r)
 		}
 	})
 }
@@ -230,10 +247,21 @@ func TestTierLandlockProcesses(t *testing.T) {
 		own(t, u, filepath.Dir(report))
 		r := tierScript(t, u, m, work, nil, fmt.Sprintf(`
 kill -0 %[1]d && echo SIGNALLED-HOST
+%[2]s ptrace %[1]d
+%[2]s process-vm-readv %[1]d
+%[2]s caps
 %[2]s daemon %[3]s
 `, host.Process.Pid, probe, marker), "--report", report)
 		if strings.Contains(r.stdout, "SIGNALLED-HOST") {
 			t.Fatalf("the command signalled a host process:\n%s", r)
+		}
+		for _, want := range []string{"ERR EPERM ptrace", "ERR EPERM process_vm_readv", "OK caps eff=0 prm=0 inh=0 "} {
+			if !strings.Contains(r.stdout, want) {
+				t.Fatalf("want %q (no access to host processes, no capabilities):\n%s", want, r)
+			}
+		}
+		if !strings.Contains(r.stdout, " amb=0 nnp=1") || (u == asSelf && isRoot && !strings.Contains(r.stdout, " bnd=0 ")) {
+			t.Fatalf("capabilities or no_new_privs left:\n%s", r)
 		}
 		if !strings.Contains(r.stdout, "OK daemon") {
 			t.Fatalf("the daemon did not start, so the test proves nothing:\n%s", r)

@@ -331,6 +331,27 @@ var commands = map[string]func([]string){
 		// The tracee is released when the probe exits.
 		check(fmt.Sprintf("ptrace seize %d", pid), unix.PtraceSeize(pid))
 	},
+	"caps": func(a []string) {
+		// caps: the capability sets, the bounding set's size and
+		// no_new_privs, for the landlock tier's test (no /proc/self).
+		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+		var data [2]unix.CapUserData
+		if err := unix.Capget(&hdr, &data[0]); err != nil {
+			fail("capget", err)
+		}
+		bnd, amb := 0, 0
+		for c := 0; c < 64; c++ {
+			if v, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(c), 0, 0, 0); err == nil && v == 1 {
+				bnd++
+			}
+			if v, err := unix.PrctlRetInt(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_IS_SET, uintptr(c), 0, 0); err == nil && v == 1 {
+				amb++
+			}
+		}
+		nnp, _ := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)
+		ok("caps eff=%x prm=%x inh=%x bnd=%d amb=%d nnp=%d", uint64(data[1].Effective)<<32|uint64(data[0].Effective),
+			uint64(data[1].Permitted)<<32|uint64(data[0].Permitted), uint64(data[1].Inheritable)<<32|uint64(data[0].Inheritable), bnd, amb, nnp)
+	},
 	"process-vm-readv": func(a []string) {
 		need(a, 1)
 		var buf [8]byte
