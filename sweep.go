@@ -2,6 +2,7 @@ package corral
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"corral/printable"
@@ -13,7 +14,7 @@ import (
 // could not check.
 func sweepAfter(r *Result, plan *sandbox.Plan, home string, since sweepClock, warn, trace func(string)) {
 	t := time.Now()
-	s := sweepGit(plan.WriteRoots, plan.Protected, home, since, plan.Tier.Name == sandbox.TierLandlock)
+	s := sweepGit(plan.WriteRoots, append(slices.Clone(plan.Protected), plan.SweepKnown...), home, since, plan.Tier.Name == sandbox.TierLandlock)
 	if plan.Trace {
 		trace(fmt.Sprintf("git sweep: %d folders, %d git folders in %d µs", s.Folders, s.Gits, time.Since(t).Microseconds()))
 	}

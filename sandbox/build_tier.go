@@ -92,7 +92,7 @@ func (b *builder) landlockTier() {
 	// checked after the run instead (the git sweep, from the top of each
 	// writable root down), and what must stay as it is may not be inside
 	// a writable root at all.
-	p.Protected = nil
+	p.SweepKnown, p.Protected = p.Protected, nil
 	for _, m := range b.nsMounts {
 		if m.Source == "/dev/null" && strings.HasPrefix(m.Why, sshSecretWhy) {
 			b.errs = append(b.errs, fmt.Sprintf("a grant reaches %s, which may hold a private ssh key: the namespaces tier shows it empty, the landlock tier cannot hide it inside a grant (name the file or ~/.ssh in a grant if the command needs it, or narrow the grant)", printable.String(m.Target)))

@@ -66,6 +66,11 @@ type Plan struct {
 	// (git renames config.lock over config), so corral compares them
 	// before and after the run.
 	Protected []string `json:"protected,omitempty"`
+	// SweepKnown are, in the landlock tier (which binds nothing), the
+	// protected paths that existed at launch: the git sweep takes their
+	// git folders for the user's, whose files count as changed only
+	// when they changed themselves, not because git ran there.
+	SweepKnown []string `json:"sweep_known,omitempty"`
 	// Warnings are places where the kernel's rule differs from the glob
 	// it came from, and other things a user should know.
 	Warnings []string `json:"warnings,omitempty"`
