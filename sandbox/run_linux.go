@@ -255,9 +255,9 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 	// Once the command runs (the init read the cache long before): the
 	// mounts for the next run like this one. A plan that pauses its mounts
 	// (tests' race windows) is not saved: built ahead, the pause would
-	// not be where the test needs it.
+	// not be where the test needs it. The landlock tier mounts nothing.
 	saveMounts := func() {
-		if l.mountCache != "" && plan.MountPause == 0 {
+		if l.mountCache != "" && plan.MountPause == 0 && plan.Tier.Name != TierLandlock {
 			err := stage.SaveMountCache(l.mountCache, l.mountCacheKey, mounts)
 			trace(fmt.Sprintf("mount cache %s (saved: %v)", l.mountCache, err == nil))
 		}
