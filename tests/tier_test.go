@@ -207,6 +207,8 @@ p=${HTTP_PROXY##*:}
 %[1]s connect-unix %[5]s
 %[1]s listen-tcp 127.0.0.1
 %[1]s bind-tcp 127.0.0.1:0
+%[1]s fastopen %[3]s
+%[1]s seccomp-listener
 %[1]s tcp 127.0.0.1:$p && echo PROXY-PORT-OK
 `, probe, port, tcp.addr, udp.addr, unixSink.addr), "--resolve", "ok.test=127.0.0.1", "--resolve", "no.test=127.0.0.1")
 		if !strings.Contains(r.stdout, "allowed=hello 200") || !strings.Contains(r.stdout, "denied=403") {
@@ -215,7 +217,7 @@ p=${HTTP_PROXY##*:}
 		if n := strings.Count(r.stdout, "\nOK "); strings.HasPrefix(r.stdout, "OK ") || n != 1 || !strings.Contains(r.stdout, "PROXY-PORT-OK") {
 			t.Fatalf("a direct connection worked (only the proxy's address may):\n%s", r)
 		}
-		for _, want := range []string{"ERR EACCES tcp 127.0.0.2", "ERR EACCES tcp " + tcp.addr, "ERR EPERM udp", "ERR EPERM connect " + unixSink.addr, "ERR EPERM listen without bind", "ERR EPERM bind 127.0.0.1:0"} {
+		for _, want := range []string{"ERR EACCES tcp 127.0.0.2", "ERR EACCES tcp " + tcp.addr, "ERR EPERM udp", "ERR EPERM connect " + unixSink.addr, "ERR EPERM listen without bind", "ERR EPERM bind 127.0.0.1:0", "ERR EPERM fastopen", "ERR EPERM seccomp filter with a listener"} {
 			if !strings.Contains(r.stdout, want) {
 				t.Fatalf("want %q:\n%s", want, r)
 			}

@@ -331,6 +331,29 @@ var commands = map[string]func([]string){
 		// The tracee is released when the probe exits.
 		check(fmt.Sprintf("ptrace seize %d", pid), unix.PtraceSeize(pid))
 	},
+	"fastopen": func(a []string) {
+		// fastopen ADDR:PORT: connect by TCP Fast Open (sendto with
+		// MSG_FASTOPEN), which a filter on connect alone misses.
+		need(a, 1)
+		ap, err := netip.ParseAddrPort(a[0])
+		if err != nil {
+			usage()
+		}
+		fd, family := tcpSocket(ap.Addr())
+		check("fastopen "+a[0], unix.Sendto(fd, []byte("PROBE\n"), unix.MSG_FASTOPEN, sockaddr(family, ap)))
+	},
+	"seccomp-listener": func(a []string) {
+		// seccomp-listener: install an allow-all filter with a listener
+		// of its own (its supervisor would be asked before corral's).
+		prog := []unix.SockFilter{{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW}}
+		fprog := unix.SockFprog{Len: 1, Filter: &prog[0]}
+		unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+		_, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&fprog)))
+		if e != 0 {
+			fail("seccomp filter with a listener", e)
+		}
+		ok("seccomp filter with a listener installed")
+	},
 	"caps": func(a []string) {
 		// caps: the capability sets, the bounding set's size and
 		// no_new_privs, for the landlock tier's test (no /proc/self).
