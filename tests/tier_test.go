@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -278,6 +279,48 @@ kill -0 %[1]d && echo SIGNALLED-HOST
 		}
 		if err := json.Unmarshal([]byte(readFile(t, report)), &rep); err != nil || rep.Tier.Name != "landlock" {
 			t.Fatalf("the report's tier is %q (%v)", rep.Tier.Name, err)
+		}
+	})
+}
+
+// TestTierLandlockIdMapsRefused: where the kernel makes a user namespace
+// but refuses its id maps (Ubuntu 23.10+'s AppArmor restriction, which a
+// test-hooks build simulates with CORRAL_TEST_IDMAP_REFUSED=1), auto
+// starts a landlock tier init instead; --tier namespaces fails closed.
+// The command's signals still reach it.
+func TestTierLandlockIdMapsRefused(t *testing.T) {
+	t.Parallel()
+	namespacesOnly(t, "auto's own choice, which this test makes it take")
+	requireKernel(t, landlockABI >= 6, fmt.Sprintf("the landlock tier needs Landlock ABI 6 (signal scoping), the kernel has %d", landlockABI))
+	users(t, func(t *testing.T, u user) {
+		attack(t, "tier-landlock/processes", "the user namespace is made but its id maps are refused")
+		work := newDir(t, u, "work")
+		env := append(defaultEnv(), "CORRAL_TEST_IDMAP_REFUSED=1")
+		r := u.run(t, runOpts{args: []string{"exec", "--work-dir", work, "--", "sh", "-c", "cat /etc/shadow; echo RAN"}, dir: work, env: env, keepRefusal: true})
+		if !strings.Contains(r.stdout, "RAN") || !strings.Contains(r.stderr, "refused its id maps") || !strings.Contains(r.stderr, "/etc/shadow: Permission denied") {
+			t.Fatalf("auto did not run the landlock tier after the id maps were refused:\n%s", r)
+		}
+		r = u.run(t, runOpts{args: []string{"exec", "--tier", "namespaces", "--work-dir", work, "--", "true"}, dir: work, env: env, keepRefusal: true})
+		if r.code != 125 || !strings.Contains(r.stderr, "uid_map") {
+			t.Fatalf("--tier namespaces did not fail closed:\n%s", r)
+		}
+		// SIGTERM to corral reaches the command of the restarted init.
+		cmd := u.command(t.Context(), runOpts{args: []string{"exec", "--work-dir", work, "--", "sleep", "60"}, dir: work, env: env})
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if cmd.ProcessState.ExitCode() != 143 {
+				t.Fatalf("exit %d (%v), want 143 (SIGTERM reached sleep)", cmd.ProcessState.ExitCode(), err)
+			}
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			t.Fatal("SIGTERM to corral did not end the run")
 		}
 	})
 }

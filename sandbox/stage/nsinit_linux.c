@@ -70,6 +70,13 @@ void corral_close_from(int first) {
 		close(fd);
 }
 
+#ifdef CORRAL_TESTHOOKS
+// CORRAL_TEST_IDMAP_REFUSED=1 (read by the constructor) makes the id maps
+// fail after the user namespace was made, as on Ubuntu 23.10+: the tests'
+// way to the restart in the landlock tier.
+static int corral_test_idmap_refused;
+#endif
+
 // refused reports whether err from unshare(CLONE_NEWUSER) means the host
 // refuses user namespaces (rather than that something failed): ENOSPC
 // (user.max_user_namespaces=0), EPERM (Debian's
@@ -114,6 +121,12 @@ static int corral_enter_namespaces(int tier) {
 		corral_fail("unshare(CLONE_NEWUSER)");
 	}
 	const char *stage = tier == CORRAL_TIER_AUTO ? "userns-refused" : "namespaces";
+#ifdef CORRAL_TESTHOOKS
+	if (corral_test_idmap_refused) {
+		errno = EPERM; // as Ubuntu's AppArmor restriction refuses
+		corral_fail_in(stage, "writing /proc/self/uid_map");
+	}
+#endif
 	if (corral_write_file("/proc/self/setgroups", "deny") < 0 && errno != ENOENT)
 		corral_fail_in(stage, "writing /proc/self/setgroups");
 	snprintf(map, sizeof map, "0 %u 1", (unsigned)uid);
@@ -596,6 +609,8 @@ __attribute__((constructor)) static void corral_nsinit(int argc, char **argv, ch
 	const char *early = getenv("CORRAL_EARLY_INIT");
 	if (early && strcmp(early, "0") == 0)
 		return;
+	const char *idmap = getenv("CORRAL_TEST_IDMAP_REFUSED");
+	corral_test_idmap_refused = idmap && strcmp(idmap, "1") == 0;
 #endif
 	corral_early_start(argc, argv, envp);
 }
