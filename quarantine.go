@@ -47,10 +47,29 @@ func KeptPaths(sk *Skills, ev *agentpolicy.Evaluator, more ...string) []string {
 			out = append(out, abs)
 		}
 	}
+	// A skill folder named through a symlink (a skill linked into a
+	// project) is kept by its real path too: the writable roots it is
+	// compared with are real paths.
 	for i, p := range out {
 		out[i] = filepath.Clean(p)
+		if real := realPath(out[i]); real != out[i] {
+			out = append(out, real)
+		}
 	}
 	return out
+}
+
+// realPath is p with every symlink resolved, or, for a missing file, its
+// folder's real path joined with its name (p itself when neither
+// resolves).
+func realPath(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	if d, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+		return filepath.Join(d, filepath.Base(p))
+	}
+	return p
 }
 
 // quarantine renames, after the run, what the command left at the

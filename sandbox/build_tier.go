@@ -102,6 +102,7 @@ func (b *builder) landlockTier() {
 		for _, w := range b.writableReal {
 			if isUnder(k, w) || isUnder(w, k) {
 				b.errs = append(b.errs, fmt.Sprintf("%s is inside the writable %s: the landlock tier has no read-only bind to keep it as it is (move it out of the writable roots, or run where user namespaces are allowed)", printable.String(k), printable.String(w)))
+				break
 			}
 		}
 	}

@@ -324,3 +324,72 @@ func TestTierLandlockIdMapsRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestTierLandlockCorralKilled: corral killed with SIGKILL while the
+// command runs leaves nothing behind: the shim's parent-death signal
+// makes it kill every process below it, double-forked ones too.
+func TestTierLandlockCorralKilled(t *testing.T) {
+	t.Parallel()
+	tierCase(t, func(t *testing.T, u user, m tierMode) {
+		attack(t, "tier-landlock/processes", "outlive corral killed with SIGKILL")
+		work := newDir(t, u, "work")
+		probe := installProbe(t, work)
+		marker := token("killedmark")
+		writeFile(t, filepath.Join(work, "attack.sh"), fmt.Sprintf("%s daemon %s\nsleep 60\n", probe, marker), 0o644)
+		own(t, u, filepath.Join(work, "attack.sh"))
+		o := m.wrap([]string{"exec", "--work-dir", work, "--", "sh", "attack.sh"})
+		o.dir = work
+		if o.bin == "unshare" {
+			o.bin, _ = exec.LookPath("unshare")
+		}
+		cmd := u.command(t.Context(), o)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if !waitFor(10*time.Second, func() bool { out, _ := exec.Command("pgrep", "-f", "sleep "+marker).Output(); return len(out) > 0 }) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatal("the daemon did not start, so the test proves nothing")
+		}
+		// setpriv, nouserns, unshare and sh all exec what they run: the
+		// process started is corral itself by now.
+		syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+		if !waitFor(5*time.Second, func() bool { out, _ := exec.Command("pgrep", "-f", marker).Output(); return len(out) == 0 }) {
+			exec.Command("pkill", "-9", "-f", marker).Run()
+			t.Fatal("a double-forked process outlived corral killed with SIGKILL")
+		}
+	})
+}
+
+// TestKeptSkillThroughSymlink: a skill named through a symlink (a skill
+// linked into a project) whose folder lies in the writable work dir stays
+// read-only in the namespaces tier and refuses the run in the landlock
+// tier: its SKILL.md would grant the next run more.
+func TestKeptSkillThroughSymlink(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "persistence", "rewrite the skill's own SKILL.md, named through a symlink")
+		work := newDir(t, u, "work")
+		sk := writeSkill(t, filepath.Join(work, "skills"), "linked", "")
+		link := filepath.Join(newDir(t, u, "links"), "linked")
+		if err := os.Symlink(sk, link); err != nil {
+			t.Fatal(err)
+		}
+		own(t, u, work)
+		before := readFile(t, filepath.Join(sk, "SKILL.md"))
+		for _, tier := range []string{"namespaces", "landlock"} {
+			if tier == "landlock" && landlockABI < 6 {
+				continue
+			}
+			r := u.run(t, runOpts{args: []string{"exec", "--tier", tier, "--work-dir", work, "--skill", link, "--",
+				"sh", "-c", "echo 'permissions: {exec: [curl]}' >> skills/linked/SKILL.md"}, dir: work, keepRefusal: true})
+			if got := readFile(t, filepath.Join(sk, "SKILL.md")); got != before {
+				t.Fatalf("%s tier: the command rewrote its skill through the symlinked path:\n%s", tier, r)
+			}
+			if tier == "landlock" && (r.code != 125 || !strings.Contains(r.stderr, "no read-only bind")) {
+				t.Fatalf("the landlock tier did not refuse a skill inside the writable root:\n%s", r)
+			}
+		}
+	})
+}
