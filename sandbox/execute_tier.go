@@ -101,8 +101,10 @@ func (o *ownListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
+		// Exactly 127.0.0.1 and a port corral bound: another user could
+		// bind the same port on 127.0.0.2 (or any of 127/8) and race.
 		port := 0
-		if a, ok := c.RemoteAddr().(*net.TCPAddr); ok && a.IP.IsLoopback() {
+		if a, ok := c.RemoteAddr().(*net.TCPAddr); ok && a.IP.Equal(net.IPv4(127, 0, 0, 1)) {
 			port = a.Port
 		}
 		o.mu.Lock()
