@@ -43,17 +43,23 @@ func (s *sink) count(msg string) int {
 	return n
 }
 
-// listenSink listens on network ("tcp4", "udp4" or "unix") at addr.
+// listenSink listens on network ("tcp4", "udp4", "unix" or "unixgram")
+// at addr.
 func listenSink(t *testing.T, network, addr string) *sink {
 	t.Helper()
 	s := &sink{network: network, addr: addr}
-	if network == "udp4" {
+	if network == "udp4" || network == "unixgram" {
 		c, err := net.ListenPacket(network, addr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Close() })
-		s.addr, s.port = c.LocalAddr().String(), c.LocalAddr().(*net.UDPAddr).Port
+		if a, ok := c.LocalAddr().(*net.UDPAddr); ok {
+			s.addr, s.port = a.String(), a.Port
+		} else {
+			os.Chmod(addr, 0o777) // plain permissions must not be what stops the user
+			t.Cleanup(func() { os.Remove(addr) })
+		}
 		go func() {
 			buf := make([]byte, 2048)
 			for {

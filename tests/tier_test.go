@@ -119,6 +119,7 @@ chmod 0755 %[4]s/inside && echo CHMOD-INSIDE-OK
 echo x > %[4]s/suid; chmod 4755 %[4]s/suid
 ln -s %[2]s/secret %[4]s/outlink; chmod 0777 %[4]s/outlink
 git init -q %[4]s/repo && echo GIT-INIT-OK
+%[1]s setflags /usr/bin/true
 `, probe, outside, "/root/.bashrc", work))
 		noSecret(t, r, secret, "a file outside the grants")
 		if exists(filepath.Join(outside, "planted")) || exists("/etc/corral-planted") {
@@ -135,6 +136,9 @@ git init -q %[4]s/repo && echo GIT-INIT-OK
 			if st, err := os.Stat(p); err != nil || st.Mode()&(os.ModePerm|os.ModeDir|os.ModeSetuid) != want {
 				t.Fatalf("%s: mode %v (%v), want %v:\n%s", p, st.Mode(), err, want, r)
 			}
+		}
+		if !strings.Contains(r.stdout, "ERR EPERM setflags") {
+			t.Fatalf("file attribute flags could be set through a read-only fd:\n%s", r)
 		}
 		if !strings.Contains(r.stdout, "CHMOD-INSIDE-OK") || !strings.Contains(r.stdout, "GIT-INIT-OK") {
 			t.Fatalf("a mode change inside the grants (git init makes some) failed:\n%s", r)
@@ -196,6 +200,7 @@ func TestTierLandlockNetwork(t *testing.T) {
 		udp := listenSink(t, "udp4", "127.0.0.1:0")
 		sockDir := newDir(t, u, "sock")
 		unixSink := listenSink(t, "unix", filepath.Join(sockDir, "agent.sock"))
+		dgramSink := listenSink(t, "unixgram", filepath.Join(sockDir, "log.sock"))
 		sk := writeSkill(t, newDir(t, u, "skills"), "web", fmt.Sprintf("  fs:\n    read: [\"%s/**\", \"%s/**\"]\n  network:\n    allow: [\"ok.test:%d\", \"preset:loopback:%d\"]\n", work, sockDir, port, port))
 		r := tierScript(t, u, m, work, []string{sk}, fmt.Sprintf(`
 echo "allowed=$(curl -s -w ' %%{http_code}' http://ok.test:%[2]d/)"
@@ -210,20 +215,21 @@ p=${HTTP_PROXY##*:}
 %[1]s bind-tcp 127.0.0.1:0
 %[1]s fastopen %[3]s
 %[1]s seccomp-listener
+%[1]s dgram-pair %[6]s
 %[1]s tcp 127.0.0.1:$p && echo PROXY-PORT-OK
-`, probe, port, tcp.addr, udp.addr, unixSink.addr), "--resolve", "ok.test=127.0.0.1", "--resolve", "no.test=127.0.0.1")
+`, probe, port, tcp.addr, udp.addr, unixSink.addr, dgramSink.addr), "--resolve", "ok.test=127.0.0.1", "--resolve", "no.test=127.0.0.1")
 		if !strings.Contains(r.stdout, "allowed=hello 200") || !strings.Contains(r.stdout, "denied=403") {
 			t.Fatalf("the proxy did not fetch the allowed host, or did not refuse the other:\n%s", r)
 		}
 		if n := strings.Count(r.stdout, "\nOK "); strings.HasPrefix(r.stdout, "OK ") || n != 1 || !strings.Contains(r.stdout, "PROXY-PORT-OK") {
 			t.Fatalf("a direct connection worked (only the proxy's address may):\n%s", r)
 		}
-		for _, want := range []string{"ERR EACCES tcp 127.0.0.2", "ERR EACCES tcp " + tcp.addr, "ERR EPERM udp", "ERR EPERM connect " + unixSink.addr, "ERR EPERM listen without bind", "ERR EPERM bind 127.0.0.1:0", "ERR EPERM fastopen", "ERR EPERM seccomp filter with a listener"} {
+		for _, want := range []string{"ERR EACCES tcp 127.0.0.2", "ERR EACCES tcp " + tcp.addr, "ERR EPERM udp", "ERR EPERM connect " + unixSink.addr, "ERR EPERM listen without bind", "ERR EPERM bind 127.0.0.1:0", "ERR EPERM fastopen", "ERR EPERM seccomp filter with a listener", "ERR EPERM socketpair"} {
 			if !strings.Contains(r.stdout, want) {
 				t.Fatalf("want %q:\n%s", want, r)
 			}
 		}
-		for _, s := range []*sink{tcp, udp, unixSink} {
+		for _, s := range []*sink{tcp, udp, unixSink, dgramSink} {
 			if n := s.sandboxArrivals(t, 0); n != 0 {
 				t.Fatalf("%d probe(s) reached %s %s", n, s.network, s.addr)
 			}
@@ -250,13 +256,14 @@ func TestTierLandlockProcesses(t *testing.T) {
 		own(t, u, filepath.Dir(report))
 		r := tierScript(t, u, m, work, nil, fmt.Sprintf(`
 kill -0 %[1]d && echo SIGNALLED-HOST
+kill -STOP $PPID && echo STOPPED-INIT && kill -CONT $PPID
 %[2]s ptrace %[1]d
 %[2]s process-vm-readv %[1]d
 %[2]s caps
 %[2]s daemon %[3]s
 `, host.Process.Pid, probe, marker), "--report", report)
-		if strings.Contains(r.stdout, "SIGNALLED-HOST") {
-			t.Fatalf("the command signalled a host process:\n%s", r)
+		if strings.Contains(r.stdout, "SIGNALLED-HOST") || strings.Contains(r.stdout, "STOPPED-INIT") {
+			t.Fatalf("the command signalled a host process or the init (which then forwards and kills nothing):\n%s", r)
 		}
 		for _, want := range []string{"ERR EPERM ptrace", "ERR EPERM process_vm_readv", "OK caps eff=0 prm=0 inh=0 "} {
 			if !strings.Contains(r.stdout, want) {

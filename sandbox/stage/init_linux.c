@@ -159,6 +159,8 @@ static pid_t start_command(struct plan *pl, int *left) {
 			err[0] = 1, err[1] = errno;
 		} else if (chdir(pl->dir) < 0) {
 			err[0] = 2, err[1] = errno;
+		} else if (corral_scope_command(pl) < 0) {
+			err[0] = 4, err[1] = errno;
 		} else {
 			execve(pl->path, (char *const *)pl->argv, (char *const *)pl->env);
 			err[0] = 3, err[1] = errno;
@@ -179,6 +181,8 @@ static pid_t start_command(struct plan *pl, int *left) {
 		waitpid(pid, NULL, 0);
 		if (err[0] == 3)
 			corral_fail("exec", err[1], "%s", pl->path);
+		if (err[0] == 4)
+			corral_fail("landlock", err[1], "scoping the command below the init");
 		corral_fail(err[0] == 2 ? "chdir" : "setsid", err[1], "%s", err[0] == 2 ? pl->dir : "setsid");
 	}
 	char line[64];

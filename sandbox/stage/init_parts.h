@@ -184,6 +184,7 @@ void corral_restrict_landlock(int rs);
 extern int corral_namespaces; // 0: the landlock tier (nsinit_linux.c)
 void corral_kill_descendants(void);
 void corral_keep_children(void);
+int corral_scope_command(const struct plan *pl);
 void corral_tier_filter(struct plan *pl);
 
 #endif

@@ -9,6 +9,7 @@
 #include "init_parts.h"
 
 #include <linux/audit.h>
+#include <linux/fs.h>
 #include <stddef.h>
 
 int corral_namespaces = 1;
@@ -83,6 +84,27 @@ void corral_kill_descendants(void) {
 	}
 }
 
+// corral_scope_command puts the command, just before its execve, in a
+// Landlock domain of its own below the init's, scoped for signals and
+// abstract sockets: in the init's own domain it could SIGSTOP the init
+// (no PID namespace protects it here), which then forwards nothing and
+// kills nothing. -1 (errno set) on failure.
+int corral_scope_command(const struct plan *pl) {
+	if (corral_namespaces || !pl->scoped)
+		return 0;
+	struct {
+		uint64_t fs, net, scoped;
+	} attr = {0, 0, pl->scoped};
+	int rs = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
+	if (rs < 0)
+		return -1;
+	int r = (int)syscall(SYS_landlock_restrict_self, rs, 0);
+	int err = errno;
+	close(rs);
+	errno = err;
+	return r;
+}
+
 // ---- the landlock tier's seccomp filter ----
 
 #if defined(__x86_64__)
@@ -101,7 +123,7 @@ void corral_kill_descendants(void) {
 #endif
 
 // A small assembler for classic BPF with forward jumps to labels.
-enum { L_DENY, L_ALLOW, L_NOTIFY, L_SOCKET, L_INET, L_CONNECT, L_ARG3_FASTOPEN, L_ARG2_FASTOPEN, L_SECCOMP, L_NLABELS };
+enum { L_DENY, L_ALLOW, L_NOTIFY, L_SOCKET, L_SOCKETPAIR, L_IOCTL, L_INET, L_CONNECT, L_ARG3_FASTOPEN, L_ARG2_FASTOPEN, L_SECCOMP, L_NLABELS };
 struct bpf_asm {
 	struct sock_filter f[96];
 	int n;
@@ -162,6 +184,8 @@ static int corral_tier_program(struct bpf_asm *a, int network) {
 	jump(a, BPF_JMP | BPF_JGE | BPF_K, 0x40000000, L_DENY, -1); // x32
 #endif
 	jump(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, L_SOCKET, -1);
+	jump(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_socketpair, L_SOCKETPAIR, -1);
+	jump(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_ioctl, L_IOCTL, -1);
 	jump(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_connect, L_CONNECT, -1);
 	// Landlock has no right for a file's mode, owner or extended
 	// attributes: without these the command could chmod any file its
@@ -210,6 +234,22 @@ static int corral_tier_program(struct bpf_asm *a, int network) {
 		jump(a, BPF_JMP | BPF_JEQ | BPF_K, 0, L_ALLOW, -1);
 		jump(a, BPF_JMP | BPF_JEQ | BPF_K, IPPROTO_TCP, L_ALLOW, L_DENY);
 	}
+	// A datagram socketpair could still send to a host UNIX socket by
+	// path (sendto with an address; Landlock before ABI 9 does not check
+	// it): stream pairs only, whose sends take no address.
+	label(a, L_SOCKETPAIR);
+	op(a, BPF_LD | BPF_W | BPF_ABS, ARG_LO(0));
+	jump(a, BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, -1, L_DENY);
+	op(a, BPF_LD | BPF_W | BPF_ABS, ARG_LO(1));
+	op(a, BPF_ALU | BPF_AND | BPF_K, 0xf);
+	jump(a, BPF_JMP | BPF_JEQ | BPF_K, SOCK_STREAM, L_ALLOW, L_DENY);
+	// File attribute flags (chattr: nodump, noatime, sync, ...) are set
+	// through an fd opened only for reading: not on the host's files.
+	label(a, L_IOCTL);
+	op(a, BPF_LD | BPF_W | BPF_ABS, ARG_LO(1));
+	jump(a, BPF_JMP | BPF_JEQ | BPF_K, FS_IOC_SETFLAGS, L_DENY, -1);
+	jump(a, BPF_JMP | BPF_JEQ | BPF_K, FS_IOC32_SETFLAGS, L_DENY, -1);
+	jump(a, BPF_JMP | BPF_JEQ | BPF_K, FS_IOC_FSSETXATTR, L_DENY, L_ALLOW);
 	label(a, L_CONNECT);
 	op(a, BPF_RET | BPF_K, network ? SECCOMP_RET_USER_NOTIF : (SECCOMP_RET_ERRNO | EPERM));
 	label(a, L_ARG3_FASTOPEN);

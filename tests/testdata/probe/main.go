@@ -354,6 +354,27 @@ var commands = map[string]func([]string){
 		}
 		ok("seccomp filter with a listener installed")
 	},
+	"setflags": func(a []string) {
+		// setflags FILE: FS_IOC_SETFLAGS (nodump) through an fd opened
+		// only for reading.
+		need(a, 1)
+		f, err := os.Open(a[0])
+		if err != nil {
+			fail("open "+a[0], err)
+		}
+		flags := 0x40 // FS_NODUMP_FL
+		check("setflags "+a[0], unix.IoctlSetPointerInt(int(f.Fd()), unix.FS_IOC_SETFLAGS, flags))
+	},
+	"dgram-pair": func(a []string) {
+		// dgram-pair PATH: a datagram socketpair's sendto to a UNIX
+		// socket named by path.
+		need(a, 1)
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_DGRAM, 0)
+		if err != nil {
+			fail("socketpair", err)
+		}
+		check("sendto "+a[0], unix.Sendto(fds[0], []byte("PROBE\n"), 0, &unix.SockaddrUnix{Name: a[0]}))
+	},
 	"caps": func(a []string) {
 		// caps: the capability sets, the bounding set's size and
 		// no_new_privs, for the landlock tier's test (no /proc/self).
