@@ -160,6 +160,10 @@ mkdir -p bin && echo evil > bin/ls
 mkdir -p .vscode && echo '{}' > .vscode/tasks.json
 echo '{"mcpServers":{}}' > .mcp.json; echo '{}' > .claude.json
 mkdir -p .config/corral && echo 'caps: {}' > .config/corral/policy.yaml
+mkdir -p .gradle && echo 'exec evil' > .gradle/init.gradle; echo evil > .bazelrc; echo 'os:cmd("evil").' > .erlang
+mkdir -p .config/i3 && echo 'exec evil' > .config/i3/config
+echo '[Default Applications]' > .config/mimeapps.list
+mkdir -p .local/share/applications && echo '[Desktop Entry]' > .local/share/applications/evil.desktop
 # rename over, and move the folders that hold protected paths away
 mv -f proj/evil .profile; mv -f proj/x .config/fish
 mv .config .config.old; mv .local .local.old; mv .ssh .ssh.old; mv .local/bin proj/bin2
@@ -179,7 +183,8 @@ true
 
 // homeMissing are paths homeAttack creates: each must be quarantined.
 var homeMissing = []string{".zlogin", ".bash_aliases", ".envrc", ".zshenv", ".config/systemd", ".config/autostart", "bin",
-	".vscode", ".mcp.json", ".claude.json", ".config/corral", ".zlogout", ".config/environment.d", ".cargo/bin", ".xinitrc", ".kshrc"}
+	".vscode", ".mcp.json", ".claude.json", ".config/corral", ".zlogout", ".config/environment.d", ".cargo/bin", ".xinitrc", ".kshrc",
+	".gradle/init.gradle", ".bazelrc", ".erlang", ".config/i3", ".config/mimeapps.list", ".local/share/applications"}
 
 func checkQuarantined(t *testing.T, got []string, want []string) {
 	t.Helper()
