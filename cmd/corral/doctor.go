@@ -47,7 +47,7 @@ var doctorCommand = command{
 			if *asJSON {
 				enc := json.NewEncoder(os.Stdout)
 				enc.SetIndent("", "  ")
-				return enc.Encode(map[string]any{"facts": kernelFacts(facts), "protections": plan.Protections, "program_index": idx})
+				return enc.Encode(map[string]any{"facts": kernelFacts(facts), "tier": plan.Tier, "protections": plan.Protections, "program_index": idx})
 			}
 			fmt.Printf("host: uid %d, Landlock ABI %d, seccomp %v\n", facts.Uid, facts.LandlockABI, facts.Seccomp)
 			if facts.UserNSErr != "" {
