@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -277,7 +278,11 @@ func (e *execution) tier(launch **Launch) (TierInfo, error) {
 		}
 		return TierInfo{}, err
 	}
-	if want != TierAuto && want != "" && t.Name != want {
+	// The constructor reads --tier from argv before Go parses it: an
+	// argument it misread (--skill --tier=landlock) must not choose a
+	// tier the flags did not.
+	forced := strings.HasPrefix(t.Why, "asked for")
+	if want != TierAuto && want != "" && t.Name != want || (want == TierAuto || want == "") && forced {
 		return TierInfo{}, fmt.Errorf("%w: asked for the %s tier, the sandbox's init runs in the %s tier", ErrProtection, want, t.Name)
 	}
 	return t, nil
