@@ -43,7 +43,7 @@ func (e *execution) prepareLandlock(spec *Spec) (*landlockRun, error) {
 		return nil, fmt.Errorf("listening for the proxy: %w", err)
 	}
 	r.ln = ln
-	r.own = &ownListener{Listener: ln, ours: map[int]bool{}}
+	r.own = newOwnListener(ln)
 	spec.HostProxy = ln.Addr().(*net.TCPAddr).AddrPort()
 	return r, nil
 }
@@ -87,48 +87,107 @@ func (r *landlockRun) close() {
 	os.RemoveAll(r.tmp)
 }
 
-// ownListener accepts only the connections corral's supervisor made: it
-// binds each socket before connecting, so it knows its port first.
+// ownListener accepts only the connections corral's supervisor made,
+// by their local port, which corral learns once its connect returned. It
+// never binds before connecting: a bound port stays taken for as long as
+// the command holds the socket, and a command holding thousands would
+// leave the host's other programs no ephemeral port (connect picks one
+// per destination, so these connections take none from them).
 type ownListener struct {
 	net.Listener
-	mu   sync.Mutex
-	ours map[int]bool // local ports of the supervisor's sockets
+	mu    sync.Mutex
+	cond  *sync.Cond
+	ours  map[int]bool // local ports of the supervisor's sockets
+	start sync.Once
+	ready chan net.Conn
+	err   chan error
 }
 
+func newOwnListener(ln net.Listener) *ownListener {
+	o := &ownListener{Listener: ln, ours: map[int]bool{}, ready: make(chan net.Conn), err: make(chan error, 1)}
+	o.cond = sync.NewCond(&o.mu)
+	return o
+}
+
+// ownWait bounds how long an accepted connection waits for the dial that
+// made it to say its port.
+const ownWait = 2 * time.Second
+
+// Accept returns the next of corral's own connections. Each accepted
+// connection waits for its claim on a goroutine of its own, so a stranger
+// connecting delays no one.
 func (o *ownListener) Accept() (net.Conn, error) {
-	for {
-		c, err := o.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		// Exactly 127.0.0.1 and a port corral bound: another user could
-		// bind the same port on 127.0.0.2 (or any of 127/8) and race.
-		port := 0
-		if a, ok := c.RemoteAddr().(*net.TCPAddr); ok && a.IP.Equal(net.IPv4(127, 0, 0, 1)) {
-			port = a.Port
-		}
-		o.mu.Lock()
-		ok := o.ours[port]
-		delete(o.ours, port)
-		o.mu.Unlock()
-		if ok {
-			return c, nil
-		}
-		c.Close()
+	o.start.Do(func() { go o.acceptAll() })
+	select {
+	case c := <-o.ready:
+		return c, nil
+	case err := <-o.err:
+		o.err <- err
+		return nil, err
 	}
 }
 
-// dial connects a socket of corral's own to the proxy.
+func (o *ownListener) acceptAll() {
+	for {
+		c, err := o.Listener.Accept()
+		if err != nil {
+			o.err <- err
+			return
+		}
+		go func() {
+			// Exactly 127.0.0.1 and a port corral's dial reported:
+			// another local user can connect too, from any of 127/8.
+			if a, ok := c.RemoteAddr().(*net.TCPAddr); ok && a.IP.Equal(net.IPv4(127, 0, 0, 1)) && o.claim(a.Port) {
+				select {
+				case o.ready <- c:
+					return
+				case err := <-o.err:
+					o.err <- err
+				}
+			}
+			c.Close()
+		}()
+	}
+}
+
+// claim waits (at most ownWait) until the supervisor's dial reports port,
+// and takes it.
+func (o *ownListener) claim(port int) bool {
+	deadline := time.Now().Add(ownWait)
+	timer := time.AfterFunc(ownWait, func() {
+		o.mu.Lock()
+		o.cond.Broadcast()
+		o.mu.Unlock()
+	})
+	defer timer.Stop()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for !o.ours[port] {
+		if time.Now().After(deadline) {
+			return false
+		}
+		o.cond.Wait()
+	}
+	delete(o.ours, port)
+	return true
+}
+
+// dial connects a socket of corral's own to the proxy and reports its
+// local port to Accept.
 func (o *ownListener) dial(proxy netip.AddrPort) (*os.File, error) {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
 	f := os.NewFile(uintptr(fd), "proxy-connection")
-	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+	tv := unix.NsecToTimeval(int64(5 * time.Second))
+	unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv)
+	if err := unix.Connect(fd, &unix.SockaddrInet4{Addr: proxy.Addr().As4(), Port: int(proxy.Port())}); err != nil {
 		f.Close()
 		return nil, err
 	}
+	zero := unix.Timeval{}
+	unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &zero)
 	sa, err := unix.Getsockname(fd)
 	in4, ok := sa.(*unix.SockaddrInet4)
 	if err != nil || !ok {
@@ -137,17 +196,7 @@ func (o *ownListener) dial(proxy netip.AddrPort) (*os.File, error) {
 	}
 	o.mu.Lock()
 	o.ours[in4.Port] = true
+	o.cond.Broadcast()
 	o.mu.Unlock()
-	tv := unix.NsecToTimeval(int64(5 * time.Second))
-	unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv)
-	if err := unix.Connect(fd, &unix.SockaddrInet4{Addr: proxy.Addr().As4(), Port: int(proxy.Port())}); err != nil {
-		o.mu.Lock()
-		delete(o.ours, in4.Port)
-		o.mu.Unlock()
-		f.Close()
-		return nil, err
-	}
-	zero := unix.Timeval{}
-	unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &zero)
 	return f, nil
 }

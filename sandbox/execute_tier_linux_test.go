@@ -17,7 +17,7 @@ func TestOwnListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	own := &ownListener{Listener: ln, ours: map[int]bool{}}
+	own := newOwnListener(ln)
 	defer own.Close()
 	proxy := ln.Addr().(*net.TCPAddr).AddrPort()
 	accepted := make(chan net.Conn, 4)

@@ -120,6 +120,7 @@ echo x > %[4]s/suid; chmod 4755 %[4]s/suid
 ln -s %[2]s/secret %[4]s/outlink; chmod 0777 %[4]s/outlink
 git init -q %[4]s/repo && echo GIT-INIT-OK
 %[1]s setflags /usr/bin/true
+mkdir -p %[4]s/ra %[4]s/rb && echo x > %[4]s/ra/f && %[1]s rename %[4]s/ra/f %[4]s/rb/f
 `, probe, outside, "/root/.bashrc", work))
 		noSecret(t, r, secret, "a file outside the grants")
 		if exists(filepath.Join(outside, "planted")) || exists("/etc/corral-planted") {
@@ -136,6 +137,9 @@ git init -q %[4]s/repo && echo GIT-INIT-OK
 			if st, err := os.Stat(p); err != nil || st.Mode()&(os.ModePerm|os.ModeDir|os.ModeSetuid) != want {
 				t.Fatalf("%s: mode %v (%v), want %v:\n%s", p, st.Mode(), err, want, r)
 			}
+		}
+		if !strings.Contains(r.stdout, "OK rename") {
+			t.Fatalf("moving a file between two folders of the work dir failed:\n%s", r)
 		}
 		if !strings.Contains(r.stdout, "ERR EPERM setflags") {
 			t.Fatalf("file attribute flags could be set through a read-only fd:\n%s", r)

@@ -92,13 +92,26 @@ void corral_kill_descendants(void) {
 int corral_scope_command(const struct plan *pl) {
 	if (corral_namespaces || !pl->scoped)
 		return 0;
+	// A layer always refuses moving a file to another folder (REFER)
+	// unless it handles that right and grants it: it grants it
+	// everywhere, leaving the decision to the init's layer.
+	const uint64_t refer = 1ULL << 13;
 	struct {
 		uint64_t fs, net, scoped;
-	} attr = {0, 0, pl->scoped};
+	} attr = {refer, 0, pl->scoped};
 	int rs = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
 	if (rs < 0)
 		return -1;
-	int r = (int)syscall(SYS_landlock_restrict_self, rs, 0);
+	int root = open("/", O_PATH | O_CLOEXEC);
+	struct {
+		uint64_t allowed;
+		int32_t fd;
+	} __attribute__((packed)) rule = {refer, root};
+	int r = root < 0 ? -1 : (int)syscall(SYS_landlock_add_rule, rs, 1 /* LANDLOCK_RULE_PATH_BENEATH */, &rule, 0);
+	if (root >= 0)
+		close(root);
+	if (r == 0)
+		r = (int)syscall(SYS_landlock_restrict_self, rs, 0);
 	int err = errno;
 	close(rs);
 	errno = err;
