@@ -317,6 +317,7 @@ func (s *sweep) visit(stack []*sweepFrame) {
 		// into place) holds hooks git runs once it is one.
 		s.hooks(top.fd, framePath(stack), "hooks", false)
 	}
+	s.otherRepo(stack)
 	if !head && top.name != ".git" && !gitfile && !gitmodules {
 		return // most folders: no path to build
 	}
@@ -332,6 +333,26 @@ func (s *sweep) visit(stack []*sweepFrame) {
 	}
 	if gitmodules {
 		s.gitmodules(top.fd, dir)
+	}
+}
+
+// otherRepo quarantines the repository config of Mercurial (.hg/hgrc)
+// and Jujutsu (.jj/repo/config.toml) when the command made or changed it,
+// at any depth: both run code from it (hooks, extensions, aliases). At the
+// top of a writable root the namespaces tier binds them read-only.
+func (s *sweep) otherRepo(stack []*sweepFrame) {
+	top := stack[len(stack)-1]
+	name := ""
+	switch {
+	case top.name == ".hg":
+		name = "hgrc"
+	case top.name == "repo" && len(stack) > 1 && stack[len(stack)-2].name == ".jj":
+		name = "config.toml"
+	default:
+		return
+	}
+	if st, ok := s.stat(top.fd, name); ok && s.fresh(&st) {
+		s.quarantine(top.fd, framePath(stack), name, "a repository config the command made or changed: "+map[string]string{"hgrc": "Mercurial runs its hooks and extensions", "config.toml": "Jujutsu runs its aliases"}[name])
 	}
 }
 

@@ -38,6 +38,8 @@ var ProtectedPaths = []ProtectedPath{
 	// At the top of every writable root.
 	{Path: ".git/hooks", Dir: true, Why: "git runs its hooks"},
 	{Path: ".git/config", Why: "git config: runs fsmonitor, pager, filters, aliases"},
+	{Path: ".hg/hgrc", Why: "Mercurial repository config: hooks and extensions run code"},
+	{Path: ".jj/repo/config.toml", Why: "Jujutsu repository config: aliases run commands (util exec)"},
 	{Path: ".gitconfig", Why: "git config: runs fsmonitor, pager, filters, aliases"},
 	{Path: ".bashrc", Why: whyShell},
 	{Path: ".bash_profile", Why: whyShell},

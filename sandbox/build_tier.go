@@ -147,7 +147,9 @@ func (b *builder) unsweptProtected() {
 		}
 	}
 	for _, p := range b.plan.Protected {
-		if names[path.Base(p)] || b.gitPaths[p] || strings.Contains(p, "/.git/") || strings.HasSuffix(p, "/.git") {
+		// The sweep also checks Mercurial's and Jujutsu's repository configs.
+		other := strings.HasSuffix(p, "/.hg/hgrc") || strings.HasSuffix(p, "/.jj/repo/config.toml")
+		if names[path.Base(p)] || other || b.gitPaths[p] || strings.Contains(p, "/.git/") || strings.HasSuffix(p, "/.git") {
 			continue
 		}
 		if slices.ContainsFunc(b.spec.Keep, func(k string) bool { return isUnder(p, k) }) {

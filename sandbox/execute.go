@@ -208,7 +208,7 @@ func (e *execution) run(ctx context.Context) error {
 		if err != nil {
 			return abort(err)
 		}
-		defer lr.close()
+		defer lr.close(e.warn)
 		serve = func(files []*os.File) { lr.serve(e, files) }
 	}
 	plan, err := BuildPlan(e.req.Perms, *spec, facts)

@@ -3,10 +3,13 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,12 +26,17 @@ type landlockRun struct {
 	ln    net.Listener
 	own   *ownListener
 	super *usernotif.Supervisor
+	// refused are the supervisor's refusals (it caps them), said once
+	// after the run.
+	mu      sync.Mutex
+	refused []string
 }
 
 // prepareLandlock makes the run's TMPDIR and, when the permissions allow
 // network, the proxy's listener, and puts both in the spec.
 func (e *execution) prepareLandlock(spec *Spec) (*landlockRun, error) {
-	tmp, err := os.MkdirTemp("", "corral-run-")
+	removeStaleTmp()
+	tmp, err := os.MkdirTemp("", fmt.Sprintf("corral-run-%d-", os.Getpid()))
 	if err != nil {
 		return nil, fmt.Errorf("making the run's TMPDIR: %w", err)
 	}
@@ -39,7 +47,7 @@ func (e *execution) prepareLandlock(spec *Spec) (*landlockRun, error) {
 	}
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
-		r.close()
+		r.close(func(string) {})
 		return nil, fmt.Errorf("listening for the proxy: %w", err)
 	}
 	r.ln = ln
@@ -60,7 +68,11 @@ func (r *landlockRun) serve(e *execution, files []*os.File) {
 	for _, f := range files[1:] {
 		f.Close()
 	}
-	cfg := usernotif.Config{Writable: append(slices.Clone(e.out.Plan.WriteRoots), r.tmp)}
+	cfg := usernotif.Config{Writable: append(slices.Clone(e.out.Plan.WriteRoots), r.tmp), Log: func(s string) {
+		r.mu.Lock()
+		r.refused = append(r.refused, s)
+		r.mu.Unlock()
+	}}
 	if r.own != nil {
 		proxy := r.ln.Addr().(*net.TCPAddr).AddrPort()
 		cfg.Proxy, cfg.Dial = proxy, func(int) (*os.File, error) { return r.own.dial(proxy) }
@@ -76,15 +88,56 @@ func (r *landlockRun) serve(e *execution, files []*os.File) {
 	}
 }
 
-// close stops the supervisor, closes the listener and removes the TMPDIR.
-func (r *landlockRun) close() {
+// close stops the supervisor, says what it refused, closes the listener
+// and removes the TMPDIR.
+func (r *landlockRun) close(warn func(string)) {
 	if r.super != nil {
 		r.super.Stop()
+	}
+	if n := len(r.refused); n > 0 {
+		warn(fmt.Sprintf("the seccomp supervisor refused %d connect or mode change(s): %s", n, strings.Join(r.refused[:min(n, 3)], "; ")))
 	}
 	if r.ln != nil {
 		r.ln.Close()
 	}
-	os.RemoveAll(r.tmp)
+	removeAll(r.tmp, warn)
+}
+
+// removeStaleTmp removes the TMPDIRs of landlock tier runs whose corral
+// is gone without removing its own (killed with SIGKILL): they are named
+// corral-run-PID-*.
+func removeStaleTmp() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "corral-run-*-*"))
+	for _, d := range dirs {
+		var pid int
+		if _, err := fmt.Sscanf(filepath.Base(d), "corral-run-%d-", &pid); err != nil || pid <= 0 {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Lstat(d, &st) != nil || st.Uid != uint32(os.Geteuid()) || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			continue
+		}
+		if unix.Kill(pid, 0) == unix.ESRCH {
+			removeAll(d, func(string) {})
+		}
+	}
+}
+
+// removeAll removes dir, first giving its owner every right on each
+// folder in it: the command may have made one unwritable or
+// unsearchable (chmod 000), and an ordinary user's RemoveAll stops there.
+func removeAll(dir string, warn func(string)) {
+	// WalkDir visits a folder before it reads it, and the command has
+	// ended: nothing changes meanwhile.
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, _ error) error {
+		if d != nil && d.IsDir() {
+			os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	if err := os.RemoveAll(dir); err != nil {
+		warn(fmt.Sprintf("removing the run's TMPDIR: %v", err))
+	}
 }
 
 // ownListener accepts only the connections corral's supervisor made,

@@ -404,3 +404,34 @@ func TestKeptSkillThroughSymlink(t *testing.T) {
 		}
 	})
 }
+
+// TestOtherRepoConfigs: Mercurial's and Jujutsu's repository configs run
+// code (hooks, extensions, aliases): what the command writes there, at
+// the top of the work dir or deeper, does not stay, in either tier.
+func TestOtherRepoConfigs(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "persistence", "Mercurial and Jujutsu repository configs")
+		for _, tier := range []string{"namespaces", "landlock"} {
+			if tier == "landlock" && landlockABI < 6 {
+				continue
+			}
+			work := newDir(t, u, "work-"+tier)
+			writeFile(t, filepath.Join(work, ".hg", "hgrc"), "[ui]\n", 0o644)
+			for _, d := range []string{"sub/.hg", ".jj/repo"} {
+				if err := os.MkdirAll(filepath.Join(work, d), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			own(t, u, work)
+			time.Sleep(20 * time.Millisecond) // older than the run's start
+			r := u.run(t, runOpts{args: []string{"exec", "--tier", tier, "--work-dir", work, "--", "sh", "-c",
+				"echo '[hooks]' >> .hg/hgrc; echo '[hooks]' > sub/.hg/hgrc; echo '[aliases]' > .jj/repo/config.toml"}, dir: work, keepRefusal: true})
+			for _, p := range []string{".hg/hgrc", "sub/.hg/hgrc", ".jj/repo/config.toml"} {
+				if b, err := os.ReadFile(filepath.Join(work, p)); err == nil && strings.Contains(string(b), "[hooks]") || strings.Contains(string(b), "[aliases]") {
+					t.Errorf("%s tier: %s holds what the command wrote:\n%s", tier, p, r)
+				}
+			}
+		}
+	})
+}
