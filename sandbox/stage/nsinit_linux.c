@@ -411,6 +411,8 @@ static int corral_tier_named(const char *name) {
 // argument. Go checks the tier the init reports against the one it
 // parsed, so a misreading here fails the run, never weakens it.
 static int corral_tier_flag(int argc, char **argv) {
+	int tier = CORRAL_TIER_AUTO;
+	// The last one counts, as in Go's flag package.
 	for (int i = 2; i < argc && strcmp(argv[i], "--") != 0; i++) {
 		const char *a = argv[i];
 		if (a[0] != '-')
@@ -419,11 +421,11 @@ static int corral_tier_flag(int argc, char **argv) {
 		if (strncmp(a, "tier", 4) != 0)
 			continue;
 		if (a[4] == '=')
-			return corral_tier_named(a + 5);
-		if (a[4] == 0 && i + 1 < argc)
-			return corral_tier_named(argv[i + 1]);
+			tier = corral_tier_named(a + 5);
+		else if (a[4] == 0 && i + 1 < argc)
+			tier = corral_tier_named(argv[++i]);
 	}
-	return CORRAL_TIER_AUTO;
+	return tier;
 }
 
 static void corral_early_start(int argc, char **argv, char **envp) {
