@@ -14,7 +14,9 @@ import (
 // built without running anything: the folders exec would create first
 // are taken as made, not made. `corral check` answers file questions from
 // it, so that it answers what exec enforces.
-func (s *Skills) CheckPlan(ev *agentpolicy.Evaluator) (*sandbox.Plan, error) {
+// tier is the tier exec would run in (sandbox.TierAuto: the one this host
+// gives).
+func (s *Skills) CheckPlan(ev *agentpolicy.Evaluator, tier sandbox.Tier) (*sandbox.Plan, error) {
 	sk := s
 	if ev != nil && !ev.Empty() {
 		capped, _, err := s.Capped(ev)
@@ -29,6 +31,6 @@ func (s *Skills) CheckPlan(ev *agentpolicy.Evaluator) (*sandbox.Plan, error) {
 			made = append(made, r.dir)
 		}
 	}
-	spec := sandbox.Spec{WorkDir: sk.Vars.WorkDir, Env: os.Environ(), Home: sk.Vars.Home, Keep: KeptPaths(sk, ev)}
+	spec := sandbox.Spec{WorkDir: sk.Vars.WorkDir, Env: os.Environ(), Home: sk.Vars.Home, Keep: KeptPaths(sk, ev), Tier: tier}
 	return sandbox.CheckPlan(sk.Perms, spec, made)
 }

@@ -88,6 +88,9 @@ func (p *Plan) FileAccess(h HostPath, op FileOp, view View) FileAnswer {
 	if op == OpExec && !h.Exists {
 		return FileAnswer{Kind: "missing", Reason: "there is no file " + real + " to run", Advice: "a program must exist when the sandbox starts"}
 	}
+	if p.Tier.Name == TierLandlock {
+		return p.landlockTierAccess(h, op)
+	}
 	if op == OpExec || view == ViewSandbox {
 		// The command uses the path as written: every symlink on the
 		// way must be there to follow. (For the host's file, it can
@@ -156,6 +159,29 @@ func (p *Plan) FileAccess(h HostPath, op FileOp, view View) FileAnswer {
 				Reason: real + " is on a noexec mount (" + m.Why + "): nothing there can be run",
 				Advice: "with an exec allowlist only the programs it names run; add " + strconv.Quote(real) + " to permissions.exec if it exists at launch"}
 		}
+	}
+	return p.landlockAccess(h, op)
+}
+
+// landlockTierAccess answers for the landlock tier, which mounts nothing:
+// the command sees the host's files, Landlock decides, and the protected
+// paths that existed at launch are writable during the run but what the
+// command leaves there is quarantined after it.
+func (p *Plan) landlockTierAccess(h HostPath, op FileOp) FileAnswer {
+	real := h.Real
+	if op == OpWrite {
+		for _, k := range p.SweepKnown {
+			if real == k || isUnder(real, k) {
+				return FileAnswer{Kind: "protected", Rule: k,
+					Reason: "protected: " + k + " is checked after the run (the landlock tier binds nothing read-only): what the command changes there is quarantined, so a write does not last",
+					Advice: "no grant keeps it; change it outside the sandbox"}
+			}
+		}
+	}
+	if root := socketRootOf(real); root != "" {
+		return FileAnswer{Kind: "hidden", Rule: root,
+			Reason: root + " holds the host's service sockets (systemd, D-Bus, container engines): no grant inside it is given, whatever the grants say; the host's " + real + " is not reachable",
+			Advice: "no grant inside " + root + " is given"}
 	}
 	return p.landlockAccess(h, op)
 }

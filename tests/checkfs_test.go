@@ -131,6 +131,7 @@ func restoreQuarantined(t *testing.T, p string) {
 // private ones or none: check says so for the host's file, and the work
 // dir under /tmp stays reachable.
 func TestCheckFSPrivate(t *testing.T) {
+	namespacesOnly(t, "the private /tmp, /var/tmp, /dev/shm and /proc it answers about (the landlock tier denies those paths as ungranted)")
 	attack(t, "check", "check of host paths in the sandbox's private folders")
 	users(t, func(t *testing.T, u user) {
 		work := newDir(t, u, "work") // in /tmp, like baseDir
@@ -183,6 +184,7 @@ func TestCheckFSPrivate(t *testing.T) {
 // reaches, following symlinks where they stand (also before ".."), not
 // for the path as written.
 func TestCheckFSSymlinks(t *testing.T) {
+	namespacesOnly(t, "the private folders' wording of its answers (the landlock tier denies the same paths as ungranted)")
 	attack(t, "check", "check of paths through symlinks")
 	users(t, func(t *testing.T, u user) {
 		work := newDir(t, u, "work")
@@ -281,6 +283,7 @@ func TestCheckFSBaseline(t *testing.T) {
 // grant, not one an exec list names that does not exist at launch (it
 // would be written into a noexec folder), not the host's copy in /tmp.
 func TestCheckFSExecPaths(t *testing.T) {
+	namespacesOnly(t, "the private /tmp's wording of its answers (the landlock tier denies the same runs as ungranted)")
 	attack(t, "check", "check exec of program paths answers what exec runs")
 	users(t, func(t *testing.T, u user) {
 		work := newDir(t, u, "work")
@@ -344,6 +347,7 @@ func TestCheckFSRefusedPlan(t *testing.T) {
 // TestCheckFSStdin: check --stdin answers file questions from the same
 // plan, built once for the stream.
 func TestCheckFSStdin(t *testing.T) {
+	namespacesOnly(t, "the private folders' wording of its answers")
 	attack(t, "check", "check --stdin answers file questions from the plan")
 	users(t, func(t *testing.T, u user) {
 		work := newDir(t, u, "work")
@@ -373,6 +377,7 @@ func TestCheckFSStdin(t *testing.T) {
 // files as exec enforces them (quarantined, read-only), not from the globs.
 func TestCheckFSHomeAndSkills(t *testing.T) {
 	t.Parallel()
+	namespacesOnly(t, "read-only binds in a writable home (the landlock tier refuses such a run, and check says so)")
 	users(t, func(t *testing.T, u user) {
 		attack(t, "check", "check allows a home start-up file or the skill's own SKILL.md that exec protects")
 		home := newDir(t, u, "home")

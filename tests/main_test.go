@@ -388,11 +388,11 @@ func (u user) command(ctx context.Context, o runOpts) *exec.Cmd {
 		bin = corralBin
 	}
 	args := o.args
-	if t := e2eTier; t != "" && os.Getenv("CORRAL_E2E_TIER_AUTO") != "1" && len(args) > 0 && args[0] == "exec" && o.bin == "" {
+	if t := e2eTier; t != "" && os.Getenv("CORRAL_E2E_TIER_AUTO") != "1" && len(args) > 0 && (args[0] == "exec" || args[0] == "check") && o.bin == "" {
 		// The whole suite against one tier (scripts/test.sh runs it
 		// with landlock); the tests that expect what only the
 		// namespaces tier does say so with namespacesOnly.
-		args = append([]string{"exec", "--tier", t}, args[1:]...)
+		args = append([]string{args[0], "--tier", t}, args[1:]...)
 	}
 	argv := append([]string{bin}, args...)
 	if u.unpriv {

@@ -37,6 +37,12 @@ status"} for a tool and its command) and answer one decision per line.`,
 		stdin := fs.Bool("stdin", false, "answer JSON-line questions from stdin until EOF")
 		noConfirm := fs.Bool("no-confirm", false, "nobody can answer: a confirm is a deny")
 		auditLog := fs.String("audit-log", "", "append every denial to `file` as JSON lines")
+		tier := sandbox.TierAuto
+		fs.Func("tier", "answer file questions for `TIER`'s kernel plan: auto (the one exec would use here), namespaces or landlock", func(s string) error {
+			t, err := sandbox.ParseTier(s)
+			tier = t
+			return err
+		})
 		return func(args []string) error {
 			l, err := sf.load()
 			if err != nil {
@@ -52,7 +58,7 @@ status"} for a tool and its command) and answer one decision per line.`,
 			if a.policy != nil {
 				a.policy = a.policy.WithHostAddrs(host)
 			}
-			a.plan = sync.OnceValues(func() (*sandbox.Plan, error) { return l.CheckPlan(a.policy) })
+			a.plan = sync.OnceValues(func() (*sandbox.Plan, error) { return l.CheckPlan(a.policy, tier) })
 			if *auditLog != "" {
 				f, err := openOutput("--audit-log", *auditLog, nil, true)
 				if err != nil {
