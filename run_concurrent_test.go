@@ -19,6 +19,9 @@ import (
 // half without: each run must get its own run's program. The runs used to
 // share a process-wide prepared program (sandbox.Prepare).
 func TestRunConcurrentSeccomp(t *testing.T) {
+	if os.Getenv("CORRAL_E2E_TIER") == "landlock" {
+		t.Skip("the namespaces tier only: an exec list, which the landlock tier this host gives refuses")
+	}
 	python := "/usr/bin/python3"
 	if _, err := os.Stat(python); err != nil {
 		t.Skip("needs /usr/bin/python3 to call memfd_create")

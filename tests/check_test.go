@@ -112,6 +112,7 @@ func TestCheckStdin(t *testing.T) {
 // kernel plan.
 func TestExplain(t *testing.T) {
 	t.Parallel()
+	namespacesOnly(t, "a kernel plan for the tests' home, whose bin folder only a read-only bind keeps")
 	r := asSelf.run(t, runOpts{args: []string{"explain", "--json", "--skill", sharedSkill(t, "api-a"), "--skill", sharedSkill(t, "web-fetch")}})
 	var x struct {
 		Skills      []struct{ Name string }

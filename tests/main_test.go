@@ -258,11 +258,19 @@ var e2eTier = os.Getenv("CORRAL_E2E_TIER")
 // tierRefusal reports whether r is the landlock tier refusing a run for
 // what it cannot enforce, when the suite runs against that tier.
 func tierRefusal(r result) bool {
-	if e2eTier != "landlock" || r.code != 125 {
+	var out string
+	switch {
+	case e2eTier != "landlock":
+		return false
+	case r.code == 125:
+		out = r.stderr // exec refused
+	case r.code == 1 && strings.Contains(r.stdout, "exec would refuse to run"):
+		out = r.stdout // check says exec would refuse
+	default:
 		return false
 	}
 	for _, s := range []string{"in the landlock tier (", "the landlock tier has no read-only bind", "the landlock tier cannot hide"} {
-		if strings.Contains(r.stderr, s) {
+		if strings.Contains(out, s) {
 			return true
 		}
 	}
@@ -453,7 +461,7 @@ func (u user) run(t *testing.T, o runOpts) result {
 		tallyMu.Lock()
 		refusedRuns[t.Name()] = true
 		tallyMu.Unlock()
-		t.Skipf("held: the landlock tier refuses this run: %s", strings.TrimSpace(r.stderr))
+		t.Skipf("held: the landlock tier refuses this run: %s", strings.TrimSpace(r.stderr+r.stdout))
 	}
 	return r
 }

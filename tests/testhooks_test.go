@@ -48,6 +48,7 @@ func productBinary(t *testing.T) string {
 // the init late.
 func TestProductIgnoresTestKnobs(t *testing.T) {
 	t.Parallel()
+	namespacesOnly(t, "the mount cache's trace step")
 	bin := productBinary(t)
 	if out, err := exec.Command(bin, "version").Output(); err != nil || strings.Contains(string(out), "test hooks") {
 		t.Fatalf("%s version: %q, %v; want a build without the test hooks", bin, out, err)
