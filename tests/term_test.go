@@ -74,7 +74,8 @@ func TestTermNoControllingTerminal(t *testing.T) {
 		attack(t, "terminal", "use corral's controlling terminal")
 		f := newFS(t, u)
 		out := inTerminal(t, u, f.work, "exec", "--work-dir", f.work, "--", f.probe, "tty")
-		if !strings.Contains(out, "tty_nr=0") || !strings.Contains(out, "ERR ENXIO") {
+		noTTY := strings.Contains(out, "tty_nr=0") || e2eTier == "landlock" && strings.Contains(out, "tty_nr=?")
+		if !noTTY || !strings.Contains(out, "ERR ENXIO") {
 			t.Errorf("want tty_nr=0 and /dev/tty failing with ENXIO:\n%s", out)
 		}
 	})

@@ -53,6 +53,11 @@ func tierCase(t *testing.T, fn func(t *testing.T, u user, m tierMode)) {
 				if _, err := exec.LookPath("unshare"); err != nil {
 					t.Skip("unshare (util-linux) is not installed")
 				}
+				// unshare -U -r needs the user namespace the host may
+				// refuse (the other modes cover that refusal).
+				if !isRoot {
+					requireKernel(t, userNSErr == "", userNSErr+" (unshare -U -r needs one)")
+				}
 			}
 			users(t, func(t *testing.T, u user) { fn(t, u, m) })
 		})
