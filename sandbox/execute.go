@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -245,47 +244,6 @@ func (e *execution) run(ctx context.Context) error {
 		}
 	}
 	return err
-}
-
-// tier waits for the tier the init runs in. Where the host let the init
-// make a user namespace but not map ids in it (Ubuntu's AppArmor
-// restriction moves the process into a profile without capabilities),
-// auto starts an init in the landlock tier instead; *launch becomes it.
-func (e *execution) tier(launch **Launch) (TierInfo, error) {
-	want := e.req.Spec.Tier
-	t, err := (*launch).Tier()
-	var se *StageError
-	if err != nil && errors.As(err, &se) && se.Stage == "userns-refused" && (want == TierAuto || want == "") {
-		(*launch).Abort()
-		stdio := e.req.Stdio
-		stdio.Signals = nil
-		l, serr := start(stdio, TierLandlock, false)
-		if serr != nil {
-			*launch = nil
-			return TierInfo{}, serr
-		}
-		if serr = l.Started(); serr != nil {
-			*launch = nil
-			return TierInfo{}, serr
-		}
-		*launch = l
-		t, err = l.Tier()
-		t.Why = "the kernel made a user namespace but refused its id maps (" + se.Message + ")"
-	}
-	if err != nil {
-		if se != nil {
-			return TierInfo{}, runError(&Result{Stage: se}, nil)
-		}
-		return TierInfo{}, err
-	}
-	// The constructor reads --tier from argv before Go parses it: an
-	// argument it misread (--skill --tier=landlock) must not choose a
-	// tier the flags did not.
-	forced := strings.HasPrefix(t.Why, "asked for")
-	if want != TierAuto && want != "" && t.Name != want || (want == TierAuto || want == "") && forced {
-		return TierInfo{}, fmt.Errorf("%w: asked for the %s tier, the sandbox's init runs in the %s tier", ErrProtection, want, t.Name)
-	}
-	return t, nil
 }
 
 // joinCgroup is RunOptions.Cgroup: the init gets the cgroup after its

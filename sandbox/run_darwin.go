@@ -46,7 +46,7 @@ type Launch struct {
 }
 
 // Start prepares a run with the command's streams.
-func Start(stdio Stdio) (*Launch, error) {
+func Start(stdio Stdio, _ Tier) (*Launch, error) {
 	if st, err := os.Stat(sandboxExec); err != nil || !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%w: Seatbelt needs %s: %v", ErrProtection, sandboxExec, err)
 	}
@@ -305,3 +305,6 @@ func realPaths(p policyengine.Permissions) map[string]string {
 	}
 	return out
 }
+
+// Tier is macOS's one way to sandbox: a Seatbelt profile.
+func (l *Launch) Tier() (TierInfo, error) { return TierInfo{Name: "seatbelt", Why: "macOS"}, nil }
