@@ -93,8 +93,14 @@ func TestProductIgnoresTestKnobs(t *testing.T) {
 			t.Logf("the first run saved no mount cache (ahead %q): the early start is not checked for this user", aheads[0])
 			return
 		}
-		if aheads[1] != "built" {
+		if aheads[1] != "built" && !strings.Contains(aheads[1], "another run's") {
 			t.Errorf("the second run's init did not build ahead (%q, then %q): CORRAL_EARLY_INIT=0 was read", aheads[0], aheads[1])
+		}
+		if strings.Contains(aheads[1], "another run's") {
+			// A parallel test's run took the same one of the 256 cache
+			// slots in between (the CI VM's run of 2026-11-26): the
+			// cache was read, so the init did start early.
+			t.Logf("the second run found another run's mount cache in its slot (%q): it read the cache, so it started early", aheads[1])
 		}
 	})
 }
