@@ -38,7 +38,8 @@ var tierModes = []tierMode{
 	}},
 	{"refused", func(args []string) runOpts {
 		script := `echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"`
-		return runOpts{bin: "unshare", args: append([]string{"-U", "-r", "sh", "-c", script, "sh", corralBin}, args...)}
+		bin, _ := exec.LookPath("unshare") // tierCase skips where it is missing
+		return runOpts{bin: bin, args: append([]string{"-U", "-r", "sh", "-c", script, "sh", corralBin}, args...)}
 	}},
 }
 
@@ -73,13 +74,6 @@ func tierExec(t *testing.T, u user, m tierMode, work string, skills []string, ar
 	}
 	o := m.wrap(append(a, args...))
 	o.dir, o.keepRefusal = work, true
-	if o.bin == "unshare" {
-		p, err := exec.LookPath("unshare")
-		if err != nil {
-			t.Fatal(err)
-		}
-		o.bin = p
-	}
 	return u.run(t, o)
 }
 
@@ -355,9 +349,6 @@ func TestTierLandlockCorralKilled(t *testing.T) {
 		own(t, u, filepath.Join(work, "attack.sh"))
 		o := m.wrap([]string{"exec", "--work-dir", work, "--", "sh", "attack.sh"})
 		o.dir = work
-		if o.bin == "unshare" {
-			o.bin, _ = exec.LookPath("unshare")
-		}
 		cmd := u.command(t.Context(), o)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

@@ -64,8 +64,9 @@ static int corral_children(pid_t *out, int max) {
 // is empty ends them all, however they forked. A pid read from the
 // children file is an unreaped child, so it cannot have been reused; a
 // child with SIGKILL pending can fork no more. Without that file (a
-// kernel built without CONFIG_PROC_CHILDREN) only the children waitpid
-// reaps are ended, and the report says orphans may outlive the run.
+// kernel built without CONFIG_PROC_CHILDREN; Debian's and Ubuntu's have
+// it) only what already exited is reaped: orphans may outlive the run,
+// and nothing reports it (docs/tiers.md says so).
 void corral_kill_descendants(void) {
 	pid_t kids[512];
 	for (;;) {
