@@ -5,8 +5,8 @@ import (
 	"io/fs"
 	"os"
 
-	"corral/agentpolicy"
-	"corral/sandbox"
+	"corral.dev/corral/agentpolicy"
+	"corral.dev/corral/sandbox"
 )
 
 // CheckPlan is the kernel plan `corral exec` would build for these skills

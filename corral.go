@@ -17,11 +17,11 @@ import (
 	"path/filepath"
 	"strings"
 
-	"corral/agentpolicy"
-	"corral/netns"
-	"corral/policyengine"
-	"corral/sandbox"
-	"corral/skill"
+	"corral.dev/corral/agentpolicy"
+	"corral.dev/corral/netns"
+	"corral.dev/corral/policyengine"
+	"corral.dev/corral/sandbox"
+	"corral.dev/corral/skill"
 )
 
 // Dirs are the folders skills' paths expand against. Empty fields take

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"corral"
-	"corral/agentpolicy"
-	"corral/sandbox"
+	"corral.dev/corral"
+	"corral.dev/corral/agentpolicy"
+	"corral.dev/corral/sandbox"
 )
 
 // Load skills and ask the policy engine questions without running

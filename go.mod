@@ -1,6 +1,6 @@
-module corral
+module corral.dev/corral
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/containerd/cgroups/v3 v3.1.3

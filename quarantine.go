@@ -11,9 +11,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"corral/agentpolicy"
-	"corral/printable"
-	"corral/sandbox"
+	"corral.dev/corral/agentpolicy"
+	"corral.dev/corral/printable"
+	"corral.dev/corral/sandbox"
 )
 
 // Quarantined is a protected path the command created, or sent elsewhere

@@ -16,11 +16,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"corral/agentpolicy"
-	"corral/netns"
-	"corral/policyengine"
-	"corral/printable"
-	"corral/sandbox"
+	"corral.dev/corral/agentpolicy"
+	"corral.dev/corral/netns"
+	"corral.dev/corral/policyengine"
+	"corral.dev/corral/printable"
+	"corral.dev/corral/sandbox"
 )
 
 // Spec is one sandboxed run.

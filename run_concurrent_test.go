@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"corral"
+	"corral.dev/corral"
 )
 
 // TestRunConcurrentSeccomp runs sandboxes at once from one process, half

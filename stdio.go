@@ -5,7 +5,7 @@ import (
 	"os"
 	"sync"
 
-	"corral/sandbox"
+	"corral.dev/corral/sandbox"
 )
 
 // files turns the spec's streams into files the init can inherit,

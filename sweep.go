@@ -5,8 +5,8 @@ import (
 	"slices"
 	"time"
 
-	"corral/printable"
-	"corral/sandbox"
+	"corral.dev/corral/printable"
+	"corral.dev/corral/sandbox"
 )
 
 // sweepAfter runs the git sweep (sweep_linux.go) once nothing of the

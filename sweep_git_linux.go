@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"corral/sandbox"
+	"corral.dev/corral/sandbox"
 )
 
 // maxGitFile is the largest git config, .git file or .gitmodules the

@@ -13,8 +13,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"corral/policyengine"
-	"corral/sandbox"
+	"corral.dev/corral/policyengine"
+	"corral.dev/corral/sandbox"
 )
 
 // The git sweep: after every run, corral walks each writable root whole

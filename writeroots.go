@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // writeRoot is a folder an fs.write glob grants whole, inside root (the

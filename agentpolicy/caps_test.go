@@ -4,7 +4,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 const capsPolicy = `caps:

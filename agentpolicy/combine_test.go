@@ -3,7 +3,7 @@ package agentpolicy
 import (
 	"testing"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // TestCombine: allowed only where both allow; the skills' denial first,

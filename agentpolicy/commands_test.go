@@ -3,7 +3,7 @@ package agentpolicy
 import (
 	"testing"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 type lineCase struct {

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"corral/policyengine"
-	"corral/skill"
+	"corral.dev/corral/policyengine"
+	"corral.dev/corral/skill"
 )
 
 func (c *Caps) validate() error {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // FuzzCanonicalURL: the canonical text of a URL parses back to the same

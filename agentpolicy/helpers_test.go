@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"corral/policyengine"
-	"corral/skill"
+	"corral.dev/corral/policyengine"
+	"corral.dev/corral/skill"
 )
 
 // testVars are the path variables every test evaluator expands caps with.

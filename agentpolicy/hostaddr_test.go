@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // oneHost is a policyengine.HostAddrs knowing one address.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // writeFile writes content to name in dir and returns its path.

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // Narrow intersects the skills' permissions with every layer's caps, for

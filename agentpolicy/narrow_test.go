@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 const capSource = "policy " + projectLabel

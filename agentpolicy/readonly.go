@@ -6,7 +6,7 @@ import (
 	"strings"
 	"sync"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // The built-in list allows a command without a rule only when every

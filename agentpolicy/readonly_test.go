@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 const builtinList = "the built-in read-only list"

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // TestRememberCommands: each segment becomes a command rule of one word,

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // SystemTools are tools allowed without a rule: they only read.

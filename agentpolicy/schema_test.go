@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // schemaNode is a decoded JSON Schema object.

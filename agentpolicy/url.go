@@ -7,8 +7,8 @@ import (
 
 	"golang.org/x/net/idna"
 
-	"corral/internal/glob"
-	"corral/policyengine"
+	"corral.dev/corral/internal/glob"
+	"corral.dev/corral/policyengine"
 )
 
 // urlRule is one compiled URL rule: a preset (an address category) or a

@@ -3,7 +3,7 @@ package agentpolicy
 import (
 	"testing"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 func canonical(t *testing.T, raw string) string {

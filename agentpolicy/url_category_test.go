@@ -3,7 +3,7 @@ package agentpolicy
 import (
 	"testing"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // categoryURLs are URLs whose host is in an address category, however it

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // urlLists are the URL policy's lists in the order they are tried.

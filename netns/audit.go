@@ -10,8 +10,8 @@ import (
 	"strings"
 	"sync"
 
-	"corral/policyengine"
-	"corral/printable"
+	"corral.dev/corral/policyengine"
+	"corral.dev/corral/printable"
 )
 
 // Audit collects a run's proxy events: every event goes to the optional

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // Limits on a request head. Anything larger is refused with 431 before a

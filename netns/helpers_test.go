@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // The helpers below start every server a test talks to on 127.0.0.1 or

@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // SystemHostAddrs answers policyengine.HostAddrs by asking the kernel how

@@ -5,7 +5,7 @@ package netns
 import (
 	"net/netip"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // SystemHostAddrs answers policyengine.HostAddrs from the addresses of

@@ -28,7 +28,7 @@ import (
 	"syscall"
 	"time"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // Resolver turns a name into addresses. *net.Resolver is one; tests inject

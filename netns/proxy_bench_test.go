@@ -14,8 +14,8 @@ import (
 	"net"
 	"testing"
 
-	"corral/netns"
-	"corral/policyengine"
+	"corral.dev/corral/netns"
+	"corral.dev/corral/policyengine"
 )
 
 const (

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"corral/internal/glob"
+	"corral.dev/corral/internal/glob"
 )
 
 // Glob is a compiled absolute path pattern.

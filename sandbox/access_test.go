@@ -3,7 +3,7 @@ package sandbox
 import (
 	"testing"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // TestFileAccess answers file questions from a plan built on fake facts:

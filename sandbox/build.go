@@ -10,9 +10,9 @@ import (
 	"strconv"
 	"strings"
 
-	"corral/policyengine"
-	"corral/printable"
-	"corral/sandbox/seccomp"
+	"corral.dev/corral/policyengine"
+	"corral.dev/corral/printable"
+	"corral.dev/corral/sandbox/seccomp"
 )
 
 // Spec is what the caller asks for.

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // baseline grants the system files every program needs, read-only.

@@ -6,8 +6,8 @@ import (
 	"sort"
 	"strings"
 
-	"corral/policyengine"
-	"corral/printable"
+	"corral.dev/corral/policyengine"
+	"corral.dev/corral/printable"
 )
 
 // execTargets grants read and execute on the allowed programs and the

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"corral/sandbox/seccomp"
+	"corral.dev/corral/sandbox/seccomp"
 )
 
 // protections lists what is enforced.

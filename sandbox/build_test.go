@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"corral/policyengine"
-	"corral/sandbox/progindex"
+	"corral.dev/corral/policyengine"
+	"corral.dev/corral/sandbox/progindex"
 )
 
 // fakeFacts is a host with Landlock ABI 7 where every path in dirs is a

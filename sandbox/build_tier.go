@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"corral/policyengine"
-	"corral/printable"
+	"corral.dev/corral/policyengine"
+	"corral.dev/corral/printable"
 )
 
 // tierOf is the tier a plan is built for: the one the init reported, or,

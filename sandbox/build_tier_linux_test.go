@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // TestPlanLandlockTier: the landlock tier's plan mounts nothing, gives

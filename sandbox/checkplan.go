@@ -4,7 +4,7 @@ import (
 	"path"
 	"slices"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // MissingHooks are the hooks folders exec creates before it builds the

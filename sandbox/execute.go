@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"corral/policyengine"
-	"corral/printable"
-	"corral/sandbox/cgroup"
+	"corral.dev/corral/policyengine"
+	"corral.dev/corral/printable"
+	"corral.dev/corral/sandbox/cgroup"
 )
 
 // Request is one run as the sandbox carries it out. The caller has

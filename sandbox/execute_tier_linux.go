@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"corral/sandbox/usernotif"
+	"corral.dev/corral/sandbox/usernotif"
 )
 
 // landlockRun is what a run in the landlock tier has beyond the plan: the

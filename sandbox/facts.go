@@ -1,6 +1,6 @@
 package sandbox
 
-import "corral/sandbox/progindex"
+import "corral.dev/corral/sandbox/progindex"
 
 // Facts are what Probe learned about the host: kernel features and the
 // files the plan refers to. BuildPlan reads only Facts, never the host.

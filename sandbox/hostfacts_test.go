@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // These tests run the behaviour of hosts this machine is not (older

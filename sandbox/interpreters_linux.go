@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // KernelExec returns what tells check and the exec preflight which

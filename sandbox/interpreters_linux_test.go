@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // TestKernelExec: the kernel's exec rule is on files, so a link to an

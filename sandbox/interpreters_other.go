@@ -2,7 +2,7 @@
 
 package sandbox
 
-import "corral/policyengine"
+import "corral.dev/corral/policyengine"
 
 // KernelExec knows nothing off Linux, where no kernel exec allowlist
 // grants files.

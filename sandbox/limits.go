@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"corral/sandbox/cgroup"
+	"corral.dev/corral/sandbox/cgroup"
 )
 
 // LimitsProtection is the limits row of the protections table: cg is the

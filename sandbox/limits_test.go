@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 func TestResolveLimits(t *testing.T) {

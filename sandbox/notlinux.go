@@ -3,7 +3,7 @@
 package sandbox
 
 import (
-	"corral/sandbox/progindex"
+	"corral.dev/corral/sandbox/progindex"
 	"errors"
 )
 

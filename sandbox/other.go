@@ -5,7 +5,7 @@ package sandbox
 import (
 	"os"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 var forwarded = []os.Signal{os.Interrupt}

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"time"
 
-	"corral/policyengine"
-	"corral/sandbox/seccomp"
+	"corral.dev/corral/policyengine"
+	"corral.dev/corral/sandbox/seccomp"
 )
 
 // Plan is everything the sandbox will do, as plain data. It travels to the

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"corral/sandbox/stage"
+	"corral.dev/corral/sandbox/stage"
 )
 
 // encodePlan writes the plan in the init stage's wire format (protocol.h;

@@ -1,8 +1,8 @@
 package sandbox
 
 import (
-	"corral/policyengine"
-	"corral/sandbox/seccomp"
+	"corral.dev/corral/policyengine"
+	"corral.dev/corral/sandbox/seccomp"
 )
 
 // Prepare starts compiling the seccomp program that a plan for p will

@@ -5,7 +5,7 @@ package sandbox
 import (
 	"testing"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 func BenchmarkProbeAndPlan(b *testing.B) {

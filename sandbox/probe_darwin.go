@@ -6,7 +6,7 @@ import (
 	"path"
 	"strings"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // Probe reads the host facts a Plan for p and spec needs on macOS: where

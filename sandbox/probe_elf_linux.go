@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
-	"corral/policyengine"
-	"corral/sandbox/progindex"
+	"corral.dev/corral/policyengine"
+	"corral.dev/corral/sandbox/progindex"
 )
 
 // program resolves a name (on the sandbox's PATH) or an absolute path, its

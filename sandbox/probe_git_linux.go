@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"corral/sandbox/internal/safefile"
+	"corral.dev/corral/sandbox/internal/safefile"
 )
 
 // nestedRepos finds the .git folders and files below root, breadth first,

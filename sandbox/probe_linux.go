@@ -12,10 +12,10 @@ import (
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 
-	"corral/policyengine"
-	"corral/sandbox/progindex"
+	"corral.dev/corral/policyengine"
+	"corral.dev/corral/sandbox/progindex"
 
-	"corral/sandbox/stage"
+	"corral.dev/corral/sandbox/stage"
 )
 
 // Probe reads the host facts a Plan for p and spec needs.

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // statGrants records the facts of every fs grant's base folder and, for a

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"corral/policyengine"
-	"corral/printable"
+	"corral.dev/corral/policyengine"
+	"corral.dev/corral/printable"
 )
 
 // protectedTarget is a path policyengine.ProtectedPaths (or a skill or

@@ -6,7 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // probeProtected stats what protected() plans from: the protected paths

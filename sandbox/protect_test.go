@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // homePlan builds the plan of a run whose write grants are writes, with

@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"corral/sandbox/stage"
+	"corral.dev/corral/sandbox/stage"
 )
 
 // TestMountKindLetters: every MountKind has a letter of its own in

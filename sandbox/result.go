@@ -4,8 +4,8 @@ import (
 	"os"
 	"time"
 
-	"corral/sandbox/cgroup"
-	"corral/sandbox/seccomp"
+	"corral.dev/corral/sandbox/cgroup"
+	"corral.dev/corral/sandbox/seccomp"
 )
 
 // Result is how a run ended.

@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"corral/policyengine"
-	"corral/seatbelt"
+	"corral.dev/corral/policyengine"
+	"corral.dev/corral/seatbelt"
 )
 
 // On macOS the sandbox is one Seatbelt profile: corral renders it from

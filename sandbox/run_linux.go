@@ -15,8 +15,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"corral/sandbox/cgroup"
-	"corral/sandbox/stage"
+	"corral.dev/corral/sandbox/cgroup"
+	"corral.dev/corral/sandbox/stage"
 )
 
 // forwarded are the signals corral passes on to the command (protocol.h).

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
-	"corral/sandbox/stage"
+	"corral.dev/corral/sandbox/stage"
 )
 
 // Signals is the forwarding of terminal signals to the command, set up

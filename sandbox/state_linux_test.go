@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // TestStateDirGrantsRefused: a write grant of the folder where the

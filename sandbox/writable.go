@@ -3,7 +3,7 @@ package sandbox
 import (
 	"path/filepath"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // WritableRoots are the host folders a command sandboxed with p can

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"corral/internal/glob"
-	"corral/policyengine"
+	"corral.dev/corral/internal/glob"
+	"corral.dev/corral/policyengine"
 )
 
 // pathRule is how one glob becomes a Seatbelt path filter: the literal

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // matchRule applies a rendered path rule to a canonical path the way

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"corral/policyengine"
-	"corral/skill"
+	"corral.dev/corral/policyengine"
+	"corral.dev/corral/skill"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")

@@ -5,7 +5,7 @@ import (
 	"path"
 	"strings"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // grants renders fs.read, fs.write, the private TmpDir and the protected

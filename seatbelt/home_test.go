@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // TestHomeProtected: a write grant of the home folder keeps its

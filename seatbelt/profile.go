@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // Options are what a profile needs beyond the permissions.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // globEscape writes a literal path as a glob that matches only it.

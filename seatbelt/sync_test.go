@@ -4,8 +4,8 @@ import (
 	"slices"
 	"testing"
 
-	"corral/policyengine"
-	"corral/sandbox"
+	"corral.dev/corral/policyengine"
+	"corral.dev/corral/sandbox"
 )
 
 // TestDarwinPlan: on macOS BuildPlan lists Seatbelt's protections and

@@ -10,7 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // decoder walks the frontmatter's YAML nodes, so every error can name the

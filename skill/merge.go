@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // Merge expands each skill's path variables and returns the union of all

@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"testing"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 var testVars = Variables{WorkDir: "/ws", DataDir: "/data", Home: "/home/u", TmpDir: "/tmp"}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // ParseSize reads a memory size: a number of bytes, or a number with a

@@ -28,8 +28,8 @@ import (
 	"syscall"
 	"time"
 
-	"corral/netns"
-	"corral/policyengine"
+	"corral.dev/corral/netns"
+	"corral.dev/corral/policyengine"
 )
 
 func main() {

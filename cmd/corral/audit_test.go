@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"corral/netns"
+	"corral.dev/corral/netns"
 )
 
 // TestAuditFile: the audit log is appended to, created 0600, and a log

@@ -3,7 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"corral"
+	"corral.dev/corral"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -14,11 +14,11 @@ import (
 	"sync"
 	"time"
 
-	"corral/agentpolicy"
-	"corral/netns"
-	"corral/policyengine"
-	"corral/printable"
-	"corral/sandbox"
+	"corral.dev/corral/agentpolicy"
+	"corral.dev/corral/netns"
+	"corral.dev/corral/policyengine"
+	"corral.dev/corral/printable"
+	"corral.dev/corral/sandbox"
 )
 
 var checkCommand = command{

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"corral/policyengine"
-	"corral/sandbox"
+	"corral.dev/corral/policyengine"
+	"corral.dev/corral/sandbox"
 )
 
 // Files in `check` are answered from the kernel plan exec would build

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"corral/sandbox"
-	"corral/sandbox/cgroup"
+	"corral.dev/corral/sandbox"
+	"corral.dev/corral/sandbox/cgroup"
 )
 
 var doctorCommand = command{

@@ -3,7 +3,7 @@ package main
 import (
 	"io"
 
-	"corral/printable"
+	"corral.dev/corral/printable"
 )
 
 // escapedText writes text for people with every non-graphic rune (a

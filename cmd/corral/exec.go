@@ -11,11 +11,11 @@ import (
 	"strconv"
 	"time"
 
-	"corral"
-	"corral/policyengine"
-	"corral/printable"
-	"corral/sandbox"
-	"corral/skill"
+	"corral.dev/corral"
+	"corral.dev/corral/policyengine"
+	"corral.dev/corral/printable"
+	"corral.dev/corral/sandbox"
+	"corral.dev/corral/skill"
 )
 
 var execCommand = command{

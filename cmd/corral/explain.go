@@ -1,7 +1,7 @@
 package main
 
 import (
-	"corral"
+	"corral.dev/corral"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -9,9 +9,9 @@ import (
 	"os"
 	"strings"
 
-	"corral/agentpolicy"
-	"corral/policyengine"
-	"corral/sandbox"
+	"corral.dev/corral/agentpolicy"
+	"corral.dev/corral/policyengine"
+	"corral.dev/corral/sandbox"
 )
 
 var explainCommand = command{

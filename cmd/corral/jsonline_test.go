@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 func FuzzAnswerJSON(f *testing.F) {

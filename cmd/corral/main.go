@@ -13,8 +13,8 @@ import (
 	"io"
 	"os"
 
-	"corral"
-	"corral/printable"
+	"corral.dev/corral"
+	"corral.dev/corral/printable"
 )
 
 // Exit statuses of check (see the README); the ones every subcommand

@@ -13,8 +13,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"corral/printable"
-	"corral/sandbox"
+	"corral.dev/corral/printable"
+	"corral.dev/corral/sandbox"
 )
 
 // outFile is one of corral's own files, --report or --audit-log. It is

@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"corral/policyengine"
-	"corral/sandbox"
+	"corral.dev/corral/policyengine"
+	"corral.dev/corral/sandbox"
 )
 
 // BenchmarkOutputs is what --report and --audit-log add to a launch: the

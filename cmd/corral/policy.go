@@ -3,8 +3,8 @@ package main
 import (
 	"flag"
 
-	"corral"
-	"corral/agentpolicy"
+	"corral.dev/corral"
+	"corral.dev/corral/agentpolicy"
 )
 
 // policyFlags are the agent policy's flags, shared by check, exec, proxy

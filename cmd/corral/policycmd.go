@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"corral/agentpolicy"
+	"corral.dev/corral/agentpolicy"
 )
 
 var policyCommand = command{

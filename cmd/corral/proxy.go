@@ -1,7 +1,7 @@
 package main
 
 import (
-	"corral"
+	"corral.dev/corral"
 	"flag"
 	"fmt"
 	"net/netip"
@@ -10,8 +10,8 @@ import (
 	"strings"
 	"syscall"
 
-	"corral/netns"
-	"corral/printable"
+	"corral.dev/corral/netns"
+	"corral.dev/corral/printable"
 )
 
 // netFlags are the egress proxy's flags, shared by exec and proxy.

@@ -9,9 +9,9 @@ import (
 	"os"
 	"strconv"
 
-	"corral/printable"
-	"corral/sandbox"
-	"corral/seatbelt"
+	"corral.dev/corral/printable"
+	"corral.dev/corral/sandbox"
+	"corral.dev/corral/seatbelt"
 )
 
 var seatbeltCommand = command{

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"corral"
-	"corral/seatbelt"
+	"corral.dev/corral"
+	"corral.dev/corral/seatbelt"
 )
 
 // runCaptured runs the CLI with args and returns the exit code, stdout

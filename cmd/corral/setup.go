@@ -16,8 +16,8 @@ import (
 	"strings"
 	"syscall"
 
-	"corral"
-	"corral/printable"
+	"corral.dev/corral"
+	"corral.dev/corral/printable"
 )
 
 var setupCommand = command{

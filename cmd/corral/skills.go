@@ -5,7 +5,7 @@ import (
 	"flag"
 	"strings"
 
-	"corral"
+	"corral.dev/corral"
 )
 
 // skillFlags are the flags every command that reads skills shares.

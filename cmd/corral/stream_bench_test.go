@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"corral/policyengine"
+	"corral.dev/corral/policyengine"
 )
 
 // BenchmarkCheckStream measures check --stdin on a mix of question kinds

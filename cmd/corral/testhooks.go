@@ -7,7 +7,7 @@ import (
 	"os"
 	"time"
 
-	"corral"
+	"corral.dev/corral"
 )
 
 // testHooks reads the end-to-end tests' windows and switches into d. Only

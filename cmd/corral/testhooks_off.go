@@ -2,7 +2,7 @@
 
 package main
 
-import "corral"
+import "corral.dev/corral"
 
 // testHooks does nothing in the product: the tests' windows and switches
 // exist only in a binary built with -tags corral_testhooks.

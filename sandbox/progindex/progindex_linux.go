@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"corral/sandbox/internal/safefile"
+	"corral.dev/corral/sandbox/internal/safefile"
 )
 
 // The program index answers one question for the exec allowlist: which

@@ -8,8 +8,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"corral/sandbox/internal/safefile"
-	"corral/sandbox/progindex"
+	"corral.dev/corral/sandbox/internal/safefile"
+	"corral.dev/corral/sandbox/progindex"
 )
 
 // The mount cache lets the init build the new root while corral is still
