@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"strings"
+	"time"
 	"testing"
 
 	"corral.dev/corral/policyengine"
@@ -13,8 +14,21 @@ func TestResolveLimits(t *testing.T) {
 		t.Errorf("%+v", l)
 	}
 	d := ResolveLimits(policyLimits(0, 0), LimitFlags{})
-	if d.Memory != DefaultMemory || d.Pids != DefaultPids || d.Explicit || d.Timeout != 0 || d.KillGrace != DefaultKillGrace {
+	if d.Memory != DefaultMemory || d.Pids != DefaultPids || d.Explicit || d.Timeout != DefaultTimeout || d.TimeoutFrom != "default" || d.KillGrace != DefaultKillGrace {
 		t.Errorf("defaults: %+v", d)
+	}
+	// A skill's timeout and the flag replace the default, in that
+	// order; none removes it whatever the skills asked.
+	sk := policyLimits(0, 0)
+	sk.Timeout = policyengine.Limit[time.Duration]{Value: 10 * time.Minute, From: []string{"slow"}}
+	if l := ResolveLimits(sk, LimitFlags{}); l.Timeout != 10*time.Minute || l.TimeoutFrom != "skills slow" {
+		t.Errorf("skill timeout: %+v", l)
+	}
+	if l := ResolveLimits(sk, LimitFlags{Timeout: time.Second}); l.Timeout != time.Second || l.TimeoutFrom != "--timeout" {
+		t.Errorf("--timeout: %+v", l)
+	}
+	if l := ResolveLimits(sk, LimitFlags{NoTimeout: true}); l.Timeout != 0 || l.TimeoutFrom != "--timeout none" {
+		t.Errorf("--timeout none: %+v", l)
 	}
 }
 

@@ -177,6 +177,13 @@ const (
 	DefaultMemory    = 512 << 20
 	DefaultPids      = 1024
 	DefaultKillGrace = 2 * time.Second
+	// DefaultTimeout ends a command nobody set a timeout for: without
+	// one, a hung command holds its tool call forever. Two minutes is
+	// what agent runtimes' own shell tools allow a call, so corral does
+	// not end a build or a test run they would have let finish; a
+	// skill's limits.timeout or --timeout changes it, and --timeout none
+	// removes it.
+	DefaultTimeout = 2 * time.Minute
 )
 
 // LimitFlags are the command line's overrides; zero values do not
@@ -186,12 +193,16 @@ type LimitFlags struct {
 	Pids      int
 	Timeout   time.Duration
 	KillGrace time.Duration
+	// NoTimeout removes the timeout (--timeout none); the agent
+	// policy's caps still apply.
+	NoTimeout bool
 }
 
 // ResolveLimits combines the defaults, the skills' merged limits and the
 // flags, the later winning.
 func ResolveLimits(skills policyengine.Limits, flags LimitFlags) Limits {
-	l := Limits{Memory: DefaultMemory, MemoryFrom: "default", Pids: DefaultPids, PidsFrom: "default", KillGrace: DefaultKillGrace}
+	l := Limits{Memory: DefaultMemory, MemoryFrom: "default", Pids: DefaultPids, PidsFrom: "default", KillGrace: DefaultKillGrace,
+		Timeout: DefaultTimeout, TimeoutFrom: "default"}
 	from := func(f []string) string {
 		if len(f) > 0 && strings.HasPrefix(f[0], "policy ") {
 			return strings.Join(f, ", ")
@@ -213,7 +224,10 @@ func ResolveLimits(skills policyengine.Limits, flags LimitFlags) Limits {
 	if flags.Pids > 0 {
 		l.Pids, l.PidsFrom, l.Explicit = flags.Pids, "--pids", true
 	}
-	if flags.Timeout > 0 {
+	switch {
+	case flags.NoTimeout:
+		l.Timeout, l.TimeoutFrom = 0, "--timeout none"
+	case flags.Timeout > 0:
 		l.Timeout, l.TimeoutFrom = flags.Timeout, "--timeout"
 	}
 	if flags.KillGrace > 0 {

@@ -131,15 +131,35 @@ func TestDuplicateNames(t *testing.T) {
 }
 
 func TestParseSize(t *testing.T) {
-	good := map[string]int64{"256Mi": 256 << 20, "512MiB": 512 << 20, "1G": 1e9, "1Gi": 1 << 30, "1048576": 1 << 20, "2M": 2e6}
+	// Docker's and systemd's notation: every unit a power of 1024, in
+	// either case, with an optional i, B or iB.
+	good := map[string]int64{"256Mi": 256 << 20, "512MiB": 512 << 20, "1G": 1 << 30, "1Gi": 1 << 30, "1048576": 1 << 20,
+		"2M": 2 << 20, "512m": 512 << 20, "512mb": 512 << 20, "1g": 1 << 30, "2GB": 2 << 30, "1.5g": 3 << 29, "1t": 1 << 40}
 	for in, want := range good {
 		if got, err := ParseSize(in); err != nil || got != want {
 			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "0", "-1Mi", "1Xi", "Mi", "1.5Gi", "99999999999999Ti", "100"} {
+	for _, in := range []string{"", "0", "-1Mi", "1Xi", "Mi", "i", "1i", "1ib", "1mbi", "1.5", "1.", ".5g", "1..5g", "1.5.5g", "99999999999999Ti", "9223372036854775808", "100", "0.0001k", "1e3m", "0x10m", "+1g"} {
 		if _, err := ParseSize(in); err == nil {
 			t.Errorf("ParseSize(%q): no error", in)
+		}
+	}
+	if n, err := ParseBytes("4k"); err != nil || n != 4096 {
+		t.Errorf("ParseBytes(4k) = %d, %v", n, err)
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	good := map[string]time.Duration{"90": 90 * time.Second, "1.5": 1500 * time.Millisecond, "30s": 30 * time.Second, "5m": 5 * time.Minute, "1h30m": 90 * time.Minute, " 2 ": 2 * time.Second}
+	for in, want := range good {
+		if got, err := ParseDuration(in); err != nil || got != want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "0", "-5", "-5s", "5x", ".", "s", "1..5", "0s"} {
+		if _, err := ParseDuration(in); err == nil {
+			t.Errorf("ParseDuration(%q): no error", in)
 		}
 	}
 }

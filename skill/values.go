@@ -1,6 +1,7 @@
 package skill
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -10,9 +11,11 @@ import (
 	"corral.dev/corral/policyengine"
 )
 
-// ParseSize reads a memory size: a number of bytes, or a number with a
-// decimal (K, M, G, T) or binary (Ki, Mi, Gi, Ti) unit and an optional
-// trailing B: 256Mi, 512MiB, 1G, 1048576. It is at least 1Mi.
+// ParseSize reads a memory size as Docker and systemd write them: a
+// number of bytes, or a number with a unit K, M, G or T in either case,
+// optionally followed by "i", "B" or "iB" (512m, 512M, 512MiB, 1.5g,
+// 2GB). Every unit is a power of 1024, as in Docker and systemd (unlike
+// Kubernetes, where M is 10^6). The size is at least 1Mi.
 func ParseSize(s string) (int64, error) {
 	n, err := ParseBytes(s)
 	if err == nil && n < 1<<20 {
@@ -22,36 +25,57 @@ func ParseSize(s string) (int64, error) {
 }
 
 // ParseBytes reads a positive size as ParseSize does, with no minimum.
+// A fraction is allowed with a unit (1.5g) and rounds down to a byte.
 func ParseBytes(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	t = strings.TrimSuffix(t, "B")
-	i := strings.IndexFunc(t, func(r rune) bool { return r < '0' || r > '9' })
+	bad := fmt.Errorf("%q is not a size (use bytes or a unit, as Docker does: 512m, 256Mi, 1.5G)", s)
+	t := strings.ToLower(strings.TrimSpace(s))
+	i := strings.IndexFunc(t, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
 	num, unit := t, ""
 	if i >= 0 {
 		num, unit = t[:i], t[i:]
 	}
-	mult := map[string]int64{
-		"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
-		"k": 1e3, "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40,
-	}[unit]
-	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || mult == 0 || num == "" {
-		return 0, fmt.Errorf("%q is not a size (use bytes or a unit: 256Mi, 512MiB, 1G)", s)
+	shift, ok := map[string]uint{"": 0, "b": 0, "k": 10, "m": 20, "g": 30, "t": 40}[strings.TrimSuffix(strings.TrimSuffix(unit, "b"), "i")]
+	if !ok || num == "" || unit == "i" || unit == "ib" || strings.HasSuffix(unit, "bi") {
+		return 0, bad
+	}
+	whole, frac, hasFrac := strings.Cut(num, ".")
+	if whole == "" || hasFrac && (frac == "" || shift == 0 || strings.Contains(frac, ".")) {
+		return 0, bad
+	}
+	n, err := strconv.ParseInt(whole, 10, 64)
+	if err != nil {
+		if errors.Is(err, strconv.ErrRange) {
+			return 0, fmt.Errorf("size %q is too large", s)
+		}
+		return 0, bad
+	}
+	if n > math.MaxInt64>>shift {
+		return 0, fmt.Errorf("size %q is too large", s)
+	}
+	n <<= shift
+	if hasFrac {
+		f, err := strconv.ParseFloat("0."+frac, 64)
+		if err != nil {
+			return 0, bad
+		}
+		n += int64(f * float64(int64(1)<<shift))
 	}
 	if n <= 0 {
 		return 0, fmt.Errorf("size %q must be greater than zero", s)
 	}
-	if n > math.MaxInt64/mult {
-		return 0, fmt.Errorf("size %q is too large", s)
-	}
-	return n * mult, nil
+	return n, nil
 }
 
-// ParseDuration reads a positive duration in Go's notation (90s, 5m, 1h30m).
+// ParseDuration reads a positive duration: bare seconds as timeout(1)
+// and Docker take them (90, 1.5), or Go's notation (90s, 5m, 1h30m).
 func ParseDuration(s string) (time.Duration, error) {
-	d, err := time.ParseDuration(strings.TrimSpace(s))
+	t := strings.TrimSpace(s)
+	if t != "" && strings.IndexFunc(t, func(r rune) bool { return (r < '0' || r > '9') && r != '.' }) < 0 {
+		t += "s"
+	}
+	d, err := time.ParseDuration(t)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration (use 30s, 5m, 1h)", s)
+		return 0, fmt.Errorf("%q is not a duration (use seconds or a unit: 90, 30s, 5m, 1h)", s)
 	}
 	if d <= 0 {
 		return 0, fmt.Errorf("duration %q must be greater than zero", s)

@@ -259,3 +259,50 @@ func TestLimitCgroupRemoved(t *testing.T) {
 	}
 	noSurvivors(t, marker)
 }
+
+// TestLimitDefaultTimeoutAndNotation: a run nobody gave a timeout gets
+// the default (a hung command would hold its tool call forever), the
+// report says so, and the notations Docker, systemd and timeout(1)
+// users type are taken: --timeout 1 is one second, --memory 48m 48 MiB,
+// and --timeout none removes the default.
+func TestLimitDefaultTimeoutAndNotation(t *testing.T) {
+	t.Parallel()
+	requireSandbox(t)
+	attack(t, "resources", "hang with no timeout given")
+	work := newDir(t, asSelf, "work")
+	reports := newDir(t, asSelf, "report")
+	limitsOf := func(t *testing.T, args ...string) (res result, timeout time.Duration, from string, memory int64) {
+		t.Helper()
+		report := filepath.Join(reports, token("r")+".json")
+		res = asSelf.run(t, runOpts{args: append([]string{"exec", "--work-dir", work, "--report", report}, args...), dir: work})
+		var rep struct {
+			Limits struct {
+				Timeout time.Duration `json:"timeout_ns"`
+				From    string        `json:"timeout_from"`
+				Memory  int64         `json:"memory_bytes"`
+			} `json:"limits"`
+		}
+		data, _ := os.ReadFile(report)
+		if err := json.Unmarshal(data, &rep); err != nil {
+			t.Fatalf("report: %v\n%s\n%s", err, data, res)
+		}
+		return res, rep.Limits.Timeout, rep.Limits.From, rep.Limits.Memory
+	}
+	if r, d, from, _ := limitsOf(t, "--", "true"); r.code != 0 || d != 2*time.Minute || from != "default" {
+		t.Errorf("no timeout given: exit %d, timeout %v from %q; want the 2m default:\n%s", r.code, d, from, r)
+	}
+	if r, d, from, _ := limitsOf(t, "--timeout", "none", "--", "true"); r.code != 0 || d != 0 || from != "--timeout none" {
+		t.Errorf("--timeout none: exit %d, timeout %v from %q:\n%s", r.code, d, from, r)
+	}
+	args := []string{"--timeout", "1", "--kill-grace", "1"}
+	if isRoot {
+		args = append(args, "--memory", "48m")
+	}
+	r, d, _, mem := limitsOf(t, append(args, "--", "sleep", "30")...)
+	if r.code != 124 || d != time.Second || r.wall > 15*time.Second {
+		t.Errorf("--timeout 1: exit %d after %v, timeout %v; want 124 after about a second:\n%s", r.code, r.wall, d, r)
+	}
+	if isRoot && mem != 48<<20 {
+		t.Errorf("--memory 48m: %d bytes, want %d", mem, 48<<20)
+	}
+}

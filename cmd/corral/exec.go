@@ -95,7 +95,7 @@ type limitFlags struct {
 }
 
 func (f *limitFlags) register(fs *flag.FlagSet) {
-	fs.Func("memory", "cap memory + swap at `SIZE` (512Mi, 2G; default 512Mi or the skills' limit)", func(s string) error {
+	fs.Func("memory", "cap memory + swap at `SIZE` (512m, 2g, 1.5GiB: units are powers of 1024, as in Docker; default 512Mi or the skills' limit)", func(s string) error {
 		n, err := skill.ParseSize(s)
 		if err == nil && n <= 0 {
 			err = errors.New("must be positive")
@@ -111,7 +111,12 @@ func (f *limitFlags) register(fs *flag.FlagSet) {
 		f.values.Pids = n
 		return nil
 	})
-	fs.Func("timeout", "end the command after `DUR` (30s, 5m): SIGTERM, then SIGKILL after --kill-grace; exit 124", func(s string) error {
+	fs.Func("timeout", "end the command after `DUR` (90 for seconds, 30s, 5m; none for no timeout): SIGTERM, then SIGKILL after --kill-grace; exit 124 (default 2m or the skills' limit)", func(s string) error {
+		if s == "none" || s == "0" {
+			f.values.Timeout, f.values.NoTimeout = 0, true
+			return nil
+		}
+		f.values.NoTimeout = false
 		d, err := skill.ParseDuration(s)
 		if err == nil && d <= 0 {
 			err = errors.New("must be positive")
