@@ -2,8 +2,8 @@ package sandbox
 
 import (
 	"strings"
-	"time"
 	"testing"
+	"time"
 
 	"corral.dev/corral/policyengine"
 )
