@@ -264,6 +264,9 @@ func preflight(spec Spec, r *Result, audit *auditLog) (*Skills, error) {
 		den := Denial{Time: time.Now(), Agent: spec.Agent, Permission: permission, Context: printable.Clip(context, MaxLogged), Decision: d}
 		r.Denials = append(r.Denials, den)
 		audit.write(den)
+		if d.NotFound {
+			return &Error{Code: ExitNotFound, Err: errors.New(d.Reason)}
+		}
 		return &Error{Code: ExitNotAllowed, Err: fmt.Errorf("%w: %s", ErrNotPermitted, d.Reason)}
 	}
 	sk := spec.Skills

@@ -18,4 +18,7 @@ type Decision struct {
 	// Layer is the agent policy layer that decided (global, project or
 	// invocation, with its source), empty when the skills decided.
 	Layer string `json:"layer,omitempty"`
+	// NotFound is set on a denial of a program that is not there at
+	// all: exec exits 127 for it, as a shell would, not 126.
+	NotFound bool `json:"not_found,omitempty"`
 }

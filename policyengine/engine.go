@@ -20,6 +20,7 @@ type Engine struct {
 	exact   map[string][]hostRule // exact-name rules by host
 	exec    map[string]Entry      // program name or absolute path → its entry
 	kernel  func(prog string) (string, bool)
+	exists  func(prog string) bool
 	env     []Entry
 	host    HostAddrs // nil: no address is known to be the host's
 
@@ -106,6 +107,11 @@ type Options struct {
 	// start the script (sandbox.KernelExec reads the file system). It is
 	// asked only for programs the exec list does not name.
 	KernelExec func(prog string) (why string, ok bool)
+	// Exists tells whether a program the exec list refuses is there at
+	// all (on the sandbox's PATH, or a path from the work dir): a
+	// missing one is reported as not found (exit 127) rather than as
+	// something to add to the exec list. Nil: every program exists.
+	Exists func(prog string) bool
 }
 
 // New compiles p into an Engine.
@@ -140,6 +146,7 @@ func New(p Permissions, opts Options) (*Engine, error) {
 		e.exec[x.Value] = x
 	}
 	e.kernel = opts.KernelExec
+	e.exists = opts.Exists
 	e.env = append(e.env, p.Env...)
 	e.env = append(e.env, NewEntries("default", DefaultEnv)...)
 	return e, nil

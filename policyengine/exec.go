@@ -344,7 +344,18 @@ func (e *Engine) checkProgram(prog string) Decision {
 	if strings.Contains(prog, "/") && !strings.HasPrefix(prog, "/") {
 		grant = "an absolute path"
 	}
-	return Decision{Action: Deny, Reason: prog + " is not in the exec list of skills " + e.execFrom + "; to allow it, add " + strconv.Quote(grant) + " to permissions.exec"}
+	notListed := "is not in the exec list of skills " + e.execFrom + "; to allow it, add " + strconv.Quote(grant) + " to permissions.exec"
+	if e.exists != nil && !unsure(prog) && !e.exists(prog) {
+		where := " on the sandbox's PATH (" + SandboxPATH + ")"
+		switch {
+		case strings.HasPrefix(prog, "/"):
+			where = ""
+		case strings.Contains(prog, "/"):
+			where = " (a relative path starts in the work dir)"
+		}
+		return Decision{Action: Deny, NotFound: true, Reason: prog + ": command not found" + where + "; it also " + notListed}
+	}
+	return Decision{Action: Deny, Reason: prog + " " + notListed}
 }
 
 // lookupProgram finds the exec entry that grants prog: the same name or

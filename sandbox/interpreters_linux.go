@@ -62,6 +62,24 @@ func KernelExec(p policyengine.Permissions, workDir string) func(prog string) (s
 	}
 }
 
+// ProgramExists tells whether prog names a file on the sandbox's PATH or,
+// with a slash, a file from workDir (policyengine.Options.Exists): the
+// host's view of the folders the sandbox binds.
+func ProgramExists(workDir string) func(prog string) bool {
+	return func(prog string) bool {
+		if strings.Contains(prog, "/") {
+			_, err := os.Stat(absIn(workDir, prog))
+			return err == nil
+		}
+		for _, dir := range strings.Split(policyengine.SandboxPATH, ":") {
+			if _, err := os.Stat(dir + "/" + prog); err == nil {
+				return true
+			}
+		}
+		return false
+	}
+}
+
 // fileID is a file as the kernel's rule sees it.
 type fileID struct{ dev, ino uint64 }
 

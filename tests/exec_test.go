@@ -477,6 +477,19 @@ func TestExecNotFound(t *testing.T) {
 		if r.code != 127 || !strings.Contains(r.stderr, name) {
 			t.Errorf("exit %d, want 127 and a line naming %s:\n%s", r.code, name, r)
 		}
+		// Under an exec list too, directly, by path and through a shell:
+		// a missing program is not found (127, as a shell says), not one
+		// to add to the list (126). A present one stays 126.
+		sk := writeSkill(t, newDir(t, asSelf, "skills"), "only-sh", "  exec: [sh]\n")
+		for _, argv := range [][]string{{name}, {"/usr/bin/" + name}, {"./" + name}, {"sh", "-c", name + " --help"}} {
+			r := u.exec(t, work, []string{sk}, argv...)
+			if r.code != 127 || !strings.Contains(r.stderr, "command not found") {
+				t.Errorf("%q under an exec list: exit %d, want 127 and \"command not found\":\n%s", argv, r.code, r)
+			}
+		}
+		if r := u.exec(t, work, []string{sk}, "sh", "-c", "ls"); r.code != 126 || !strings.Contains(r.stderr, "add \"ls\" to permissions.exec") {
+			t.Errorf("ls under an exec list of sh: exit %d, want 126 and the grant:\n%s", r.code, r)
+		}
 	})
 }
 
