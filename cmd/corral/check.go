@@ -23,7 +23,7 @@ import (
 
 var checkCommand = command{
 	name:  "check",
-	usage: "[--skill DIR]... [--work-dir D] [--policy FILE] [--policy-json JSON] [--no-confirm] [--agent ID] [--audit-log FILE] read|write|net|url|exec|env ARG | tool NAME [COMMAND]\n       corral check [flags] --stdin",
+	usage: "read|write|net|url|exec|env ARG | tool NAME [COMMAND]\ncorral check [flags] --stdin",
 	summary: `Answer one permission question with a JSON decision on stdout: allowed
 only where both the skills and the agent policy allow.
 Exit 0 allow, 1 deny, 2 confirm, 125 bad input. With --stdin, read JSON

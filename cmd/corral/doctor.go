@@ -14,7 +14,7 @@ import (
 
 var doctorCommand = command{
 	name:    "doctor",
-	usage:   "[--skill DIR]... [--json]",
+	usage:   "",
 	summary: "Show which kernel features this host has and what exec would enforce.",
 	setup: func(fs *flag.FlagSet) func([]string) error {
 		var sf skillFlags

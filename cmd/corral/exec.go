@@ -20,7 +20,7 @@ import (
 
 var execCommand = command{
 	name:  "exec",
-	usage: "[--skill DIR]... [--work-dir D] [--data-dir D] [--memory SIZE] [--pids N] [--timeout DUR] [--kill-grace DUR] [--cgroup-parent PATH] [--policy FILE] [--policy-json JSON] [--confirmed] [--agent ID] [--report FILE] [--audit-log FILE] [--audit-log-max SIZE] [--resolve NAME=ADDR]... [--best-effort] [--tier TIER] -- CMD [ARG]...",
+	usage: "-- CMD [ARG]...",
 	summary: `Run CMD in a sandbox built from the skills' merged permissions, capped
 by the agent policy.
 Exit status: the command's own; 128+N if a signal N killed it (137 when it

@@ -16,7 +16,7 @@ import (
 
 var explainCommand = command{
 	name:  "explain",
-	usage: "[--skill DIR]... [--work-dir D] [--policy FILE] [--policy-json JSON] [--json]",
+	usage: "",
 	summary: `Show the skills, the merged permissions (and which skill each entry came
 from) and what the sandbox will allow.`,
 	setup: func(fs *flag.FlagSet) func([]string) error {

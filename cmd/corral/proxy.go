@@ -84,7 +84,7 @@ func denialSummary(a *netns.Audit) string {
 
 var proxyCommand = command{
 	name:  "proxy",
-	usage: "[--skill DIR]... --listen ADDR [--policy FILE] [--agent ID] [--audit-log FILE] [--resolve NAME=ADDR]...",
+	usage: "",
 	summary: `Run the egress proxy alone (for containers and macOS): HTTP and CONNECT
 on ADDR, allowing what the skills' network.allow allows. Ends on SIGINT or
 SIGTERM.`,

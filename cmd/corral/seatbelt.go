@@ -16,7 +16,7 @@ import (
 
 var seatbeltCommand = command{
 	name:  "seatbelt",
-	usage: "[--skill DIR]... [--work-dir D] [--data-dir D] [--policy FILE] [--proxy-port N] [--inline] [--json]",
+	usage: "",
 	summary: `Print the macOS Seatbelt profile (SBPL) of the skills' permissions.
 It is what corral exec enforces on macOS through sandbox-exec. User paths
 are parameters, listed at the top: pass each to sandbox-exec as

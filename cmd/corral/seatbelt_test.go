@@ -123,7 +123,7 @@ func TestSeatbeltCommand(t *testing.T) {
 		{"port too big", []string{"--proxy-port", "65536"}, "must be a port number"},
 		{"no such skill", []string{"--skill", filepath.Join(dir, "nope")}, "corral seatbelt: "},
 		{"extra argument", []string{"extra"}, `unexpected arguments ["extra"]`},
-		{"unknown flag", []string{"--nope"}, "flag provided but not defined"},
+		{"unknown flag", []string{"--nope"}, "unknown flag --nope"},
 		{"unknown service", []string{"--skill", writeSkillFile(t, "name: cam\ndescription: x\npermissions:\n  services:\n    camera: {access: read}\n")}, `"camera" is not a service corral knows`},
 		{"bad access", []string{"--skill", writeSkillFile(t, "name: note\ndescription: x\npermissions:\n  services:\n    notifications: {access: read}\n")}, "takes access send, full"},
 	} {

@@ -16,13 +16,12 @@ import (
 	"strings"
 	"syscall"
 
-	"corral.dev/corral"
 	"corral.dev/corral/printable"
 )
 
 var setupCommand = command{
 	name:  "setup",
-	usage: "apparmor [--print] [--path BIN] [--dir DIR]",
+	usage: "apparmor",
 	summary: `Prepare this host for corral (apparmor: allow its user namespaces).
 On Ubuntu 23.10 and later AppArmor restricts unprivileged user namespaces
 (sysctl kernel.apparmor_restrict_unprivileged_userns=1) to the programs
@@ -57,14 +56,14 @@ Exit status 0 when done, 125 when refused or failed.`,
 			}
 			// Flags after the action, as in corral setup apparmor --print.
 			sub := flag.NewFlagSet("corral setup apparmor", flag.ContinueOnError)
-			sub.SetOutput(fs.Output())
-			sub.Usage = fs.Usage
+			sub.SetOutput(io.Discard)
 			o.register(sub)
 			if err := sub.Parse(args[1:]); err != nil {
 				if errors.Is(err, flag.ErrHelp) {
+					fs.Usage()
 					return nil
 				}
-				return &exitError{Code: corral.ExitFailed} // flag said why
+				return failed(fmt.Errorf("%s (see 'corral setup -h')", flagError(sub, err)))
 			}
 			if sub.NArg() > 0 {
 				return failed(fmt.Errorf("unexpected argument %q after apparmor", sub.Arg(0)))

@@ -186,7 +186,7 @@ func TestSetupAppArmorArgs(t *testing.T) {
 		}
 	}
 	code, out, _ := runCaptured(t, "help", "setup")
-	if code != 0 || !strings.Contains(out, "usage: corral setup apparmor [--print] [--path BIN] [--dir DIR]") || !strings.Contains(out, "-print") {
+	if code != 0 || !strings.Contains(out, "usage: corral setup [--dir DIR] [--path BIN] [--print] apparmor") || !strings.Contains(out, "-print") {
 		t.Errorf("help setup: exit %d:\n%s", code, out)
 	}
 	setupEuid = func() int { return 1000 }
