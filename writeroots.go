@@ -24,10 +24,26 @@ func createWriteRoots(s *Skills) ([]string, error) {
 		made, err := mkdirNoFollow(r.root, r.dir)
 		created = append(created, made...)
 		if err != nil {
-			return created, fmt.Errorf("creating %s for %s: %w", r.dir, r.glob, err)
+			err = fmt.Errorf("creating %s for %s: %w", r.dir, r.glob, err)
+			if r.root == s.Vars.DataDir {
+				err = fmt.Errorf("%w; skills' $DATA_DIR folders live in %s, which this user cannot make or write%s: pass --data-dir DIR (or set XDG_DATA_HOME) with a folder this user can write", err, r.root, dataDirOrigin())
+			}
+			return created, err
 		}
 	}
 	return created, nil
+}
+
+// dataDirOrigin says why the default data dir is where it is, when the
+// environment explains it.
+func dataDirOrigin() string {
+	switch {
+	case strings.HasPrefix(os.Getenv("XDG_DATA_HOME"), "/"):
+		return " ($XDG_DATA_HOME/corral)"
+	case os.Getenv("HOME") == "":
+		return " (HOME is unset, so the default $HOME/.local/share/corral fell back to a home that does not exist)"
+	}
+	return ""
 }
 
 func (s *Skills) writeRoots() []writeRoot {

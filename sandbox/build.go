@@ -137,6 +137,7 @@ func BuildPlan(p policyengine.Permissions, spec Spec, facts *Facts) (*Plan, erro
 	b.protected()
 	b.devices()
 	b.env()
+	b.privateHome()
 	b.plan.Seccomp = seccomp.Rules(restricted)
 	b.workDir()
 	b.finishMounts()
@@ -370,6 +371,45 @@ func (b *builder) writableRoots() []string {
 		}
 	}
 	return roots
+}
+
+// privateHomeWhy is the private HOME's Mount.Why and PathRule.From.
+const privateHomeWhy = "private HOME (no grant covers it; gone after the run)"
+
+// privateHome gives the command a HOME it can write when no grant covers
+// the real one: a fresh tmpfs at the same path, gone after the run.
+// Tools write ~/.cache, ~/.npm or ~/.config as a matter of course and
+// fail where HOME does not exist; nothing written there reaches the
+// host's home, so no startup file or tool config can persist. Grants
+// inside HOME are bound on top of it. A HOME that is /, the work dir, in
+// or above a system folder (/usr, /etc, /var, ...), or inside /proc,
+// /dev, /sys or /run is left as it is.
+func (b *builder) privateHome() {
+	home := ""
+	for _, kv := range b.plan.Env {
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+			home = v
+		}
+	}
+	if home == "" || !path.IsAbs(home) || path.Clean(home) != home || home == "/" || home == b.spec.WorkDir || b.homeGranted() {
+		return
+	}
+	for _, r := range []string{"/proc", "/dev", "/sys", "/run", "/var/run"} {
+		if isUnder(home, r) {
+			return
+		}
+	}
+	for _, r := range append(slices.Clone(programRoots), "/etc", "/var", "/lib", "/lib64", "/lib32", "/srv", "/nix", "/snap", "/boot") {
+		if isUnder(r, home) || isUnder(home, r) {
+			return
+		}
+	}
+	b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountTmpfs, Target: home, NoExec: b.plan.Exec.Restricted, Why: privateHomeWhy})
+	exec := uint64(fsExecute)
+	if b.plan.Exec.Restricted {
+		exec = 0
+	}
+	b.plan.Landlock.Rules = append(b.plan.Landlock.Rules, PathRule{Path: home, Access: (writeRights | exec) & b.plan.Landlock.HandledFS, From: privateHomeWhy})
 }
 
 // workDir makes sure the work dir exists in the new root, so the command

@@ -491,3 +491,74 @@ func TestPlanRootGrantWithAllowlist(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanPrivateHome: a HOME no grant covers is a fresh tmpfs at the same
+// path (tools write ~/.cache as a matter of course), writable, noexec
+// with an exec list; a granted HOME is the real one, and a HOME that is
+// /, the work dir or a system folder is left alone. The landlock tier,
+// which has no mounts, drops the rule with the mount.
+func TestPlanPrivateHome(t *testing.T) {
+	plan := func(t *testing.T, perms policyengine.Permissions, home string, tier Tier) *Plan {
+		t.Helper()
+		facts := fakeFacts([]string{"/ws", "/home/u", "/home/u/proj"}, nil, "sh")
+		p, err := BuildPlan(perms, Spec{Argv: []string{"sh"}, WorkDir: "/ws", Env: []string{"HOME=" + home}, Tier: tier}, facts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	p := plan(t, policyengine.Permissions{}, "/home/u", TierNamespaces)
+	m, ok := findMount(p, MountTmpfs, "/home/u")
+	r, rok := findRule(p, "/home/u")
+	if !ok || !rok || r.Access&fsWriteFile == 0 || r.Access&fsMakeReg == 0 || m.NoExec {
+		t.Errorf("ungranted HOME: mount %+v (%v), rule %+v (%v); want a writable private tmpfs", m, ok, r, rok)
+	}
+	restricted := policyengine.Permissions{Exec: entries("sh"), ExecDeclared: []string{"t"}, Write: entries("/home/u/proj/**")}
+	p = plan(t, restricted, "/home/u", TierNamespaces)
+	if m, ok := findMount(p, MountTmpfs, "/home/u"); !ok || !m.NoExec {
+		t.Errorf("HOME with an exec list: %+v (%v); want a noexec tmpfs", m, ok)
+	}
+	if r, _ := findRule(p, "/home/u"); r.Access&fsExecute != 0 {
+		t.Errorf("HOME with an exec list is executable: %+v", r)
+	}
+	// The grant inside HOME is bound after (on top of) the tmpfs.
+	tmpfsAt, bindAt := -1, -1
+	for i, m := range p.Mounts {
+		switch {
+		case m.Kind == MountTmpfs && m.Target == "/home/u":
+			tmpfsAt = i
+		case m.Kind == MountBind && m.Target == "/home/u/proj":
+			bindAt = i
+		}
+	}
+	if tmpfsAt < 0 || bindAt < tmpfsAt {
+		t.Errorf("the grant inside HOME is mount %d, the private HOME %d: the grant must come after", bindAt, tmpfsAt)
+	}
+	for _, c := range []struct {
+		name  string
+		perms policyengine.Permissions
+		home  string
+	}{
+		{"read grant", policyengine.Permissions{Read: entries("/home/u/**")}, "/home/u"},
+		{"write grant above", policyengine.Permissions{Write: entries("/home/**")}, "/home/u"},
+		{"root", policyengine.Permissions{}, "/"},
+		{"work dir", policyengine.Permissions{}, "/ws"},
+		{"system folder", policyengine.Permissions{}, "/usr/lib"},
+		{"above a system folder", policyengine.Permissions{}, "/opt/.."},
+		{"run", policyengine.Permissions{}, "/run/u"},
+		{"relative", policyengine.Permissions{}, "home"},
+	} {
+		p := plan(t, c.perms, c.home, TierNamespaces)
+		for _, m := range p.Mounts {
+			if m.Why == privateHomeWhy {
+				t.Errorf("%s: HOME=%s got a private tmpfs", c.name, c.home)
+			}
+		}
+	}
+	p = plan(t, policyengine.Permissions{}, "/home/u", TierLandlock)
+	for _, r := range p.Landlock.Rules {
+		if r.From == privateHomeWhy {
+			t.Errorf("landlock tier: the real HOME got the private HOME's rule %+v", r)
+		}
+	}
+}

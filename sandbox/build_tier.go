@@ -40,7 +40,7 @@ func (b *builder) landlockTier() {
 		tmp = "(a folder made for the run)"
 	}
 	p.Landlock.Rules = slices.DeleteFunc(p.Landlock.Rules, func(r PathRule) bool {
-		return r.From == "private /tmp" || r.From == "private /dev/shm"
+		return r.From == "private /tmp" || r.From == "private /dev/shm" || r.From == privateHomeWhy
 	})
 	exec := uint64(fsExecute)
 	if p.Exec.Restricted {

@@ -95,3 +95,31 @@ func TestBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestDataDirHint: a skill's $DATA_DIR that cannot be made (a home the
+// user cannot write, or no HOME at all) stops the run with one line that
+// says where it was to be and how to choose another place.
+func TestDataDirHint(t *testing.T) {
+	users(t, func(t *testing.T, u user) {
+		work := newDir(t, u, "work")
+		sk := writeSkill(t, newDir(t, asSelf, "skills"), "keeps-data", "  fs:\n    write: [\"$DATA_DIR/**\"]\n")
+		home := newDir(t, asSelf, "home") // not the user's: root-owned, 0755
+		for _, env := range [][]string{homeEnv(home + "/sub"), append(homeEnv(home), "XDG_DATA_HOME="+home+"/xdg")} {
+			r := u.run(t, runOpts{args: []string{"exec", "--work-dir", work, "--skill", sk, "--", "true"}, dir: work, env: env})
+			if !u.unpriv {
+				continue // root can make it anywhere
+			}
+			if r.code != 125 || !strings.Contains(r.stderr, "pass --data-dir DIR (or set XDG_DATA_HOME)") {
+				t.Errorf("an unwritable data dir: exit %d, want 125 and the hint:\n%s", r.code, r)
+			}
+		}
+		if !u.unpriv {
+			return
+		}
+		data := newDir(t, u, "data")
+		r := u.run(t, runOpts{args: []string{"exec", "--work-dir", work, "--data-dir", data, "--skill", sk, "--", "true"}, dir: work, env: homeEnv(home + "/sub")})
+		if r.code != 0 {
+			t.Errorf("with --data-dir: exit %d:\n%s", r.code, r)
+		}
+	})
+}

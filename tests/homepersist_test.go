@@ -5,6 +5,7 @@ package tests
 import (
 	"encoding/json"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -557,6 +558,43 @@ echo 'touch /tmp/x' > .fzf.bash; printf '[hooks]\npre-commit = touch /tmp/x\n' >
 		}
 		if got := readFile(t, filepath.Join(home, ".gnupg/gpg.conf")); strings.Contains(got, "agent-program") {
 			t.Errorf("the command appended to ~/.gnupg/gpg.conf:\n%s", got)
+		}
+	})
+}
+
+// TestHomePrivateWhenUngranted: with no grant on $HOME, the command gets
+// a HOME it can write (tools write ~/.cache, ~/.npm, ~/.config as a
+// matter of course, and failed where HOME did not exist), and nothing it
+// writes there, startup files included, reaches the host's home.
+func TestHomePrivateWhenUngranted(t *testing.T) {
+	users(t, func(t *testing.T, u user) {
+		attack(t, "persistence", "write ~/.bashrc, ~/.profile, ~/.gitconfig and ~/.config/git/config into a private HOME")
+		// Not in /tmp, where the private /tmp would stand in for it.
+		if !isRoot {
+			t.Skip("needs a home folder outside /tmp: made in /home, as root")
+		}
+		home, err := os.MkdirTemp("/home", "corral-e2e-home-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(home) })
+		os.Chmod(home, 0o755)
+		writeFile(t, filepath.Join(home, ".bashrc"), "# the user's\n", 0o644)
+		own(t, u, home)
+		work := newDir(t, u, "work")
+		before := snapshot(t, home)
+		r := runScriptArgs(t, u, work, homeEnv(home), nil, `
+set -e
+mkdir -p "$HOME/.cache/tool" "$HOME/.config/git"
+echo cached > "$HOME/.cache/tool/x"; cat "$HOME/.cache/tool/x"
+echo 'touch /tmp/pwned' > "$HOME/.bashrc"; echo 'touch /tmp/pwned' > "$HOME/.profile"
+printf '[core]\n\tpager = touch /tmp/pwned\n' > "$HOME/.gitconfig"; cp "$HOME/.gitconfig" "$HOME/.config/git/config"
+echo home="$HOME"`)
+		if r.code != 0 || !strings.Contains(r.stdout, "cached") {
+			t.Errorf("writing in HOME: exit %d, want 0:\n%s", r.code, r)
+		}
+		if got := snapshot(t, home); !maps.Equal(before, got) {
+			t.Errorf("the host's home changed:\nbefore %v\nafter  %v\n%s", before, got, r)
 		}
 	})
 }

@@ -140,6 +140,17 @@ static int read_only_tmpfs(const struct mount_step *m) {
 	return m->kind == CORRAL_MOUNT_TMPFS && strcmp(m->target, "/dev") == 0;
 }
 
+// tmpfs_options are the mount options of the private tmpfs m: /tmp and
+// /dev/shm are shared by every process as on any host (sticky, 1777); a
+// private HOME is its owner's alone (0700, as ssh and others expect).
+static const char *tmpfs_options(const struct mount_step *m) {
+	if (read_only_tmpfs(m))
+		return "mode=0755";
+	if (strcmp(m->target, "/tmp") == 0 || strcmp(m->target, "/dev/shm") == 0)
+		return "mode=1777";
+	return "mode=0700";
+}
+
 // ro_above reports whether the folder that holds mount i's target is
 // read-only in the sandbox by the plan: the nearest mount placed above it
 // is a read-only bind or the private /dev, or there is none and it is the
@@ -519,7 +530,7 @@ void corral_setup_staging(struct plan *pl) {
 		case CORRAL_MOUNT_TMPFS:
 			mkdir_p(target, 0755);
 			if (mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV | (m->noexec ? MS_NOEXEC : 0),
-				  read_only_tmpfs(m) ? "mode=0755" : "mode=1777") < 0)
+				  tmpfs_options(m)) < 0)
 				corral_fail("mounts", errno, "tmpfs on %s", m->target);
 			own_tmpfs_mounted(target);
 			break;
