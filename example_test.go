@@ -33,13 +33,21 @@ func ExampleLoadSkills() {
 // An agent policy caps what the skills ask for: a decision is allowed only
 // where both allow.
 func ExampleCombine() {
-	skills, _ := corral.LoadSkills([]string{"skills/web-fetch"}, corral.Dirs{WorkDir: os.TempDir()})
+	skills, err := corral.LoadSkills([]string{"skills/web-fetch"}, corral.Dirs{WorkDir: os.TempDir()})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	p, err := agentpolicy.Parse("inline", []byte(`{"url": {"default": "deny", "allow": ["https://api.example.com/*"]}}`))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	ev, _ := agentpolicy.New(agentpolicy.Stack{{Name: "invocation", Source: "inline", Policy: p}}, agentpolicy.Options{})
+	ev, err := agentpolicy.New(agentpolicy.Stack{{Name: "invocation", Source: "inline", Policy: p}}, agentpolicy.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	for _, u := range []string{"https://api.example.com/v1", "https://example.org/"} {
 		d := agentpolicy.Combine(skills.Engine.CheckURL(u), ev.CheckURL(u))
 		fmt.Println(u, d.Action)
@@ -51,7 +59,11 @@ func ExampleCombine() {
 
 // Run a command in the sandbox and collect its output.
 func ExampleRun() {
-	work, _ := os.MkdirTemp("", "corral-example")
+	work, err := os.MkdirTemp("", "corral-example")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer os.RemoveAll(work)
 	skills, err := corral.LoadSkills(nil, corral.Dirs{WorkDir: work})
 	if err != nil {
