@@ -36,12 +36,12 @@ show "$C" exec -- sh -c 'grep -E "^(Cap|NoNewPrivs|Seccomp)" /proc/self/status; 
 # script starts on 127.0.0.1 (pinned with --resolve; loopback needs its
 # preset), and nothing else.
 port=$((20000 + RANDOM % 20000))
-mkdir -p "$ws/site" "$ws/skill"
+mkdir -p "$ws/site" "$ws/demo-net"
 echo "hello through corral's proxy" > "$ws/site/index.html"
 /usr/bin/python3 -m http.server "$port" --bind 127.0.0.1 --directory "$ws/site" >/dev/null 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null || true' EXIT
-cat > "$ws/skill/SKILL.md" <<EOF
+cat > "$ws/demo-net/SKILL.md" <<EOF
 ---
 name: demo-net
 description: fetch one page from the demo server
@@ -52,7 +52,7 @@ permissions:
 ---
 EOF
 for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
-show "$C" exec --skill "$ws/skill" --resolve demo.test=127.0.0.1 -- curl -sS "http://demo.test:$port/"
-show "$C" exec --skill "$ws/skill" --resolve demo.test=127.0.0.1 -- sh -c "curl -sS -o /dev/null -w '%{http_code}\n' http://169.254.169.254/latest/meta-data/; curl -sS --noproxy '*' -m 2 http://127.0.0.1:$port/"
+show "$C" exec --skill "$ws/demo-net" --resolve demo.test=127.0.0.1 -- curl -sS "http://demo.test:$port/"
+show "$C" exec --skill "$ws/demo-net" --resolve demo.test=127.0.0.1 -- sh -c "curl -sS -o /dev/null -w '%{http_code}\n' http://169.254.169.254/latest/meta-data/; curl -sS --noproxy '*' -m 2 http://127.0.0.1:$port/"
 show cat "$ws/out/summary.txt"
 rm -rf "$ws" "$secret"

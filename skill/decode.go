@@ -38,9 +38,12 @@ func decodeFrontmatter(s *Skill, text []byte, file string, lineOffset int) error
 		return &Error{File: file, Err: errors.New("empty frontmatter: at least name and description are needed")}
 	}
 	root := doc.Content[0]
+	var nameNode *yaml.Node
 	err := d.mapping(root, "", map[string]func(*yaml.Node, string) error{
-		"name":        func(n *yaml.Node, f string) (err error) { s.Name, err = d.str(n, f); return err },
-		"description": func(n *yaml.Node, f string) (err error) { s.Description, err = d.str(n, f); return err },
+		// The Agent Skills format's fields (spec.go).
+		"name":        func(n *yaml.Node, f string) (err error) { nameNode = n; s.Name, err = d.name(n, f); return err },
+		"description": func(n *yaml.Node, f string) (err error) { s.Description, err = d.description(n, f); return err },
+		// corral's own fields.
 		"requires": func(n *yaml.Node, f string) error {
 			return d.mapping(n, f, map[string]func(*yaml.Node, string) error{
 				"bins": func(n *yaml.Node, f string) (err error) { s.Requires.Bins, err = d.names(n, f, "program"); return err },
@@ -54,25 +57,12 @@ func decodeFrontmatter(s *Skill, text []byte, file string, lineOffset int) error
 	if err != nil {
 		return err
 	}
-	if s.Name == "" {
-		return d.errorf(root, "name", "missing: every skill needs a name")
-	}
-	if !validName(s.Name) {
-		return d.errorf(root, "name", "%q is not a valid skill name (letters, digits, '.', '_' and '-', at most 64)", s.Name)
-	}
-	return nil
+	return d.required(s, root, nameNode)
 }
 
 // The validators below are plain loops rather than regular expressions:
 // package-level regexps compile at every corral start, including the
 // sandbox's init stage.
-
-func validName(s string) bool {
-	if len(s) == 0 || len(s) > 64 || !isAlnum(s[0]) {
-		return false
-	}
-	return allBytes(s, func(c byte) bool { return isAlnum(c) || c == '.' || c == '_' || c == '-' })
-}
 
 func validEnv(s string) bool {
 	s = strings.TrimSuffix(s, "*")

@@ -7,10 +7,15 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("---\n---\n"))
 	f.Add([]byte("---\na: &x [*x]\n---\n"))
 	f.Add([]byte("\xef\xbb\xbf---\r\nname: x\r\n---\r\n"))
+	f.Add([]byte("---\nname: x--y\ndescription: ' '\n---\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := Parse("SKILL.md", data)
-		if err == nil && s.Name == "" {
-			t.Fatal("a skill without a name was accepted")
+		// The folder is x, so only a skill named x can load.
+		s, err := Parse("skills/x/SKILL.md", data)
+		if err != nil {
+			return
+		}
+		if s.Name != "x" || s.Description == "" {
+			t.Fatalf("a skill breaking the Agent Skills format was accepted: name %q, description %q", s.Name, s.Description)
 		}
 	})
 }

@@ -12,9 +12,20 @@ import (
 // sharedSkills is the repository's folder of sample skills.
 const sharedSkills = "../skills"
 
+// writeSkill writes text as the SKILL.md of a new folder named x, the
+// name the tests' skills take.
 func writeSkill(t *testing.T, text string) string {
 	t.Helper()
-	dir := t.TempDir()
+	return writeSkillIn(t, "x", text)
+}
+
+// writeSkillIn writes text as the SKILL.md of a new folder named folder.
+func writeSkillIn(t *testing.T, folder, text string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), folder)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(dir, FileName), []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +71,7 @@ func TestLoadErrors(t *testing.T) {
 		{"wrong type", "---\nname: x\npermissions:\n  exec: curl\n---\n", ":4: permissions.exec: must be a list"},
 		{"wrong item type", "---\nname: x\npermissions:\n  exec: [1]\n---\n", "permissions.exec[0]: must be a string"},
 		{"missing name", "---\ndescription: d\n---\n", "name: missing"},
-		{"bad name", "---\nname: 'a b'\n---\n", "not a valid skill name"},
+		{"bad name", "---\nname: 'a b'\n---\n", ":2: name: \"a b\" breaks the Agent Skills name rule"},
 		{"port 0", "---\nname: x\npermissions:\n  network:\n    allow: ['a.com:0']\n---\n", ":5: permissions.network.allow[0]"},
 		{"port 70000", "---\nname: x\npermissions:\n  network:\n    allow: ['a.com:70000']\n---\n", "70000"},
 		{"bad host *.", "---\nname: x\npermissions:\n  network:\n    allow: ['*.:443']\n---\n", "permissions.network.allow[0]"},
@@ -120,8 +131,8 @@ func TestHugeFrontmatter(t *testing.T) {
 }
 
 func TestDuplicateNames(t *testing.T) {
-	a := writeSkill(t, "---\nname: same\n---\n")
-	b := writeSkill(t, "---\nname: same\n---\n")
+	a := writeSkillIn(t, "same", "---\nname: same\ndescription: d\n---\n")
+	b := writeSkillIn(t, "same", "---\nname: same\ndescription: d\n---\n")
 	if _, err := LoadAll([]string{a, b}); err == nil || !strings.Contains(err.Error(), "two skills are named") {
 		t.Errorf("err = %v", err)
 	}

@@ -338,10 +338,15 @@ ln id_rsa ` + work + `/k 2>/dev/null && cat ` + work + `/k; tar cf - . 2>/dev/nu
 func TestHomeSkillsAndPolicyReadOnly(t *testing.T) {
 	users(t, func(t *testing.T, u user) {
 		attack(t, "persistence", "edit the active SKILL.md, its folder, and the policy files from inside the run")
-		work := newDir(t, u, "repo")
+		// A skill whose SKILL.md is at the top of the work dir itself:
+		// the work dir is named after it, as the Agent Skills format
+		// requires of a skill's folder.
+		work := filepath.Join(newDir(t, u, "repo"), "top")
+		if err := os.Mkdir(work, 0o755); err != nil {
+			t.Fatal(err)
+		}
 		sk := writeSkill(t, filepath.Join(work, "skills"), "local", "  fs:\n    write: [\"$WORK_DIR/**\"]\n")
 		writeFile(t, filepath.Join(sk, "scripts/run.sh"), "echo hi\n", 0o755)
-		// A skill whose SKILL.md is at the top of the work dir itself.
 		writeFile(t, filepath.Join(work, "SKILL.md"), "---\nname: top\ndescription: the repository's own skill\n---\n", 0o644)
 		pol := filepath.Join(work, "corral-policy.yaml")
 		writeFile(t, pol, "permissions:\n  deny:\n    - {command: \"git push\"}\n", 0o644)

@@ -38,9 +38,15 @@ func sampleSkill(name string) string {
 	return filepath.Join("..", "..", "skills", name)
 }
 
-func writeSkillFile(t *testing.T, frontmatter string) string {
+// writeSkillFile writes a SKILL.md with frontmatter into a new folder
+// named after the skill, as the Agent Skills format requires.
+func writeSkillFile(t *testing.T, name, frontmatter string) string {
 	t.Helper()
-	dir := t.TempDir()
+	dir := filepath.Join(t.TempDir(), name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	frontmatter = "name: " + name + "\n" + frontmatter
 	if err := os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\n"+frontmatter+"---\nbody\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +110,7 @@ func TestSeatbeltCommand(t *testing.T) {
 		}
 	})
 	t.Run("warnings on stderr", func(t *testing.T) {
-		dir := writeSkillFile(t, "name: tmp-all\ndescription: x\npermissions:\n  fs:\n    write: [\"/tmp/**\"]\n  services:\n    pasteboard: {access: read}\n")
+		dir := writeSkillFile(t, "tmp-all", "description: x\npermissions:\n  fs:\n    write: [\"/tmp/**\"]\n  services:\n    pasteboard: {access: read}\n")
 		code, out, errOut := runCaptured(t, append(base, "--skill", dir)...)
 		if code != 0 || !strings.Contains(errOut, "corral seatbelt: warning: fs.write /tmp/**") || !strings.Contains(errOut, "pasteboard") {
 			t.Errorf("exit %d, stderr %q", code, errOut)
@@ -124,8 +130,8 @@ func TestSeatbeltCommand(t *testing.T) {
 		{"no such skill", []string{"--skill", filepath.Join(dir, "nope")}, "corral seatbelt: "},
 		{"extra argument", []string{"extra"}, `unexpected arguments ["extra"]`},
 		{"unknown flag", []string{"--nope"}, "unknown flag --nope"},
-		{"unknown service", []string{"--skill", writeSkillFile(t, "name: cam\ndescription: x\npermissions:\n  services:\n    camera: {access: read}\n")}, `"camera" is not a service corral knows`},
-		{"bad access", []string{"--skill", writeSkillFile(t, "name: note\ndescription: x\npermissions:\n  services:\n    notifications: {access: read}\n")}, "takes access send, full"},
+		{"unknown service", []string{"--skill", writeSkillFile(t, "cam", "description: x\npermissions:\n  services:\n    camera: {access: read}\n")}, `"camera" is not a service corral knows`},
+		{"bad access", []string{"--skill", writeSkillFile(t, "note", "description: x\npermissions:\n  services:\n    notifications: {access: read}\n")}, "takes access send, full"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, out, errOut := runCaptured(t, append(base, c.args...)...)

@@ -1,0 +1,87 @@
+package skill
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+)
+
+// The Agent Skills format (agentskills.io/specification) defines name,
+// description, license, compatibility, metadata and allowed-tools; the
+// checks below are its rules, each error naming the field and the rule.
+// corral's own fields (requires, permissions) sit beside them.
+
+// Limits the format sets, in characters.
+const (
+	maxName          = 64
+	maxDescription   = 1024
+	maxCompatibility = 500
+)
+
+// nameRule is one of the format's rules for a skill's name.
+type nameRule struct {
+	rule string // as an error states it
+	ok   func(string) bool
+}
+
+// nameRules are checked in order and the first broken one is reported.
+// The format writes the letters as a-z; its reference validator
+// (skills-ref) also takes other Unicode lower-case letters after NFKC
+// normalisation, which corral does not: the name becomes a folder
+// ($DATA_DIR) and must match one, and look-alike letters from other
+// scripts would let two skills seem to share a name.
+var nameRules = []nameRule{
+	{"only lower-case letters a-z, digits and '-'", func(s string) bool {
+		return allBytes(s, func(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' })
+	}},
+	{fmt.Sprintf("1-%d characters", maxName), func(s string) bool { return len(s) >= 1 && len(s) <= maxName }},
+	{"no '-' at the start or the end", func(s string) bool { return !strings.HasPrefix(s, "-") && !strings.HasSuffix(s, "-") }},
+	{"no '--'", func(s string) bool { return !strings.Contains(s, "--") }},
+}
+
+func (d *decoder) name(n *yaml.Node, field string) (string, error) {
+	v, err := d.str(n, field)
+	if err != nil {
+		return "", err
+	}
+	for _, r := range nameRules {
+		if !r.ok(v) {
+			return "", d.errorf(n, field, "%q breaks the Agent Skills name rule: %s", v, r.rule)
+		}
+	}
+	return v, nil
+}
+
+func (d *decoder) description(n *yaml.Node, field string) (string, error) {
+	v, err := d.str(n, field)
+	if err != nil {
+		return "", err
+	}
+	if strings.TrimSpace(v) == "" {
+		return "", d.errorf(n, field, "is empty: the Agent Skills format requires 1-%d characters saying what the skill does", maxDescription)
+	}
+	if c := utf8.RuneCountInString(v); c > maxDescription {
+		return "", d.errorf(n, field, "has %d characters, more than the Agent Skills format's %d", c, maxDescription)
+	}
+	return v, nil
+}
+
+// required checks what only the whole frontmatter shows: the required
+// fields are there, and the folder holding SKILL.md is named after the
+// skill. The folder is the one named on the command line: a symlink's
+// own name, not its target's.
+func (d *decoder) required(s *Skill, root, nameNode *yaml.Node) error {
+	if s.Name == "" {
+		return d.errorf(root, "name", "missing: the Agent Skills format requires a name")
+	}
+	if s.Description == "" {
+		return d.errorf(root, "description", "missing: the Agent Skills format requires a description of 1-%d characters", maxDescription)
+	}
+	if folder := filepath.Base(s.Dir); folder != s.Name {
+		return d.errorf(nameNode, "name", "%q breaks the Agent Skills name rule: it must match the name of the folder holding SKILL.md, %q", s.Name, folder)
+	}
+	return nil
+}

@@ -1,0 +1,69 @@
+package skill
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestFormatAccepts loads skills that keep every rule of the Agent Skills
+// format, at the edges of its limits.
+func TestFormatAccepts(t *testing.T) {
+	long := strings.Repeat("a", 64)
+	tests := []struct{ name, folder, text string }{
+		{"digits and hyphens", "pdf-processing2", "---\nname: pdf-processing2\ndescription: d\n---\n"},
+		{"a leading digit", "2fa", "---\nname: 2fa\ndescription: d\n---\n"},
+		{"64 characters", long, "---\nname: " + long + "\ndescription: d\n---\n"},
+		{"description of 1024 characters", "x", "---\nname: x\ndescription: " + strings.Repeat("d", 1024) + "\n---\n"},
+		// Characters, not bytes: 1024 two-byte letters.
+		{"description of 1024 two-byte characters", "x", "---\nname: x\ndescription: " + strings.Repeat("é", 1024) + "\n---\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Load(writeSkillIn(t, tt.folder, tt.text))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Name != tt.folder {
+				t.Errorf("name = %q", s.Name)
+			}
+		})
+	}
+}
+
+// TestFormatRules breaks each rule of the format once: the error is one
+// line naming the file, the field and the rule.
+func TestFormatRules(t *testing.T) {
+	long := strings.Repeat("a", 65)
+	tests := []struct {
+		name, folder, text string
+		want               string
+	}{
+		{"name of 65 characters", long, "---\nname: " + long + "\ndescription: d\n---\n", ":2: name: \"" + long + "\" breaks the Agent Skills name rule: 1-64 characters"},
+		{"empty name", "x", "---\nname: ''\ndescription: d\n---\n", ":2: name: \"\" breaks the Agent Skills name rule: 1-64 characters"},
+		{"upper case", "Pdf", "---\nname: Pdf\ndescription: d\n---\n", "name: \"Pdf\" breaks the Agent Skills name rule: only lower-case letters a-z, digits and '-'"},
+		{"underscore", "a_b", "---\nname: a_b\ndescription: d\n---\n", "only lower-case letters a-z, digits and '-'"},
+		{"dot", "a.b", "---\nname: a.b\ndescription: d\n---\n", "only lower-case letters a-z, digits and '-'"},
+		{"non-ASCII letter", "café", "---\nname: café\ndescription: d\n---\n", "only lower-case letters a-z, digits and '-'"},
+		{"leading hyphen", "-pdf", "---\nname: -pdf\ndescription: d\n---\n", "name: \"-pdf\" breaks the Agent Skills name rule: no '-' at the start or the end"},
+		{"trailing hyphen", "pdf-", "---\nname: pdf-\ndescription: d\n---\n", "no '-' at the start or the end"},
+		{"double hyphen", "pdf--x", "---\nname: pdf--x\ndescription: d\n---\n", "name: \"pdf--x\" breaks the Agent Skills name rule: no '--'"},
+		{"name not a string", "x", "---\nname: 12\ndescription: d\n---\n", "name: must be a string"},
+		{"folder mismatch", "other", "---\nname: x\ndescription: d\n---\n", ":2: name: \"x\" breaks the Agent Skills name rule: it must match the name of the folder holding SKILL.md, \"other\""},
+		{"missing description", "x", "---\nname: x\n---\n", "description: missing: the Agent Skills format requires a description"},
+		{"empty description", "x", "---\nname: x\ndescription: ''\n---\n", ":3: description: is empty"},
+		{"blank description", "x", "---\nname: x\ndescription: '  '\n---\n", "description: is empty"},
+		{"description of 1025 characters", "x", "---\nname: x\ndescription: " + strings.Repeat("d", 1025) + "\n---\n", "description: has 1025 characters, more than the Agent Skills format's 1024"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(writeSkillIn(t, tt.folder, tt.text))
+			if err == nil {
+				t.Fatalf("no error, want %q", tt.want)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, tt.want) || !strings.Contains(msg, "SKILL.md") || strings.Contains(msg, "\n") {
+				t.Errorf("error %q is not one line naming the file and %q", msg, tt.want)
+			}
+		})
+	}
+}
