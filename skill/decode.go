@@ -41,8 +41,11 @@ func decodeFrontmatter(s *Skill, text []byte, file string, lineOffset int) error
 	var nameNode *yaml.Node
 	err := d.mapping(root, "", map[string]func(*yaml.Node, string) error{
 		// The Agent Skills format's fields (spec.go).
-		"name":        func(n *yaml.Node, f string) (err error) { nameNode = n; s.Name, err = d.name(n, f); return err },
-		"description": func(n *yaml.Node, f string) (err error) { s.Description, err = d.description(n, f); return err },
+		"name":          func(n *yaml.Node, f string) (err error) { nameNode = n; s.Name, err = d.name(n, f); return err },
+		"description":   func(n *yaml.Node, f string) (err error) { s.Description, err = d.description(n, f); return err },
+		"license":       func(n *yaml.Node, f string) (err error) { s.License, err = d.str(n, f); return err },
+		"compatibility": func(n *yaml.Node, f string) (err error) { s.Compatibility, err = d.compatibility(n, f); return err },
+		"metadata":      func(n *yaml.Node, f string) (err error) { s.Metadata, err = d.metadata(n, f); return err },
 		// corral's own fields.
 		"requires": func(n *yaml.Node, f string) error {
 			return d.mapping(n, f, map[string]func(*yaml.Node, string) error{

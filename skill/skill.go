@@ -15,8 +15,13 @@ const FileName = "SKILL.md"
 
 // Skill is one loaded skill.
 type Skill struct {
-	Name        string
-	Description string
+	// The Agent Skills format's fields.
+	Name          string
+	Description   string
+	License       string            // a license name or a bundled file's; "" when not given
+	Compatibility string            // what the skill needs of its environment; "" when not given
+	Metadata      map[string]string // the author's own keys; nil when not given
+
 	Dir         string // absolute folder holding SKILL.md ($SKILL_DIR)
 	File        string // the SKILL.md that was read
 	Requires    Requires

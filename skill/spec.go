@@ -85,3 +85,50 @@ func (d *decoder) required(s *Skill, root, nameNode *yaml.Node) error {
 	}
 	return nil
 }
+
+func (d *decoder) compatibility(n *yaml.Node, field string) (string, error) {
+	v, err := d.str(n, field)
+	if err != nil {
+		return "", err
+	}
+	if v == "" {
+		return "", d.errorf(n, field, "is empty: the Agent Skills format wants 1-%d characters when the field is given", maxCompatibility)
+	}
+	if c := utf8.RuneCountInString(v); c > maxCompatibility {
+		return "", d.errorf(n, field, "has %d characters, more than the Agent Skills format's %d", c, maxCompatibility)
+	}
+	return v, nil
+}
+
+// metadata decodes a mapping of string keys to string values, as the
+// format defines it. A number or a boolean is refused, not turned into
+// text: YAML reads version: 1.10 as the number 1.1.
+func (d *decoder) metadata(n *yaml.Node, field string) (map[string]string, error) {
+	n = deref(n)
+	if isNull(n) {
+		return nil, nil
+	}
+	if n.Kind != yaml.MappingNode {
+		return nil, d.errorf(n, field, "must be a mapping of string keys to string values, not %s", kindName(n))
+	}
+	out := make(map[string]string, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := deref(n.Content[i]), deref(n.Content[i+1])
+		if k.Kind != yaml.ScalarNode || k.Tag != "!!str" {
+			return nil, d.errorf(k, field, "keys must be strings, not %s", kindName(k))
+		}
+		sub := join(field, k.Value)
+		if _, dup := out[k.Value]; dup {
+			return nil, d.errorf(k, sub, "defined twice")
+		}
+		if v.Kind == yaml.ScalarNode && v.Tag != "!!str" && !isNull(v) {
+			return nil, d.errorf(v, sub, "must be a string, not %s: quote it, as in %s: %q", kindName(v), k.Value, v.Value)
+		}
+		s, err := d.str(v, sub)
+		if err != nil {
+			return nil, err
+		}
+		out[k.Value] = s
+	}
+	return out, nil
+}

@@ -1,6 +1,7 @@
 package skill
 
 import (
+	"maps"
 	"strings"
 	"testing"
 )
@@ -30,6 +31,26 @@ func TestFormatAccepts(t *testing.T) {
 	}
 }
 
+// TestFormatOptionalFields loads the format's optional fields as written.
+func TestFormatOptionalFields(t *testing.T) {
+	compat := strings.Repeat("c", 500)
+	s, err := Load(writeSkill(t, "---\nname: x\ndescription: d\nlicense: Proprietary. LICENSE.txt has complete terms\ncompatibility: "+compat+"\nmetadata:\n  author: example-org\n  version: \"1.0\"\n  empty: ''\n---\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.License != "Proprietary. LICENSE.txt has complete terms" || s.Compatibility != compat {
+		t.Errorf("license %q, compatibility %q", s.License, s.Compatibility)
+	}
+	want := map[string]string{"author": "example-org", "version": "1.0", "empty": ""}
+	if !maps.Equal(s.Metadata, want) {
+		t.Errorf("metadata = %v, want %v", s.Metadata, want)
+	}
+	s, err = Load(writeSkill(t, "---\nname: x\ndescription: d\nmetadata:\n---\n"))
+	if err != nil || s.Metadata != nil || s.License != "" {
+		t.Errorf("empty metadata: %v, %+v", err, s)
+	}
+}
+
 // TestFormatRules breaks each rule of the format once: the error is one
 // line naming the file, the field and the rule.
 func TestFormatRules(t *testing.T) {
@@ -53,6 +74,18 @@ func TestFormatRules(t *testing.T) {
 		{"empty description", "x", "---\nname: x\ndescription: ''\n---\n", ":3: description: is empty"},
 		{"blank description", "x", "---\nname: x\ndescription: '  '\n---\n", "description: is empty"},
 		{"description of 1025 characters", "x", "---\nname: x\ndescription: " + strings.Repeat("d", 1025) + "\n---\n", "description: has 1025 characters, more than the Agent Skills format's 1024"},
+		{"empty compatibility", "x", "---\nname: x\ndescription: d\ncompatibility: ''\n---\n", ":4: compatibility: is empty"},
+		{"compatibility of 501 characters", "x", "---\nname: x\ndescription: d\ncompatibility: " + strings.Repeat("c", 501) + "\n---\n", "compatibility: has 501 characters, more than the Agent Skills format's 500"},
+		{"license a list", "x", "---\nname: x\ndescription: d\nlicense: [MIT]\n---\n", ":4: license: must be a string, not a list"},
+		{"metadata a list", "x", "---\nname: x\ndescription: d\nmetadata: [a]\n---\n", "metadata: must be a mapping of string keys to string values"},
+		{"metadata number", "x", "---\nname: x\ndescription: d\nmetadata:\n  version: 1.10\n---\n", `:5: metadata.version: must be a string, not float "1.10": quote it, as in version: "1.10"`},
+		{"metadata boolean", "x", "---\nname: x\ndescription: d\nmetadata: {beta: true}\n---\n", `metadata.beta: must be a string, not bool "true"`},
+		{"metadata null", "x", "---\nname: x\ndescription: d\nmetadata: {author: }\n---\n", "metadata.author: must be a string, not null"},
+		{"metadata nested", "x", "---\nname: x\ndescription: d\nmetadata:\n  author: {name: a}\n---\n", "metadata.author: must be a string, not a mapping"},
+		{"metadata list value", "x", "---\nname: x\ndescription: d\nmetadata:\n  tags: [a, b]\n---\n", "metadata.tags: must be a string, not a list"},
+		{"metadata number key", "x", "---\nname: x\ndescription: d\nmetadata:\n  1: a\n---\n", `:5: metadata: keys must be strings, not int "1"`},
+		{"metadata key twice", "x", "---\nname: x\ndescription: d\nmetadata:\n  a: b\n  a: c\n---\n", "metadata.a: defined twice"},
+		{"unknown field", "x", "---\nname: x\ndescription: d\nversion: '1'\n---\n", ":4: version: unknown field (known fields here: compatibility, description, license, metadata, name, permissions, requires)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
