@@ -46,6 +46,7 @@ func decodeFrontmatter(s *Skill, text []byte, file string, lineOffset int) error
 		"license":       func(n *yaml.Node, f string) (err error) { s.License, err = d.str(n, f); return err },
 		"compatibility": func(n *yaml.Node, f string) (err error) { s.Compatibility, err = d.compatibility(n, f); return err },
 		"metadata":      func(n *yaml.Node, f string) (err error) { s.Metadata, err = d.metadata(n, f); return err },
+		"allowed-tools": func(n *yaml.Node, f string) (err error) { s.AllowedTools, err = d.tools(n, f); return err },
 		// corral's own fields.
 		"requires": func(n *yaml.Node, f string) error {
 			return d.mapping(n, f, map[string]func(*yaml.Node, string) error{

@@ -21,6 +21,7 @@ type Skill struct {
 	License       string            // a license name or a bundled file's; "" when not given
 	Compatibility string            // what the skill needs of its environment; "" when not given
 	Metadata      map[string]string // the author's own keys; nil when not given
+	AllowedTools  []Tool            // the tools the skill pre-approves, in order (tools.go)
 
 	Dir         string // absolute folder holding SKILL.md ($SKILL_DIR)
 	File        string // the SKILL.md that was read

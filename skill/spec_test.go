@@ -85,7 +85,7 @@ func TestFormatRules(t *testing.T) {
 		{"metadata list value", "x", "---\nname: x\ndescription: d\nmetadata:\n  tags: [a, b]\n---\n", "metadata.tags: must be a string, not a list"},
 		{"metadata number key", "x", "---\nname: x\ndescription: d\nmetadata:\n  1: a\n---\n", `:5: metadata: keys must be strings, not int "1"`},
 		{"metadata key twice", "x", "---\nname: x\ndescription: d\nmetadata:\n  a: b\n  a: c\n---\n", "metadata.a: defined twice"},
-		{"unknown field", "x", "---\nname: x\ndescription: d\nversion: '1'\n---\n", ":4: version: unknown field (known fields here: compatibility, description, license, metadata, name, permissions, requires)"},
+		{"unknown field", "x", "---\nname: x\ndescription: d\nversion: '1'\n---\n", ":4: version: unknown field (known fields here: allowed-tools, compatibility, description, license, metadata, name, permissions, requires)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
