@@ -96,13 +96,14 @@ func (s *Skills) Capped(ev *agentpolicy.Evaluator) (*Skills, []string, error) {
 }
 
 // Policy loads the agent policy layers (see agentpolicy.LoadStack) and compiles
-// them for these skills. global "" skips the global file.
+// them for these skills, with the commands their allowed-tools pre-approve.
+// global "" skips the global file.
 func (s *Skills) Policy(global, project, invocation string) (*agentpolicy.Evaluator, error) {
 	stack, err := agentpolicy.LoadStack(global, project, invocation)
 	if err != nil {
 		return nil, err
 	}
-	return agentpolicy.New(stack, agentpolicy.Options{Vars: s.Vars, Skills: s.Names()})
+	return agentpolicy.New(stack, agentpolicy.Options{Vars: s.Vars, Skills: s.Names(), Preapproved: agentpolicy.Preapprovals(s.List)})
 }
 
 func (d Dirs) variables() (skill.Variables, error) {

@@ -60,6 +60,9 @@ type capLayer struct {
 type Options struct {
 	Vars   skill.Variables // expand the caps' paths
 	Skills []string        // names of the active skills, for skill_name rules
+	// Preapproved are the commands the active skills' allowed-tools
+	// pre-approve (Preapprovals): where the policy would ask, they allow.
+	Preapproved []Preapproval
 }
 
 // Evaluator decides with a Stack.
@@ -67,6 +70,7 @@ type Evaluator struct {
 	stack       Stack
 	url         *compiledURL
 	allow, deny []compiledRule
+	pre         []Preapproval
 	caps        []capLayer
 	skills      []string
 	host        policyengine.HostAddrs // nil: no address is known to be the host's
@@ -89,7 +93,7 @@ func (e *Evaluator) WithHostAddrs(h policyengine.HostAddrs) *Evaluator {
 
 // New compiles the stack.
 func New(s Stack, o Options) (*Evaluator, error) {
-	e := &Evaluator{stack: s, skills: o.Skills}
+	e := &Evaluator{stack: s, skills: o.Skills, pre: o.Preapproved}
 	for _, l := range s {
 		p := l.Policy
 		if p.URL != nil {
@@ -296,7 +300,7 @@ func (e *Evaluator) CheckTool(tool, command string) policyengine.Decision {
 	if strings.TrimSpace(command) == "" {
 		return decideTool(e.allow, e.deny, tool, e.skills)
 	}
-	d := decideCommand(e.allow, e.deny, tool, command, e.skills)
+	d := decideCommand(e.allow, e.deny, e.pre, tool, command, e.skills)
 	if d.Action == policyengine.Deny {
 		return d
 	}

@@ -7,7 +7,9 @@
 // Policies come in layers: a global file, a project file and a
 // per-invocation JSON object. The highest layer that sets a URL policy
 // replaces the lower ones whole; tool and command rules are concatenated;
-// every layer's caps apply.
+// every layer's caps apply. Below every layer, the commands the active
+// skills' allowed-tools pre-approve allow what would otherwise need
+// confirmation, and nothing more (preapproved.go).
 //
 // The file format (YAML or JSON, one schema) is published as a JSON Schema
 // in schema.json.

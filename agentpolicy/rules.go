@@ -47,6 +47,7 @@ type segment struct {
 	awords    []string
 	atext     string
 	redir     bool  // has an output redirection
+	writes    bool  // has a redirection that writes a file (not 2>&1 or /dev/null)
 	assigns   bool  // NAME=value before the program: it may run something else
 	expanding []int // indices in words the shell expands: they may be options
 	shell     bool  // sh -c or eval: allow rules look at the script's programs instead
@@ -75,6 +76,7 @@ func segments(line string) ([]segment, error) {
 			if r.Op != "<" && r.Op != "<<" && r.Op != "<<<" && r.Op != "<&" {
 				s.redir = true
 			}
+			s.writes = s.writes || writesFile(r)
 		}
 		out = append(out, s)
 	}
@@ -191,9 +193,10 @@ func plainShell(words []string) bool {
 }
 
 // decideCommand applies the rules to a shell line run by tool: a deny rule
-// on any segment denies; every segment allowed (by a rule or the built-in
-// read-only list) allows; anything else needs confirmation.
-func decideCommand(allow, deny []compiledRule, tool, line string, skills []string) policyengine.Decision {
+// on any segment denies; every segment allowed (by a rule, a skill's
+// pre-approval or the built-in read-only list) allows; anything else needs
+// confirmation.
+func decideCommand(allow, deny []compiledRule, pre []Preapproval, tool, line string, skills []string) policyengine.Decision {
 	segs, err := segments(line)
 	if errors.Is(err, policyengine.ErrUnclear) {
 		// No rule can be matched to a program that cannot be told.
@@ -227,6 +230,18 @@ func decideCommand(allow, deny []compiledRule, tool, line string, skills []strin
 					layers = append(layers, r.layer)
 				}
 				break
+			}
+		}
+		for _, p := range pre {
+			if ok {
+				break
+			}
+			if p.matches(tool, &segs[i]) {
+				ok = true
+				by = append(by, p.text())
+				if !slices.Contains(layers, p.layer()) {
+					layers = append(layers, p.layer())
+				}
 			}
 		}
 		if !ok && (tool == "" || tool == "bash" || tool == "shell") && readOnly(segs[i]) {
