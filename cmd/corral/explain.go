@@ -6,12 +6,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"corral.dev/corral/agentpolicy"
 	"corral.dev/corral/policyengine"
 	"corral.dev/corral/sandbox"
+	"corral.dev/corral/skill"
 )
 
 var explainCommand = command{
@@ -60,10 +63,29 @@ from) and what the sandbox will allow.`,
 }
 
 type skillView struct {
-	Name        string `json:"name"`
-	Description string `json:"description"`
-	File        string `json:"file"`
-	Declares    bool   `json:"declares_permissions"`
+	Name          string            `json:"name"`
+	Description   string            `json:"description"`
+	File          string            `json:"file"`
+	Declares      bool              `json:"declares_permissions"`
+	License       string            `json:"license,omitempty"`
+	Compatibility string            `json:"compatibility,omitempty"`
+	Metadata      map[string]string `json:"metadata,omitempty"`
+	AllowedTools  []toolView        `json:"allowed_tools,omitempty"`
+}
+
+// toolView is an allowed-tools entry and, in words, what it became.
+type toolView struct {
+	skill.Tool
+	Mapping string `json:"mapping"`
+}
+
+func newSkillView(s *skill.Skill) skillView {
+	v := skillView{Name: s.Name, Description: s.Description, File: s.File, Declares: s.Permissions != nil,
+		License: s.License, Compatibility: s.Compatibility, Metadata: s.Metadata}
+	for _, t := range s.AllowedTools {
+		v.AllowedTools = append(v.AllowedTools, toolView{t, t.Mapping()})
+	}
+	return v
 }
 
 // explanation is what explain prints.
@@ -101,7 +123,7 @@ func explain(l *corral.Skills, ev *agentpolicy.Evaluator, global string, tier sa
 	}
 	x.Permissions = l.Perms
 	for _, s := range l.List {
-		x.Skills = append(x.Skills, skillView{s.Name, s.Description, s.File, s.Permissions != nil})
+		x.Skills = append(x.Skills, newSkillView(s))
 	}
 	x.Summary = summarise(l.Perms)
 	spec := sandbox.Spec{WorkDir: l.Vars.WorkDir, BestEffort: true, Home: l.Vars.Home, Keep: corral.KeptPaths(l, ev, global), Tier: tier}
@@ -142,11 +164,7 @@ func (x *explanation) writeText(w io.Writer) {
 		fmt.Fprintf(w, "  (none)\n")
 	}
 	for _, s := range x.Skills {
-		note := ""
-		if !s.Declares {
-			note = "  [declares no permissions]"
-		}
-		fmt.Fprintf(w, "  %s  %s%s\n    %s\n", s.Name, s.File, note, s.Description)
+		s.writeText(w, x.Policy != nil)
 	}
 	fmt.Fprintf(w, "\nwork dir: %s\n", x.WorkDir)
 	if pv := x.Policy; pv != nil {
@@ -192,6 +210,41 @@ func (x *explanation) writeText(w io.Writer) {
 		writePlan(w, x.Plan)
 	}
 	writeProtected(w, x.Protected)
+}
+
+// writeText prints the skill, its Agent Skills fields and what each
+// allowed-tools entry became; policy says whether an agent policy is in
+// force, without which pre-approvals change no answer.
+func (s skillView) writeText(w io.Writer, policy bool) {
+	note := ""
+	if !s.Declares {
+		note = "  [declares no permissions]"
+	}
+	fmt.Fprintf(w, "  %s  %s%s\n    %s\n", s.Name, s.File, note, s.Description)
+	if s.License != "" {
+		fmt.Fprintf(w, "    license: %s\n", s.License)
+	}
+	if s.Compatibility != "" {
+		fmt.Fprintf(w, "    compatibility: %s\n", s.Compatibility)
+	}
+	if len(s.Metadata) > 0 {
+		var kv []string
+		for _, k := range slices.Sorted(maps.Keys(s.Metadata)) {
+			kv = append(kv, k+"="+s.Metadata[k])
+		}
+		fmt.Fprintf(w, "    metadata: %s\n", strings.Join(kv, ", "))
+	}
+	if len(s.AllowedTools) == 0 {
+		return
+	}
+	effect := "no agent policy is in force, so nothing asks and they change no answer"
+	if policy {
+		effect = "allowed where the agent policy would ask; never past its deny rules or caps, nor the exec list"
+	}
+	fmt.Fprintf(w, "    allowed-tools (pre-approved commands: %s):\n", effect)
+	for _, t := range s.AllowedTools {
+		fmt.Fprintf(w, "      %-28s -> %s\n", t.Entry, t.Mapping)
+	}
 }
 
 // writeProtected prints the paths kept read-only inside writable roots.
