@@ -109,7 +109,8 @@ func Load(path string) (*Skill, error) {
 	return Parse(file, data)
 }
 
-// Parse decodes the SKILL.md text data read from file.
+// Parse decodes the SKILL.md text data read from file. The folder holding
+// file must be named after the skill, as the Agent Skills format requires.
 func Parse(file string, data []byte) (*Skill, error) {
 	yamlText, body, err := splitFrontmatter(data)
 	if err != nil {

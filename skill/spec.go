@@ -1,7 +1,6 @@
 package skill
 
 import (
-	"fmt"
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
@@ -37,7 +36,7 @@ var nameRules = []nameRule{
 	{"only lower-case letters a-z, digits and '-'", func(s string) bool {
 		return allBytes(s, func(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' })
 	}},
-	{fmt.Sprintf("1-%d characters", maxName), func(s string) bool { return len(s) >= 1 && len(s) <= maxName }},
+	{"1-64 characters", func(s string) bool { return len(s) >= 1 && len(s) <= maxName }},
 	{"no '-' at the start or the end", func(s string) bool { return !strings.HasPrefix(s, "-") && !strings.HasSuffix(s, "-") }},
 	{"no '--'", func(s string) bool { return !strings.Contains(s, "--") }},
 }
