@@ -1,10 +1,8 @@
 package agentpolicy
 
 import (
-	"bytes"
+	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -77,38 +75,33 @@ func contains(l []string, s string) bool {
 }
 
 // Remember appends {command: ...} allow rules for line's segments to the
-// policy file (created if missing), keeping the rest of the file, its
-// comments included. It returns the rules added.
+// policy file (created if missing), keeping the rest of the file: a YAML
+// file keeps its comments, a JSON file stays JSON (see policyfile.go). It
+// returns the rules added.
 func Remember(file, line string) ([]string, error) {
 	cmds, err := RememberCommands(line)
 	if err != nil {
 		return nil, err
 	}
-	// Write through a symlink to the file it names, keeping its mode.
-	if real, err := filepath.EvalSymlinks(file); err == nil {
-		file = real
-	}
-	mode := os.FileMode(0o644)
-	var doc yaml.Node
-	data, err := os.ReadFile(file)
-	switch {
-	case os.IsNotExist(err):
-		data = []byte("version: 1\n")
-	case err != nil:
+	pf, err := readPolicyFile(file)
+	if err != nil {
 		return nil, err
-	default:
-		if st, err := os.Stat(file); err == nil {
-			mode = st.Mode().Perm()
-		}
 	}
+	data := pf.data
+	if pf.info == nil {
+		data = []byte("version: 1\n")
+	}
+	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("policy %s: %w", file, err)
 	}
 	var keep []byte // a blank or comment-only file's text, kept above the rules
 	if doc.Kind == 0 || len(doc.Content) == 0 {
-		keep = data
-		if len(keep) > 0 && keep[len(keep)-1] != '\n' {
-			keep = append(keep, '\n')
+		if pf.format == formatYAML {
+			keep = data
+			if len(keep) > 0 && keep[len(keep)-1] != '\n' {
+				keep = append(keep, '\n')
+			}
 		}
 		doc = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode}}}
 	} else if _, err := Parse(file, data); err != nil {
@@ -127,29 +120,31 @@ func Remember(file, line string) ([]string, error) {
 			continue
 		}
 		allow.Content = append(allow.Content, &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
-			{Kind: yaml.ScalarNode, Value: "command"}, {Kind: yaml.ScalarNode, Value: c}}})
+			strNode("command"), strNode(c)}})
 		added = append(added, c)
 	}
-	var buf bytes.Buffer
-	buf.Write(keep)
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(&doc); err != nil {
+	if len(added) == 0 {
+		return nil, nil
+	}
+	out, err := pf.encode(&doc, keep)
+	if err != nil {
 		return nil, err
 	}
-	if _, err := Parse(file, buf.Bytes()); err != nil {
+	if _, err := Parse(file, out); err != nil {
 		return nil, fmt.Errorf("remembering would break the policy: %w", err)
 	}
-	tmp := file + ".tmp"
-	if err := os.WriteFile(tmp, buf.Bytes(), mode); err != nil {
+	if pf.format == formatJSON && !json.Valid(out) {
+		return nil, fmt.Errorf("policy %s: remembering would not write JSON", file)
+	}
+	if err := pf.replace(out); err != nil {
 		return nil, err
 	}
-	if err := os.Chmod(tmp, mode); err != nil { // WriteFile's mode is masked by umask
-		os.Remove(tmp)
-		return nil, err
-	}
-	return added, os.Rename(tmp, file)
+	return added, nil
 }
+
+// strNode is a string scalar, quoted on output where YAML would read it
+// as something else ("true", "1").
+func strNode(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
 
 // child returns the value node of key in m, adding it when missing.
 func child(m *yaml.Node, key string, kind yaml.Kind) *yaml.Node {
