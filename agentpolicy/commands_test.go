@@ -1,6 +1,7 @@
 package agentpolicy
 
 import (
+	"strings"
 	"testing"
 
 	"corral.dev/corral/policyengine"
@@ -202,9 +203,15 @@ func TestCommandDecisionText(t *testing.T) {
 	e := project(t, "version: 1\n")
 	d := e.CheckExec("git push origin main")
 	wantDecision(t, "confirm", d, policyengine.Confirm, "", "")
-	wantContains(t, "confirm", d.Reason, `"git push origin main"`, `{command: "git push"}`, "permissions.allow")
-	d = e.CheckExec("terraform")
-	wantContains(t, "one word", d.Reason, `{command: "terraform"}`)
+	wantContains(t, "confirm", d.Reason, `"git push origin main"`, `{command_glob: "git push origin main"}`, "permissions.allow")
+	d = e.CheckExec("npm test && terraform")
+	wantContains(t, "two commands", d.Reason, `{command_glob: "npm test"}, {command_glob: "terraform"}`)
+	// Where remember would refuse, no rule is suggested.
+	d = e.CheckExec("cd sub && make")
+	wantDecision(t, "cd", d, policyengine.Confirm, "", "")
+	if strings.Contains(d.Reason, "permissions.allow") {
+		t.Errorf("cd: suggests a rule: %s", d.Reason)
+	}
 	for _, line := range []string{"echo 'unterminated", "echo $(", "> out.txt"} {
 		d := e.CheckExec(line)
 		wantDecision(t, line, d, policyengine.Deny, "", "")

@@ -65,8 +65,10 @@ type Rule struct {
 	// them too ("FOO=1 make build"): an assignment can make any program
 	// run another.
 	Command string `yaml:"command,omitempty" json:"command,omitempty"`
-	// CommandGlob matches a whole segment, and also the whole line, with
-	// * and ? (\* is a literal star).
+	// CommandGlob matches a whole segment with * and ? (\* is a literal
+	// star); a deny rule also the whole line. Allow rules see the
+	// segment's words with a word that holds a space or a quote in
+	// single quotes (quotedText), so that "echo a b" is not "echo 'a b'".
 	CommandGlob string `yaml:"command_glob,omitempty" json:"command_glob,omitempty"`
 	// SkillName limits the rule to runs where that skill is active.
 	SkillName string `yaml:"skill_name,omitempty" json:"skill_name,omitempty"`

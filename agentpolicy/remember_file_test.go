@@ -42,7 +42,7 @@ func TestRememberJSONStaysJSON(t *testing.T) {
 			data, _ := os.ReadFile(file)
 			got := jsonObject(t, data)
 			want := jsonObject(t, []byte(src))
-			want["permissions"].(map[string]any)["allow"] = []any{map[string]any{"command": "make build"}}
+			want["permissions"].(map[string]any)["allow"] = []any{map[string]any{"command_glob": "make build"}}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("file holds\n%s\nwant %v", data, want)
 			}

@@ -25,7 +25,11 @@ type compiledRule struct {
 	glob  pattern // CommandGlob, with the same * ? \* syntax as URL rules
 }
 
-func (r compiledRule) text() string {
+func (r compiledRule) text() string { return r.Rule.String() }
+
+// String writes the rule as the policy does in flow style:
+// {command: git status}.
+func (r Rule) String() string {
 	var parts []string
 	for _, f := range [][2]string{{"tool", r.Tool}, {"command", r.Command}, {"command_glob", r.CommandGlob}, {"skill_name", r.SkillName}} {
 		if f[1] != "" {
@@ -46,6 +50,8 @@ type segment struct {
 	// "LD_PRELOAD=x make"; only a rule that names the assignment does.
 	awords    []string
 	atext     string
+	qtext     string // atext with words quoted where joining loses them (quotedText): allow globs match it
+	redirects []policyengine.Redirect
 	redir     bool  // has an output redirection
 	assigns   bool  // NAME=value before the program: it may run something else
 	expanding []int // indices in words the shell expands: they may be options
@@ -66,11 +72,15 @@ func segments(line string) ([]segment, error) {
 		base := append([]string{inv.Name}, inv.Words[1:]...)
 		s := segment{words: inv.Words, base: base, text: strings.Join(inv.Words, " "), btext: strings.Join(base, " "),
 			assigns: len(inv.Assigns) > 0, expanding: inv.Expanding, shell: inv.Shell && plainShell(inv.Words)}
-		s.awords, s.atext = s.words, s.text
-		if inv.Name != "" && s.assigns {
+		s.awords, s.atext, s.qtext = s.words, s.text, quotedText(nil, inv.Words)
+		if inv.Name == "" {
+			s.qtext = quotedText(inv.Assigns, nil)
+		} else if s.assigns {
 			s.awords = append(slices.Clone(inv.Assigns), inv.Words...)
 			s.atext = strings.Join(s.awords, " ")
+			s.qtext = quotedText(inv.Assigns, inv.Words)
 		}
+		s.redirects = inv.Redirects
 		for _, r := range inv.Redirects {
 			if r.Op != "<" && r.Op != "<<" && r.Op != "<<<" && r.Op != "<&" {
 				s.redir = true
@@ -118,9 +128,11 @@ func (r compiledRule) matches(tool string, seg *segment, line string, skills []s
 	return true
 }
 
-// wordsFor are the words a rule matches: by base name, and for git
-// without its global options ("git -C . push" is "git push"), for deny
-// rules (deny is true); as written for allow rules.
+// wordsFor are the words a rule matches and the text a command_glob
+// matches: by base name, and for git without its global options ("git -C
+// . push" is "git push"), for deny rules (deny is true); as written for
+// allow rules, the text with words quoted where a space or quote in a
+// word would otherwise let the rule match other words.
 func (s *segment) wordsFor(deny bool) ([]string, string) {
 	if s == nil {
 		return nil, ""
@@ -132,7 +144,7 @@ func (s *segment) wordsFor(deny bool) ([]string, string) {
 		}
 		return s.base, s.btext
 	}
-	return s.awords, s.atext
+	return s.awords, s.qtext
 }
 
 // gitValueOptions are git's global options that take a separate value.
@@ -234,14 +246,17 @@ func decideCommand(allow, deny []compiledRule, tool, line string, skills []strin
 			by = append(by, "the built-in read-only list")
 		}
 		if !ok {
-			unsure = append(unsure, segs[i].atext)
+			unsure = append(unsure, segs[i].qtext)
 		}
 	}
 	if len(unsure) > 0 {
-		suggest, _ := RememberCommands(unsure[0])
 		hint := "ask the user"
-		if len(suggest) > 0 {
-			hint += fmt.Sprintf(", or add {command: %q} to permissions.allow", suggest[0])
+		if rules, err := RememberRules(line); err == nil && len(rules) > 0 {
+			var add []string
+			for _, r := range rules {
+				add = append(add, fmt.Sprintf("{command_glob: %q}", r.CommandGlob))
+			}
+			hint += fmt.Sprintf(", or add %s to permissions.allow (what corral policy remember stores)", strings.Join(add, ", "))
 		}
 		return policyengine.Decision{Action: policyengine.Confirm,
 			Reason: fmt.Sprintf("no rule allows %q: %s", strings.Join(unsure, "; "), hint)}
