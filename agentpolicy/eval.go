@@ -59,7 +59,7 @@ type capLayer struct {
 // Options are what an Evaluator needs beyond the policy.
 type Options struct {
 	Vars   skill.Variables // expand the caps' paths
-	Skills []string        // names of the active skills, for skill_name rules
+	Skills []string        // names of the active skills, for skill_name rules (but in skill_load questions)
 }
 
 // Evaluator decides with a Stack.
@@ -291,8 +291,12 @@ func (e *Evaluator) CheckRequest(method, rawURL, host string, port int) policyen
 	return e.checkParsed(u, true)
 }
 
-// CheckTool decides a tool use; command is its shell line, if any.
+// CheckTool decides a tool use; command is its shell line, if any, or
+// for SkillLoad the name of the skill to load.
 func (e *Evaluator) CheckTool(tool, command string) policyengine.Decision {
+	if tool == SkillLoad {
+		return decideSkillLoad(e.allow, e.deny, strings.TrimSpace(command))
+	}
 	if strings.TrimSpace(command) == "" {
 		return decideTool(e.allow, e.deny, tool, e.skills)
 	}

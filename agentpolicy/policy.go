@@ -70,7 +70,9 @@ type Rule struct {
 	// segment's words with a word that holds a space or a quote in
 	// single quotes (quotedText), so that "echo a b" is not "echo 'a b'".
 	CommandGlob string `yaml:"command_glob,omitempty" json:"command_glob,omitempty"`
-	// SkillName limits the rule to runs where that skill is active.
+	// SkillName limits the rule to one skill: for a skill_load question
+	// (SkillLoad), the skill being loaded; for any other tool use, runs
+	// where that skill is active.
 	SkillName string `yaml:"skill_name,omitempty" json:"skill_name,omitempty"`
 }
 

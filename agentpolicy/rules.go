@@ -265,6 +265,37 @@ func decideCommand(allow, deny []compiledRule, tool, line string, skills []strin
 		Reason: fmt.Sprintf("every command of %q is allowed (%s)", norm, strings.Join(by, "; "))}
 }
 
+// SkillLoad is the tool that loads a skill. Its argument is the name of
+// the skill to load, not a command line; a rule's skill_name is matched
+// against that name, not against the active skills, so that
+// {tool: skill_load, skill_name: X} decides whether X may be loaded
+// whatever is active already.
+const SkillLoad = "skill_load"
+
+// decideSkillLoad applies the rules to loading skill name: rules without
+// command or command_glob, for skill_load or any tool, whose skill_name
+// is empty or name.
+func decideSkillLoad(allow, deny []compiledRule, name string) policyengine.Decision {
+	if name == "" {
+		return policyengine.Decision{Action: policyengine.Deny, Reason: "skill_load without a skill name: nothing to decide"}
+	}
+	loading := []string{name}
+	for _, r := range deny {
+		if r.Command == "" && r.CommandGlob == "" && r.matches(SkillLoad, nil, "", loading, false) {
+			return policyengine.Decision{Action: policyengine.Deny, Rule: "permissions.deny " + r.text(), Layer: r.layer,
+				Reason: fmt.Sprintf("loading skill %s is denied by the %s policy's rule %s", name, r.layer, r.text())}
+		}
+	}
+	for _, r := range allow {
+		if r.Command == "" && r.CommandGlob == "" && r.matches(SkillLoad, nil, "", loading, false) {
+			return policyengine.Decision{Action: policyengine.Allow, Rule: "permissions.allow " + r.text(), Layer: r.layer,
+				Reason: fmt.Sprintf("loading skill %s is allowed by the %s policy's rule %s", name, r.layer, r.text())}
+		}
+	}
+	return policyengine.Decision{Action: policyengine.Confirm,
+		Reason: fmt.Sprintf("no rule allows loading skill %s: ask the user, or add {tool: %s, skill_name: %s} to permissions.allow", name, SkillLoad, name)}
+}
+
 // decideTool applies the rules to a tool used without a command line.
 func decideTool(allow, deny []compiledRule, tool string, skills []string) policyengine.Decision {
 	for _, r := range deny {
