@@ -92,8 +92,8 @@ func New(s Stack, o Options) (*Evaluator, error) {
 	e := &Evaluator{stack: s, skills: o.Skills}
 	for _, l := range s {
 		p := l.Policy
-		if p.URL != nil {
-			c := compileURL(p.URL, l.label())
+		if u := p.urlPolicy(); u != nil {
+			c := compileURL(u, l.label())
 			e.url = &c // the highest layer that sets it replaces the lower ones
 		}
 		for _, list := range []struct {
@@ -343,13 +343,13 @@ func (e *Evaluator) Layers() []LayerInfo {
 	for _, l := range e.stack {
 		p := l.Policy
 		var parts []string
-		if p.URL != nil {
-			def := p.URL.Default
+		if u := p.urlPolicy(); u != nil {
+			def := u.Default
 			if def == "" {
 				def = "deny"
 			}
 			parts = append(parts, fmt.Sprintf("URL policy (default %s, %d allow, %d deny, %d allow_override, %d deny_override)",
-				def, len(p.URL.Allow), len(p.URL.Deny), len(p.URL.AllowOverride), len(p.URL.DenyOverride)))
+				def, len(u.Allow), len(u.Deny), len(u.AllowOverride), len(u.DenyOverride)))
 		}
 		if n := len(p.Permissions.Allow) + len(p.Permissions.Deny); n > 0 {
 			parts = append(parts, fmt.Sprintf("%d allow and %d deny tool/command rules", len(p.Permissions.Allow), len(p.Permissions.Deny)))

@@ -51,6 +51,9 @@ func FuzzParse(f *testing.F) {
 	f.Add(existingPolicy)
 	f.Add(capsPolicy)
 	f.Add("url: {deny: ['preset:loopback']}\n")
+	f.Add("url_policy: {allow: ['https://a.example/*']}\n")
+	f.Add(`{"url_policy": {"default": "allow"}, "url": {}}`)
+	f.Add("permissions:\n  allow: [{tool: skill_load, skill_name: web-fetch}, {command_glob: \"git commit -m 'a b'\"}]\n")
 	f.Fuzz(func(t *testing.T, src string) {
 		p, err := Parse("fuzz.yaml", []byte(src))
 		if err != nil {

@@ -32,6 +32,9 @@ type Policy struct {
 	Version int `yaml:"version,omitempty" json:"version,omitempty"`
 	// URL is the URL policy; nil means this layer does not set one.
 	URL *URLPolicy `yaml:"url,omitempty" json:"url,omitempty"`
+	// URLAlias is the URL policy under the name the policy seeds give it,
+	// url_policy. Parse moves it to URL; setting both is an error.
+	URLAlias *URLPolicy `yaml:"url_policy,omitempty" json:"url_policy,omitempty"`
 	// Permissions are the tool and command rules.
 	Permissions Rules `yaml:"permissions,omitempty" json:"permissions,omitempty"`
 	// Caps narrow what skills may be granted; nil means no cap.
@@ -140,14 +143,28 @@ func Parse(name string, data []byte) (*Policy, error) {
 	if err := p.validate(); err != nil {
 		return nil, fmt.Errorf("policy %s: %w", name, err)
 	}
+	if p.URLAlias != nil {
+		p.URL, p.URLAlias = p.URLAlias, nil
+	}
 	return &p, nil
+}
+
+// urlPolicy is the layer's URL policy, under either name.
+func (p *Policy) urlPolicy() *URLPolicy {
+	if p.URL != nil {
+		return p.URL
+	}
+	return p.URLAlias
 }
 
 func (p *Policy) validate() error {
 	if p.Version != 0 && p.Version != 1 {
 		return fmt.Errorf("version %d: only version 1 exists", p.Version)
 	}
-	if u := p.URL; u != nil {
+	if p.URL != nil && p.URLAlias != nil {
+		return errors.New("url and url_policy are one key (url_policy is the policy seeds' name for url): write one")
+	}
+	if u := p.urlPolicy(); u != nil {
 		switch u.Default {
 		case "", "allow", "deny":
 		default:
