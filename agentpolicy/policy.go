@@ -11,6 +11,14 @@
 //
 // The file format (YAML or JSON, one schema) is published as a JSON Schema
 // in schema.json.
+//
+// Remember is the "remember" answer to a confirm: it adds the approved
+// command line to a policy file as allow rules that match exactly the
+// approved commands, and refuses a line where no rule could, since a
+// remembered rule wider than the approval (a bare program for a
+// subcommand, cd, a wrapper, an expansion) would let an agent run what
+// nobody approved. It rewrites the file in its own format, atomically,
+// never through a symbolic link.
 package agentpolicy
 
 import (
