@@ -64,8 +64,20 @@ var wrapperPrograms = map[string]bool{"sudo": true, "doas": true, "env": true, "
 
 // expandable are the characters a word may not hold even quoted: unquoted,
 // the shell expands them, and corral reads a quoted and an unquoted word
-// alike, so a rule holding one would also match its expansion.
-const expandable = "$`*?[]{}~"
+// alike, so a rule holding one would also match its expansion. A ~ counts
+// where it would start a home folder (tildeLiteral).
+const expandable = "$`*?[]{}"
+
+// expansionAt is the index of the first character of w that would be an
+// expansion unquoted, or -1.
+func expansionAt(w string) int {
+	for i := 0; i < len(w); i++ {
+		if strings.IndexByte(expandable, w[i]) >= 0 || w[i] == '~' && !tildeLiteral(w[:i]) {
+			return i
+		}
+	}
+	return -1
+}
 
 // RememberRules are the allow rules a "remember" answer adds for line:
 // one {command_glob} for each command that needs a rule (the built-in
@@ -77,8 +89,8 @@ const expandable = "$`*?[]{}~"
 //   - is a builtin that changes the shell for the commands after it (cd,
 //     export, set, alias, ...) or runs other code (eval, source, exec, ...),
 //   - is a wrapper (sudo, env, timeout, xargs, sh -c, ...),
-//   - holds an expansion ($VAR, $(...), backquotes, globs, braces, ~),
-//     even quoted,
+//   - holds an expansion ($VAR, $(...), backquotes, globs, braces, a ~
+//     that starts a home folder), even quoted,
 //   - reads a pipe or a redirection: its input would not be in the rule,
 //   - writes to a file by redirection (2>&1 and >/dev/null are kept out
 //     of the rule, since they write nothing),
@@ -126,7 +138,7 @@ func exactRules(segs []segment, line string) ([]Rule, error) {
 			return nil, notExact("%s runs another program, which corral checks as a command of its own: a rule for that program would allow it without %s; remember stores no wrappers (write the rules by hand if you mean both)", name, name)
 		}
 		for _, w := range c.words {
-			if i := strings.IndexAny(w, expandable); i >= 0 {
+			if i := expansionAt(w); i >= 0 {
 				return nil, notExact("the word %q holds %c, which corral cannot tell from an expansion (%s)", w, w[i], whyNotPlain(w[i]))
 			}
 		}

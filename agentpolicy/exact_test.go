@@ -71,6 +71,9 @@ func TestRememberRulesExact(t *testing.T) {
 		{"./target/release/app --flag", []string{"./target/release/app --flag"}},
 		{"/usr/bin/make", []string{"/usr/bin/make"}},
 		{"true", []string{"true"}},
+		{"git reset --soft HEAD~1", []string{"git reset --soft HEAD~1"}},
+		{"git rebase -i HEAD^", []string{"git rebase -i HEAD^"}},
+		{"./tool --name=café", []string{"./tool --name=café"}},
 	} {
 		got, err := RememberRules(tt.line)
 		if err != nil || !slices.Equal(globsOf(got), tt.want) {
@@ -136,6 +139,9 @@ func TestRememberRulesRefused(t *testing.T) {
 		{"rm x?", "pattern"},
 		{"cp x{,.bak}", "braces"},
 		{"cat ~/.netrc | wc -l", "~ expands"},
+		{"make PREFIX=~/x", "~ expands"},
+		{"PATH=/a:~/bin make", "~ expands"},
+		{"cat '~/.netrc' | wc -l", "holds ~"},
 		{`make a\ b`, "backslash"},
 		// Input: a rule would allow any.
 		{"cat x.py | python3", "python3 reads the output"},

@@ -32,8 +32,11 @@ var plainUnquoted = func() (t [256]bool) {
 	for c := '0'; c <= '9'; c++ {
 		t[c] = true
 	}
-	for _, c := range "_./:,+@%-=" {
+	for _, c := range "_./:,+@%-=^" {
 		t[c] = true
+	}
+	for c := 0x80; c < 0x100; c++ {
+		t[c] = true // bytes of UTF-8 text: word characters to the shell
 	}
 	return t
 }()
@@ -221,6 +224,9 @@ func (r *plainReader) word(cur *plainCommand) error {
 			b.WriteString(part)
 			r.i += end + 2
 			quoted = true
+		case c == '~' && tildeLiteral(b.String()):
+			b.WriteByte(c)
+			r.i++
 		case plainUnquoted[c]:
 			if c == '=' && !quoted && !assign && b.Len() > 0 && isName(b.String()) {
 				assign = true
@@ -274,4 +280,11 @@ func isName(s string) bool {
 func isAssignment(w string) bool {
 	name, _, ok := strings.Cut(w, "=")
 	return ok && isName(name)
+}
+
+// tildeLiteral reports whether a ~ after before is itself, not the start
+// of a home folder: it does not start the word or follow = or :, where
+// bash expands it (PATH=~/bin, --prefix=~/x, a:~/b).
+func tildeLiteral(before string) bool {
+	return before != "" && !strings.HasSuffix(before, "=") && !strings.HasSuffix(before, ":")
 }
