@@ -6,8 +6,6 @@ import (
 	"path"
 	"slices"
 	"strings"
-
-	"corral.dev/corral/policyengine"
 )
 
 // A "remember" answer stores what the user approved and nothing wider:
@@ -60,7 +58,7 @@ var wrapperPrograms = map[string]bool{"sudo": true, "doas": true, "env": true, "
 	"flock": true, "unbuffer": true, "watch": true, "busybox": true, "ksh": true, "mksh": true, "ash": true,
 	"toybox": true, "fish": true, "csh": true, "tcsh": true, "rbash": true, "yash": true, "posh": true,
 	"script": true, "su": true, "runuser": true, "chrt": true, "strace": true, "ltrace": true, "nsenter": true,
-	"unshare": true, "systemd-run": true, "pkexec": true, "find": false}
+	"unshare": true, "systemd-run": true, "pkexec": true}
 
 // expandable are the characters a word may not hold even quoted: unquoted,
 // the shell expands them, and corral reads a quoted and an unquoted word
@@ -149,7 +147,7 @@ func exactRules(segs []segment, line string) ([]Rule, error) {
 	var rules []Rule
 	for i := range segs {
 		s, c := &segs[i], cmds[i]
-		if !slices.Equal(s.awords, c.words) || s.shell || len(s.expanding) > 0 || !sameRedirects(s.redirects, c.redirects) {
+		if !slices.Equal(s.awords, c.words) || s.shell || len(s.expanding) > 0 || !slices.Equal(s.redirects, c.redirects) {
 			return nil, notExact("corral reads %q otherwise than it is written", strings.Join(c.words, " "))
 		}
 		if readOnly(*s) {
@@ -165,8 +163,6 @@ func exactRules(segs []segment, line string) ([]Rule, error) {
 	}
 	return rules, nil
 }
-
-func sameRedirects(a, b []policyengine.Redirect) bool { return slices.Equal(a, b) }
 
 // globLiteral is a command_glob that matches s and nothing else.
 func globLiteral(s string) string {
