@@ -184,7 +184,7 @@ func (r *plainReader) redirect(cur *plainCommand) error {
 		return err
 	}
 	target := w.words[0]
-	dup := op == ">&" && (target == "-" || strings.Trim(target, "0123456789") == "")
+	dup := op == ">&" && target != "" && (target == "-" || strings.Trim(target, "0123456789") == "")
 	if !dup && target != "/dev/null" {
 		return notExact("%s %s writes to a file, and a rule names the command, not where its output goes: remember the command without the redirection", op, target)
 	}
