@@ -1,6 +1,8 @@
 package agentpolicy
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"corral.dev/corral/policyengine"
@@ -202,9 +204,15 @@ func TestCommandDecisionText(t *testing.T) {
 	e := project(t, "version: 1\n")
 	d := e.CheckExec("git push origin main")
 	wantDecision(t, "confirm", d, policyengine.Confirm, "", "")
-	wantContains(t, "confirm", d.Reason, `"git push origin main"`, `{command: "git push"}`, "permissions.allow")
-	d = e.CheckExec("terraform")
-	wantContains(t, "one word", d.Reason, `{command: "terraform"}`)
+	wantContains(t, "confirm", d.Reason, `"git push origin main"`, `{command_glob: "git push origin main"}`, "permissions.allow")
+	d = e.CheckExec("npm test && terraform")
+	wantContains(t, "two commands", d.Reason, `{command_glob: "npm test"}, {command_glob: "terraform"}`)
+	// Where remember would refuse, no rule is suggested.
+	d = e.CheckExec("cd sub && make")
+	wantDecision(t, "cd", d, policyengine.Confirm, "", "")
+	if strings.Contains(d.Reason, "permissions.allow") {
+		t.Errorf("cd: suggests a rule: %s", d.Reason)
+	}
 	for _, line := range []string{"echo 'unterminated", "echo $(", "> out.txt"} {
 		d := e.CheckExec(line)
 		wantDecision(t, line, d, policyengine.Deny, "", "")
@@ -278,4 +286,52 @@ func TestTunnelPolicy(t *testing.T) {
 	e = project(t, "url:\n  default: deny\n  allow: ['https://star.example/\\**']\n")
 	wantDecision(t, "escaped star", e.CheckRequest("CONNECT", "", "star.example", 443), policyengine.Deny, "-", projectLabel)
 	wantDecision(t, "escaped star path", e.CheckRequest("GET", "https://star.example/*x", "star.example", 443), policyengine.Allow, "-", "-")
+}
+
+// TestSkillLoadRule guards a fixed bug: in a skill_load question,
+// skill_name was compared with the skills already active, not the one
+// being loaded, and the skill's name was read as a shell line. So with
+// {tool: skill_load, skill_name: trusted} allowed, an agent running
+// trusted could load any skill, and {skill_name: untrusted} denied did
+// not stop loading untrusted. Now skill_name is the skill being loaded,
+// as the policy seeds mean it; for other tools it still names an active
+// skill.
+func TestSkillLoadRule(t *testing.T) {
+	l := projectLayer(t, `permissions:
+  allow:
+    - {tool: skill_load, skill_name: trusted}
+    - {skill_name: docs}
+    - {tool: bash, command: deploy, skill_name: release}
+  deny:
+    - {tool: skill_load, skill_name: untrusted}
+    - {skill_name: evil}
+`)
+	for _, tt := range []struct {
+		active    []string
+		tool, arg string
+		want      policyengine.Action
+		rule      string
+	}{
+		{nil, "skill_load", "trusted", policyengine.Allow, "permissions.allow {tool: skill_load, skill_name: trusted}"},
+		{[]string{"untrusted"}, "skill_load", "trusted", policyengine.Allow, "-"},
+		{[]string{"trusted"}, "skill_load", "untrusted", policyengine.Deny, "permissions.deny {tool: skill_load, skill_name: untrusted}"},
+		{[]string{"trusted"}, "skill_load", "other", policyengine.Confirm, ""},
+		{[]string{"docs", "trusted"}, "skill_load", "other", policyengine.Confirm, ""},
+		{nil, "skill_load", "docs", policyengine.Allow, "permissions.allow {skill_name: docs}"},
+		{nil, "skill_load", "evil", policyengine.Deny, "permissions.deny {skill_name: evil}"},
+		{[]string{"evil"}, "skill_load", "docs", policyengine.Allow, "-"},
+		{nil, "skill_load", " trusted ", policyengine.Allow, "-"},
+		{nil, "skill_load", "", policyengine.Deny, ""},
+		{[]string{"release"}, "skill_load", "release", policyengine.Confirm, ""},
+		// Other tools: skill_name is an active skill, as before.
+		{[]string{"docs"}, "bash", "make", policyengine.Allow, "-"},
+		{[]string{"release"}, "bash", "deploy prod", policyengine.Allow, "-"},
+		{nil, "bash", "deploy prod", policyengine.Confirm, ""},
+		{[]string{"evil"}, "web_fetch", "", policyengine.Deny, "-"},
+	} {
+		d := evaluator(t, tt.active, l).CheckTool(tt.tool, tt.arg)
+		wantDecision(t, fmt.Sprintf("%v: %s %q", tt.active, tt.tool, tt.arg), d, tt.want, tt.rule, "-")
+	}
+	d := evaluator(t, nil, l).CheckTool("skill_load", "other")
+	wantContains(t, "confirm", d.Reason, "loading skill other", "{tool: skill_load, skill_name: other}")
 }

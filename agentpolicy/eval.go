@@ -59,7 +59,7 @@ type capLayer struct {
 // Options are what an Evaluator needs beyond the policy.
 type Options struct {
 	Vars   skill.Variables // expand the caps' paths
-	Skills []string        // names of the active skills, for skill_name rules
+	Skills []string        // names of the active skills, for skill_name rules (but in skill_load questions)
 	// Preapproved are the commands the active skills' allowed-tools
 	// pre-approve (Preapprovals): where the policy would ask, they allow.
 	Preapproved []Preapproval
@@ -96,8 +96,8 @@ func New(s Stack, o Options) (*Evaluator, error) {
 	e := &Evaluator{stack: s, skills: o.Skills, pre: o.Preapproved}
 	for _, l := range s {
 		p := l.Policy
-		if p.URL != nil {
-			c := compileURL(p.URL, l.label())
+		if u := p.urlPolicy(); u != nil {
+			c := compileURL(u, l.label())
 			e.url = &c // the highest layer that sets it replaces the lower ones
 		}
 		for _, list := range []struct {
@@ -295,8 +295,12 @@ func (e *Evaluator) CheckRequest(method, rawURL, host string, port int) policyen
 	return e.checkParsed(u, true)
 }
 
-// CheckTool decides a tool use; command is its shell line, if any.
+// CheckTool decides a tool use; command is its shell line, if any, or
+// for SkillLoad the name of the skill to load.
 func (e *Evaluator) CheckTool(tool, command string) policyengine.Decision {
+	if tool == SkillLoad {
+		return decideSkillLoad(e.allow, e.deny, strings.TrimSpace(command))
+	}
 	if strings.TrimSpace(command) == "" {
 		return decideTool(e.allow, e.deny, tool, e.skills)
 	}
@@ -343,13 +347,13 @@ func (e *Evaluator) Layers() []LayerInfo {
 	for _, l := range e.stack {
 		p := l.Policy
 		var parts []string
-		if p.URL != nil {
-			def := p.URL.Default
+		if u := p.urlPolicy(); u != nil {
+			def := u.Default
 			if def == "" {
 				def = "deny"
 			}
 			parts = append(parts, fmt.Sprintf("URL policy (default %s, %d allow, %d deny, %d allow_override, %d deny_override)",
-				def, len(p.URL.Allow), len(p.URL.Deny), len(p.URL.AllowOverride), len(p.URL.DenyOverride)))
+				def, len(u.Allow), len(u.Deny), len(u.AllowOverride), len(u.DenyOverride)))
 		}
 		if n := len(p.Permissions.Allow) + len(p.Permissions.Deny); n > 0 {
 			parts = append(parts, fmt.Sprintf("%d allow and %d deny tool/command rules", len(p.Permissions.Allow), len(p.Permissions.Deny)))

@@ -2,6 +2,7 @@ package agentpolicy
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -50,6 +51,9 @@ func FuzzParse(f *testing.F) {
 	f.Add(existingPolicy)
 	f.Add(capsPolicy)
 	f.Add("url: {deny: ['preset:loopback']}\n")
+	f.Add("url_policy: {allow: ['https://a.example/*']}\n")
+	f.Add(`{"url_policy": {"default": "allow"}, "url": {}}`)
+	f.Add("permissions:\n  allow: [{tool: skill_load, skill_name: web-fetch}, {command_glob: \"git commit -m 'a b'\"}]\n")
 	f.Fuzz(func(t *testing.T, src string) {
 		p, err := Parse("fuzz.yaml", []byte(src))
 		if err != nil {
@@ -92,6 +96,82 @@ func FuzzURLGlob(f *testing.F) {
 		g = compileGlob("*" + lit + "*")
 		if got, want := g.match(text), strings.Contains(text, lit); got != want {
 			t.Fatalf("*%q* vs %q: %v, want %v", lit, text, got, want)
+		}
+	})
+}
+
+// FuzzRememberRules: what remember stores for a line is exact rules only
+// (no wildcard), each the text of one of the line's commands, and they
+// allow the line.
+func FuzzRememberRules(f *testing.F) {
+	for _, s := range []string{
+		"npm run lint", "git --no-pager push origin main", `git commit -m "it's"`, "FOO='a b' make",
+		"npm test 2>&1 | tail -20", "cd sub && npm ci", "sudo apt update", "make $TARGET", "cat x.py | python3",
+		"npm test > out.txt", `g'i't push`, "make 'a\\b'", "a &>> /dev/null", "if true; then make; fi",
+		"x=1 y='2 3' ./run --flag=\"a b\"; true || false\nls -la",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		rules, err := RememberRules(line)
+		if err != nil {
+			return
+		}
+		segs, _ := segments(line)
+		var texts []string
+		for _, s := range segs {
+			texts = append(texts, globLiteral(s.qtext))
+		}
+		for _, r := range rules {
+			if r.Command != "" || r.Tool != "" || r.SkillName != "" || compileGlob(r.CommandGlob).wild() {
+				t.Fatalf("%q: stored %s, not an exact rule", line, r)
+			}
+			if !slices.Contains(texts, r.CommandGlob) {
+				t.Fatalf("%q: stored %s, which is none of its commands %q", line, r, texts)
+			}
+		}
+		e, err := New(Stack{{Name: "project", Source: "fuzz", Policy: &Policy{Permissions: Rules{Allow: rules}}}}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := e.CheckExec(line); d.Action != policyengine.Allow {
+			t.Fatalf("%q: stored %v, which do not allow it: %s", line, rules, d.Reason)
+		}
+	})
+}
+
+// FuzzRememberExact: a rule remember stores for one line matches a
+// command of another line only when that command has the same
+// assignments and words, none of them an expansion: quoting cannot
+// stretch a stored rule.
+func FuzzRememberExact(f *testing.F) {
+	f.Add("npm run lint", "npm 'run lint'")
+	f.Add("git commit -m 'fix bug'", "git commit -m fix bug")
+	f.Add("FOO='a b' make", "'FOO=a b' make")
+	f.Add(`git commit -m "it's"`, `git commit -m it\'s`)
+	f.Add("make x", "make $X")
+	f.Fuzz(func(t *testing.T, remembered, other string) {
+		rules, err := RememberRules(remembered)
+		if err != nil || len(rules) == 0 {
+			return
+		}
+		want, _ := segments(remembered)
+		segs, err := segments(other)
+		if err != nil {
+			return
+		}
+		for i := range segs {
+			s := &segs[i]
+			for _, r := range rules {
+				cr := compiledRule{Rule: r, glob: compileGlob(r.CommandGlob)}
+				if !cr.matches("bash", s, other, nil, false) {
+					continue
+				}
+				same := len(s.expanding) == 0 && slices.ContainsFunc(want, func(w segment) bool { return slices.Equal(w.awords, s.awords) && w.assigns == s.assigns })
+				if !same {
+					t.Fatalf("%s, remembered for %q, matches %q of %q", r, remembered, s.awords, other)
+				}
+			}
 		}
 	})
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"corral.dev/corral/policyengine"
 )
 
 const fullYAML = `# every field
@@ -150,6 +152,8 @@ func TestParseErrors(t *testing.T) {
 		{"comments only", "# nothing here\n", []string{"empty"}},
 		{"two documents", "version: 1\n---\nversion: 1\n", []string{"more than one document"}},
 		{"two JSON documents", "{}\n{}\n", []string{"test.yaml"}},
+		{"url and url_policy", "url: {default: allow}\nurl_policy: {default: deny}\n", []string{"url and url_policy", "write one"}},
+		{"bad url_policy", "url_policy: {default: maybe}\n", []string{`url.default "maybe"`}},
 	} {
 		_, err := Parse("test.yaml", []byte(tt.src))
 		if err == nil {
@@ -207,5 +211,33 @@ func TestParseCapsGlobs(t *testing.T) {
 			_, newErr := New(Stack{{Name: "project", Source: "p", Policy: p}}, Options{Vars: testVars})
 			t.Errorf("%s: Parse accepts it; New says %v", g, newErr)
 		}
+	}
+}
+
+// TestParseURLPolicyAlias guards a fixed bug: the policy seeds write the URL
+// policy as url_policy, which Parse refused as an unknown key (exit 125).
+// It is url's other name: the same policy, in YAML and JSON, in every
+// layer, and in a Policy built by hand.
+func TestParseURLPolicyAlias(t *testing.T) {
+	const body = "{default: deny, allow: ['https://a.example/*'], deny_override: ['preset:cloud_metadata']}"
+	want := mustParse(t, "url: "+body+"\n")
+	for _, src := range []string{
+		"url_policy: " + body + "\n",
+		`{"url_policy": {"default": "deny", "allow": ["https://a.example/*"], "deny_override": ["preset:cloud_metadata"]}}`,
+	} {
+		p := mustParse(t, src)
+		if !reflect.DeepEqual(p, want) {
+			t.Errorf("%s: parses to %+v, want %+v", src, p, want)
+		}
+		e := project(t, src)
+		wantDecision(t, src, e.CheckURL("https://a.example/x"), policyengine.Allow, "url.allow: https://a.example/*", projectLabel)
+		wantDecision(t, src, e.CheckURL("https://b.example/"), policyengine.Deny, "url.default: deny", projectLabel)
+	}
+	// A Policy built in Go with URLAlias is decided the same.
+	p := &Policy{URLAlias: &URLPolicy{Allow: []string{"https://a.example/*"}}}
+	e := evaluator(t, nil, Layer{Name: "project", Source: "p.yaml", Policy: p})
+	wantDecision(t, "URLAlias", e.CheckURL("https://b.example/"), policyengine.Deny, "url.default: deny", projectLabel)
+	if e.URLLayer() != projectLabel {
+		t.Errorf("URLLayer %q", e.URLLayer())
 	}
 }

@@ -13,6 +13,14 @@
 //
 // The file format (YAML or JSON, one schema) is published as a JSON Schema
 // in schema.json.
+//
+// Remember is the "remember" answer to a confirm: it adds the approved
+// command line to a policy file as allow rules that match exactly the
+// approved commands, and refuses a line where no rule could, since a
+// remembered rule wider than the approval (a bare program for a
+// subcommand, cd, a wrapper, an expansion) would let an agent run what
+// nobody approved. It rewrites the file in its own format, atomically,
+// never through a symbolic link.
 package agentpolicy
 
 import (
@@ -34,6 +42,9 @@ type Policy struct {
 	Version int `yaml:"version,omitempty" json:"version,omitempty"`
 	// URL is the URL policy; nil means this layer does not set one.
 	URL *URLPolicy `yaml:"url,omitempty" json:"url,omitempty"`
+	// URLAlias is the URL policy under the name the policy seeds give it,
+	// url_policy. Parse moves it to URL; setting both is an error.
+	URLAlias *URLPolicy `yaml:"url_policy,omitempty" json:"url_policy,omitempty"`
 	// Permissions are the tool and command rules.
 	Permissions Rules `yaml:"permissions,omitempty" json:"permissions,omitempty"`
 	// Caps narrow what skills may be granted; nil means no cap.
@@ -67,10 +78,14 @@ type Rule struct {
 	// them too ("FOO=1 make build"): an assignment can make any program
 	// run another.
 	Command string `yaml:"command,omitempty" json:"command,omitempty"`
-	// CommandGlob matches a whole segment, and also the whole line, with
-	// * and ? (\* is a literal star).
+	// CommandGlob matches a whole segment with * and ? (\* is a literal
+	// star); a deny rule also the whole line. Allow rules see the
+	// segment's words with a word that holds a space or a quote in
+	// single quotes (quotedText), so that "echo a b" is not "echo 'a b'".
 	CommandGlob string `yaml:"command_glob,omitempty" json:"command_glob,omitempty"`
-	// SkillName limits the rule to runs where that skill is active.
+	// SkillName limits the rule to one skill: for a skill_load question
+	// (SkillLoad), the skill being loaded; for any other tool use, runs
+	// where that skill is active.
 	SkillName string `yaml:"skill_name,omitempty" json:"skill_name,omitempty"`
 }
 
@@ -138,14 +153,28 @@ func Parse(name string, data []byte) (*Policy, error) {
 	if err := p.validate(); err != nil {
 		return nil, fmt.Errorf("policy %s: %w", name, err)
 	}
+	if p.URLAlias != nil {
+		p.URL, p.URLAlias = p.URLAlias, nil
+	}
 	return &p, nil
+}
+
+// urlPolicy is the layer's URL policy, under either name.
+func (p *Policy) urlPolicy() *URLPolicy {
+	if p.URL != nil {
+		return p.URL
+	}
+	return p.URLAlias
 }
 
 func (p *Policy) validate() error {
 	if p.Version != 0 && p.Version != 1 {
 		return fmt.Errorf("version %d: only version 1 exists", p.Version)
 	}
-	if u := p.URL; u != nil {
+	if p.URL != nil && p.URLAlias != nil {
+		return errors.New("url and url_policy are one key (url_policy is the policy seeds' name for url): write one")
+	}
+	if u := p.urlPolicy(); u != nil {
 		switch u.Default {
 		case "", "allow", "deny":
 		default:

@@ -1,114 +1,41 @@
 package agentpolicy
 
 import (
-	"bytes"
+	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"gopkg.in/yaml.v3"
 )
 
-// RememberCommands are the command rules a "remember" answer adds for a
-// shell line: the first one or two words of each segment ("git push",
-// "npm test", "tee"), without duplicates. Two words are kept for programs
-// that take a subcommand, when the second word looks like one.
-func RememberCommands(line string) ([]string, error) {
-	segs, err := segments(line)
+// Remember appends RememberRules(line) to the allow rules of the policy
+// file (created if missing), keeping the rest of the file: a YAML file
+// keeps its comments, a JSON file stays JSON (see policyfile.go). It
+// returns the rules added: none when the file has them all. A line
+// RememberRules refuses leaves the file as it was.
+func Remember(file, line string) ([]Rule, error) {
+	rules, err := RememberRules(line)
 	if err != nil {
 		return nil, err
 	}
-	var out []string
-	for _, s := range segs {
-		if wrapperPrograms[s.base[0]] {
-			continue // what they run is its own segment; the wrapper alone grants nothing
-		}
-		cmd := s.words[0]
-		if len(s.words) > 1 && subcommandPrograms[s.words[0]] && subcommand(s.words[1]) {
-			cmd += " " + s.words[1]
-		}
-		if s.assigns && len(s.awords) > len(s.words) {
-			// Allow rules match the assignments too: VAR=value can
-			// make the program run another.
-			cmd = strings.Join(s.awords[:len(s.awords)-len(s.words)], " ") + " " + cmd
-		}
-		if !contains(out, cmd) {
-			out = append(out, cmd)
-		}
-	}
-	return out, nil
-}
-
-// subcommandPrograms take a subcommand as their first argument.
-var subcommandPrograms = map[string]bool{"git": true, "npm": true, "npx": true, "yarn": true, "pnpm": true, "bun": true,
-	"cargo": true, "go": true, "docker": true, "podman": true, "kubectl": true, "helm": true, "pip": true, "pip3": true,
-	"uv": true, "poetry": true, "gh": true, "terraform": true, "make": true, "deno": true, "dotnet": true, "mvn": true,
-	"gradle": true, "systemctl": true, "brew": true, "apt": true, "apt-get": true, "rustup": true, "conda": true}
-
-// wrapperPrograms run another program; remembering them would allow
-// anything, so a remembered line keeps only what they run.
-var wrapperPrograms = map[string]bool{"sudo": true, "doas": true, "env": true, "sh": true, "bash": true, "dash": true,
-	"zsh": true, "eval": true, "exec": true, "xargs": true, "timeout": true, "nice": true, "nohup": true, "setsid": true,
-	"time": true, "command": true, "builtin": true, "stdbuf": true, "ionice": true, "taskset": true, "chroot": true,
-	"flock": true, "unbuffer": true, "watch": true, "busybox": true, "ksh": true, "mksh": true, "ash": true,
-	"toybox": true, "fish": true, "csh": true, "tcsh": true, "rbash": true, "yash": true, "posh": true,
-	"script": true, "su": true, "runuser": true, "chrt": true}
-
-func subcommand(w string) bool {
-	if w == "" || w[0] == '-' || w[len(w)-1] == '-' {
-		return false
-	}
-	for _, c := range w {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// Remember appends {command: ...} allow rules for line's segments to the
-// policy file (created if missing), keeping the rest of the file, its
-// comments included. It returns the rules added.
-func Remember(file, line string) ([]string, error) {
-	cmds, err := RememberCommands(line)
+	pf, err := readPolicyFile(file)
 	if err != nil {
 		return nil, err
 	}
-	// Write through a symlink to the file it names, keeping its mode.
-	if real, err := filepath.EvalSymlinks(file); err == nil {
-		file = real
-	}
-	mode := os.FileMode(0o644)
-	var doc yaml.Node
-	data, err := os.ReadFile(file)
-	switch {
-	case os.IsNotExist(err):
+	data := pf.data
+	if pf.info == nil {
 		data = []byte("version: 1\n")
-	case err != nil:
-		return nil, err
-	default:
-		if st, err := os.Stat(file); err == nil {
-			mode = st.Mode().Perm()
-		}
 	}
+	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("policy %s: %w", file, err)
 	}
 	var keep []byte // a blank or comment-only file's text, kept above the rules
 	if doc.Kind == 0 || len(doc.Content) == 0 {
-		keep = data
-		if len(keep) > 0 && keep[len(keep)-1] != '\n' {
-			keep = append(keep, '\n')
+		if pf.format == formatYAML {
+			keep = data
+			if len(keep) > 0 && keep[len(keep)-1] != '\n' {
+				keep = append(keep, '\n')
+			}
 		}
 		doc = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode}}}
 	} else if _, err := Parse(file, data); err != nil {
@@ -121,35 +48,37 @@ func Remember(file, line string) ([]string, error) {
 	perms := child(root, "permissions", yaml.MappingNode)
 	allow := child(perms, "allow", yaml.SequenceNode)
 	allow.Style = 0
-	var added []string
-	for _, c := range cmds {
-		if hasCommandRule(allow, c) {
+	var added []Rule
+	for _, r := range rules {
+		if hasGlobRule(allow, r.CommandGlob) {
 			continue
 		}
 		allow.Content = append(allow.Content, &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
-			{Kind: yaml.ScalarNode, Value: "command"}, {Kind: yaml.ScalarNode, Value: c}}})
-		added = append(added, c)
+			strNode("command_glob"), strNode(r.CommandGlob)}})
+		added = append(added, r)
 	}
-	var buf bytes.Buffer
-	buf.Write(keep)
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(&doc); err != nil {
+	if len(added) == 0 {
+		return nil, nil
+	}
+	out, err := pf.encode(&doc, keep)
+	if err != nil {
 		return nil, err
 	}
-	if _, err := Parse(file, buf.Bytes()); err != nil {
+	if _, err := Parse(file, out); err != nil {
 		return nil, fmt.Errorf("remembering would break the policy: %w", err)
 	}
-	tmp := file + ".tmp"
-	if err := os.WriteFile(tmp, buf.Bytes(), mode); err != nil {
+	if pf.format == formatJSON && !json.Valid(out) {
+		return nil, fmt.Errorf("policy %s: remembering would not write JSON", file)
+	}
+	if err := pf.replace(out); err != nil {
 		return nil, err
 	}
-	if err := os.Chmod(tmp, mode); err != nil { // WriteFile's mode is masked by umask
-		os.Remove(tmp)
-		return nil, err
-	}
-	return added, os.Rename(tmp, file)
+	return added, nil
 }
+
+// strNode is a string scalar, quoted on output where YAML would read it
+// as something else ("true", "1").
+func strNode(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
 
 // child returns the value node of key in m, adding it when missing.
 func child(m *yaml.Node, key string, kind yaml.Kind) *yaml.Node {
@@ -167,12 +96,13 @@ func child(m *yaml.Node, key string, kind yaml.Kind) *yaml.Node {
 	return v
 }
 
-func hasCommandRule(seq *yaml.Node, cmd string) bool {
+// hasGlobRule reports whether seq holds the rule {command_glob: glob}.
+func hasGlobRule(seq *yaml.Node, glob string) bool {
 	for _, r := range seq.Content {
 		if r.Kind != yaml.MappingNode || len(r.Content) != 2 {
 			continue
 		}
-		if r.Content[0].Value == "command" && r.Content[1].Value == cmd {
+		if r.Content[0].Value == "command_glob" && r.Content[1].Value == glob {
 			return true
 		}
 	}

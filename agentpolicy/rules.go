@@ -25,7 +25,11 @@ type compiledRule struct {
 	glob  pattern // CommandGlob, with the same * ? \* syntax as URL rules
 }
 
-func (r compiledRule) text() string {
+func (r compiledRule) text() string { return r.Rule.String() }
+
+// String writes the rule as the policy does in flow style:
+// {command: git status}.
+func (r Rule) String() string {
 	var parts []string
 	for _, f := range [][2]string{{"tool", r.Tool}, {"command", r.Command}, {"command_glob", r.CommandGlob}, {"skill_name", r.SkillName}} {
 		if f[1] != "" {
@@ -46,6 +50,8 @@ type segment struct {
 	// "LD_PRELOAD=x make"; only a rule that names the assignment does.
 	awords    []string
 	atext     string
+	qtext     string // atext with words quoted where joining loses them (quotedText): allow globs match it
+	redirects []policyengine.Redirect
 	redir     bool  // has an output redirection
 	writes    bool  // has a redirection that writes a file (not 2>&1 or /dev/null)
 	assigns   bool  // NAME=value before the program: it may run something else
@@ -67,11 +73,15 @@ func segments(line string) ([]segment, error) {
 		base := append([]string{inv.Name}, inv.Words[1:]...)
 		s := segment{words: inv.Words, base: base, text: strings.Join(inv.Words, " "), btext: strings.Join(base, " "),
 			assigns: len(inv.Assigns) > 0, expanding: inv.Expanding, shell: inv.Shell && plainShell(inv.Words)}
-		s.awords, s.atext = s.words, s.text
-		if inv.Name != "" && s.assigns {
+		s.awords, s.atext, s.qtext = s.words, s.text, quotedText(nil, inv.Words)
+		if inv.Name == "" {
+			s.qtext = quotedText(inv.Assigns, nil)
+		} else if s.assigns {
 			s.awords = append(slices.Clone(inv.Assigns), inv.Words...)
 			s.atext = strings.Join(s.awords, " ")
+			s.qtext = quotedText(inv.Assigns, inv.Words)
 		}
+		s.redirects = inv.Redirects
 		for _, r := range inv.Redirects {
 			if r.Op != "<" && r.Op != "<<" && r.Op != "<<<" && r.Op != "<&" {
 				s.redir = true
@@ -120,9 +130,11 @@ func (r compiledRule) matches(tool string, seg *segment, line string, skills []s
 	return true
 }
 
-// wordsFor are the words a rule matches: by base name, and for git
-// without its global options ("git -C . push" is "git push"), for deny
-// rules (deny is true); as written for allow rules.
+// wordsFor are the words a rule matches and the text a command_glob
+// matches: by base name, and for git without its global options ("git -C
+// . push" is "git push"), for deny rules (deny is true); as written for
+// allow rules, the text with words quoted where a space or quote in a
+// word would otherwise let the rule match other words.
 func (s *segment) wordsFor(deny bool) ([]string, string) {
 	if s == nil {
 		return nil, ""
@@ -134,7 +146,7 @@ func (s *segment) wordsFor(deny bool) ([]string, string) {
 		}
 		return s.base, s.btext
 	}
-	return s.awords, s.atext
+	return s.awords, s.qtext
 }
 
 // gitValueOptions are git's global options that take a separate value.
@@ -249,20 +261,54 @@ func decideCommand(allow, deny []compiledRule, pre []Preapproval, tool, line str
 			by = append(by, "the built-in read-only list")
 		}
 		if !ok {
-			unsure = append(unsure, segs[i].atext)
+			unsure = append(unsure, segs[i].qtext)
 		}
 	}
 	if len(unsure) > 0 {
-		suggest, _ := RememberCommands(unsure[0])
 		hint := "ask the user"
-		if len(suggest) > 0 {
-			hint += fmt.Sprintf(", or add {command: %q} to permissions.allow", suggest[0])
+		if rules, err := RememberRules(line); err == nil && len(rules) > 0 {
+			var add []string
+			for _, r := range rules {
+				add = append(add, fmt.Sprintf("{command_glob: %q}", r.CommandGlob))
+			}
+			hint += fmt.Sprintf(", or add %s to permissions.allow (what corral policy remember stores)", strings.Join(add, ", "))
 		}
 		return policyengine.Decision{Action: policyengine.Confirm,
 			Reason: fmt.Sprintf("no rule allows %q: %s", strings.Join(unsure, "; "), hint)}
 	}
 	return policyengine.Decision{Action: policyengine.Allow, Rule: strings.Join(by, "; "), Layer: strings.Join(layers, ", "),
 		Reason: fmt.Sprintf("every command of %q is allowed (%s)", norm, strings.Join(by, "; "))}
+}
+
+// SkillLoad is the tool that loads a skill. Its argument is the name of
+// the skill to load, not a command line; a rule's skill_name is matched
+// against that name, not against the active skills, so that
+// {tool: skill_load, skill_name: X} decides whether X may be loaded
+// whatever is active already.
+const SkillLoad = "skill_load"
+
+// decideSkillLoad applies the rules to loading skill name: rules without
+// command or command_glob, for skill_load or any tool, whose skill_name
+// is empty or name.
+func decideSkillLoad(allow, deny []compiledRule, name string) policyengine.Decision {
+	if name == "" {
+		return policyengine.Decision{Action: policyengine.Deny, Reason: "skill_load without a skill name: nothing to decide"}
+	}
+	loading := []string{name}
+	for _, r := range deny {
+		if r.Command == "" && r.CommandGlob == "" && r.matches(SkillLoad, nil, "", loading, false) {
+			return policyengine.Decision{Action: policyengine.Deny, Rule: "permissions.deny " + r.text(), Layer: r.layer,
+				Reason: fmt.Sprintf("loading skill %s is denied by the %s policy's rule %s", name, r.layer, r.text())}
+		}
+	}
+	for _, r := range allow {
+		if r.Command == "" && r.CommandGlob == "" && r.matches(SkillLoad, nil, "", loading, false) {
+			return policyengine.Decision{Action: policyengine.Allow, Rule: "permissions.allow " + r.text(), Layer: r.layer,
+				Reason: fmt.Sprintf("loading skill %s is allowed by the %s policy's rule %s", name, r.layer, r.text())}
+		}
+	}
+	return policyengine.Decision{Action: policyengine.Confirm,
+		Reason: fmt.Sprintf("no rule allows loading skill %s: ask the user, or add {tool: %s, skill_name: %s} to permissions.allow", name, SkillLoad, name)}
 }
 
 // decideTool applies the rules to a tool used without a command line.

@@ -2,6 +2,7 @@ package agentpolicy
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"corral.dev/corral/policyengine"
@@ -202,4 +203,32 @@ func TestURLDenyIgnoresQuery(t *testing.T) {
 			t.Errorf("%s: %s (%s), want allow", u, d.Action, d.Reason)
 		}
 	}
+}
+
+// TestPolicyWithoutDefault pins what the README says a policy that leaves
+// things out does: a url without default denies what no rule allows (a
+// deny list alone denies everything, tunnels too); url: {} denies every
+// URL; an empty url: sets no URL policy, so a lower layer's applies; no
+// URL policy at all leaves URLs to the caps and skills; a tool use no rule
+// allows needs confirmation.
+func TestPolicyWithoutDefault(t *testing.T) {
+	e := project(t, "url:\n  deny: ['https://evil.example/*']\n")
+	wantDecision(t, "deny list only", e.CheckURL("https://ok.example/"), policyengine.Deny, "url.default: deny", projectLabel)
+	wantDecision(t, "deny list only, tunnel", e.CheckRequest("CONNECT", "", "ok.example", 443), policyengine.Deny, "url.default: deny", projectLabel)
+	wantDecision(t, "url {}", project(t, "url: {}\n").CheckURL("https://ok.example/"), policyengine.Deny, "url.default: deny", projectLabel)
+	if got := e.Layers()[0].Summary; !strings.Contains(got, "default deny") {
+		t.Errorf("explain summary %q does not say default deny", got)
+	}
+
+	e, gl, _ := stack(t, "url: {default: allow, deny: ['https://evil.example/*']}\n", "url:\npermissions:\n  allow: [{command: make}]\n", "")
+	wantDecision(t, "empty url in project", e.CheckURL("https://evil.example/x"), policyengine.Deny, "url.deny: https://evil.example/*", gl)
+	wantDecision(t, "empty url in project", e.CheckURL("https://ok.example/"), policyengine.Allow, "url.default: allow", gl)
+
+	e = project(t, "permissions:\n  allow: [{command: make}]\n")
+	if e.URLLayer() != "" {
+		t.Errorf("no url: URL layer %q", e.URLLayer())
+	}
+	wantDecision(t, "no url", e.CheckURL("https://ok.example/"), policyengine.Allow, "", "")
+	wantDecision(t, "no rule", e.CheckTool("web_fetch", ""), policyengine.Confirm, "", "")
+	wantDecision(t, "no rule", e.CheckExec("curl https://ok.example/"), policyengine.Confirm, "", "")
 }

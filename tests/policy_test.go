@@ -186,3 +186,121 @@ caps:
 		t.Errorf("invalid preset: exit %d, want 125 naming it:\n%s", r.code, r)
 	}
 }
+
+// TestPolicyRemember drives corral policy remember and check through the
+// binary: a JSON policy stays JSON; what is stored allows exactly the
+// approved command ("npm run lint", not "npm run build"; "git --no-pager
+// push origin main", not "git push"); a line no rule can hold exactly
+// (cd, $VAR as the program, sudo, a pipe into a program) exits 125 and
+// leaves the file alone; a symbolic link is refused.
+func TestPolicyRemember(t *testing.T) {
+	t.Parallel()
+	work := newDir(t, asSelf, "work")
+	dir := newDir(t, asSelf, "policy")
+	pol := filepath.Join(dir, "policy.json")
+	writeFile(t, pol, `{"version": 1, "permissions": {"deny": [{"command": "rm"}]}}`, 0o640)
+	corral := func(args ...string) result {
+		return asSelf.run(t, runOpts{args: args, dir: work})
+	}
+	check := func(line string) int {
+		return corral("check", "--work-dir", work, "--global-policy", "", "--policy", pol, "tool", "bash", line).code
+	}
+	if c := check("npm run lint"); c != 2 {
+		t.Fatalf("before remember: check exits %d, want 2 (confirm)", c)
+	}
+	for _, line := range []string{"npm run lint", "git --no-pager push origin main", "git commit -m 'fix bug'"} {
+		if r := corral("policy", "remember", "--policy", pol, line); r.code != 0 || !strings.Contains(r.stdout, "command_glob") {
+			t.Fatalf("remember %q:\n%s", line, r)
+		}
+	}
+	data := readFile(t, pol)
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(data), &doc); err != nil {
+		t.Fatalf("the policy is no longer JSON: %v\n%s", err, data)
+	}
+	if st, err := os.Stat(pol); err != nil || st.Mode().Perm() != 0o640 {
+		t.Errorf("mode not kept: %v %v", st.Mode(), err)
+	}
+	for line, want := range map[string]int{
+		"npm run lint": 0, "npm run build": 2, "npm run lint --fix": 2, "npm 'run lint'": 2,
+		"git --no-pager push origin main": 0, "git push": 2, "git push origin main": 2,
+		"git commit -m 'fix bug'": 0, "git commit -m fix bug": 2, "rm -rf x": 1,
+	} {
+		if c := check(line); c != want {
+			t.Errorf("check %q after remember: exit %d, want %d", line, c, want)
+		}
+	}
+
+	for _, tt := range []struct{ line, why string }{
+		{"cd sub && npm ci", "cd changes the folder"},
+		{"$CMD build", "$ expands"},
+		{"sudo apt update", "sudo runs another program"},
+		{"cat x.py | python3", "python3 reads the output"},
+		{"npm test > out.txt", "writes to a file"},
+	} {
+		r := corral("policy", "remember", "--policy", pol, tt.line)
+		if r.code != 125 || !strings.Contains(r.stderr, tt.why) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+			t.Errorf("remember %q: want exit 125 and one line saying %q:\n%s", tt.line, tt.why, r)
+		}
+	}
+	if after := readFile(t, pol); after != data {
+		t.Errorf("a refused remember changed the file:\n%s", after)
+	}
+
+	link := filepath.Join(dir, "link.yaml")
+	if err := os.Symlink(pol, link); err != nil {
+		t.Fatal(err)
+	}
+	if r := corral("policy", "remember", "--policy", link, "make build"); r.code != 125 || !strings.Contains(r.stderr, "symbolic link") {
+		t.Errorf("remember through a link:\n%s", r)
+	}
+	if after := readFile(t, pol); after != data {
+		t.Errorf("remember through a link changed its target:\n%s", after)
+	}
+}
+
+// TestPolicySeedKeys: a policy written as the seeds write it works: its
+// URL policy under url_policy, and skill_name in a skill_load rule naming
+// the skill being loaded, whatever skill is active.
+func TestPolicySeedKeys(t *testing.T) {
+	t.Parallel()
+	work := newDir(t, asSelf, "work")
+	skills := newDir(t, asSelf, "skills")
+	trusted := writeSkill(t, skills, "trusted", "")
+	pol := writePolicy(t, newDir(t, asSelf, "policy"), `
+permissions:
+  allow: [{tool: skill_load, skill_name: trusted}]
+  deny: [{tool: skill_load, skill_name: untrusted}]
+`)
+	urlPol := writePolicy(t, newDir(t, asSelf, "urlpolicy"), "url_policy:\n  allow: [\"https://api.example.com/*\"]\n")
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"tool", "skill_load", "trusted"}, 0},
+		{[]string{"tool", "skill_load", "untrusted"}, 1},
+		{[]string{"--skill", trusted, "tool", "skill_load", "untrusted"}, 1},
+		{[]string{"--skill", trusted, "tool", "skill_load", "other"}, 2},
+		{[]string{"tool", "skill_load"}, 125},
+		{[]string{"--policy-json", `{"url_policy": {"default": "allow"}, "url": {}}`, "url", "https://x.example/"}, 125},
+	} {
+		args := append([]string{"check", "--work-dir", work, "--policy", pol, "--global-policy", ""}, c.args...)
+		if r := asSelf.run(t, runOpts{args: args, dir: work}); r.code != c.code {
+			t.Errorf("check %q: exit %d, want %d:\n%s", c.args, r.code, c.code, r)
+		}
+	}
+	// The URL policy under url_policy decides: with a skill that may reach
+	// any host on 443, a URL it allows is allowed, another denied by its
+	// default (deny).
+	net := writeSkill(t, skills, "net", "  network:\n    allow: [\"*:443\"]\n")
+	for url, code := range map[string]int{"https://api.example.com/v1": 0, "https://x.example/": 1} {
+		r := asSelf.run(t, runOpts{args: []string{"check", "--work-dir", work, "--skill", net, "--policy", urlPol, "--global-policy", "", "url", url}, dir: work})
+		if r.code != code || code == 1 && !strings.Contains(r.stdout, "url.default: deny") {
+			t.Errorf("check url %s: exit %d, want %d by the url_policy:\n%s", url, r.code, code, r)
+		}
+	}
+	r := asSelf.run(t, runOpts{args: []string{"explain", "--work-dir", work, "--policy", urlPol, "--global-policy", "", "--json"}, dir: work})
+	if r.code != 0 || !strings.Contains(r.stdout, "default deny") {
+		t.Errorf("explain does not show the url_policy layer with default deny:\n%s", r)
+	}
+}

@@ -28,7 +28,8 @@ var checkCommand = command{
 only where both the skills and the agent policy allow.
 Exit 0 allow, 1 deny, 2 confirm, 125 bad input. With --stdin, read JSON
 lines {"kind":"net","arg":"api.a.com:443"} ({"kind":"tool","arg":"bash git
-status"} for a tool and its command) and answer one decision per line.`,
+status"} for a tool and its command, "skill_load NAME" for loading a skill)
+and answer one decision per line.`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
 		var sf skillFlags
 		sf.register(fs)
@@ -121,6 +122,9 @@ func (a *asker) ask(kind, arg string) (answer, error) {
 		name, command, _ := strings.Cut(strings.TrimSpace(arg), " ")
 		if name == "" {
 			return ans, errors.New("want a tool name, as in tool bash 'git status'")
+		}
+		if name == agentpolicy.SkillLoad && strings.TrimSpace(command) == "" {
+			return ans, errors.New("want the name of the skill to load, as in tool skill_load web-fetch")
 		}
 		d = policyengine.Decision{Action: policyengine.Allow, Reason: "skills do not restrict tools"}
 		if strings.TrimSpace(command) != "" && (name == "bash" || name == "sh" || name == "shell") {

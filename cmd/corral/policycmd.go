@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 
 	"corral.dev/corral/agentpolicy"
 )
@@ -14,8 +13,11 @@ var policyCommand = command{
 	name:  "policy",
 	usage: "schema | validate FILE... | remember --policy FILE COMMAND-LINE",
 	summary: `Work with agent policy files: print the JSON Schema of the format, check
-files, or remember a confirmed command line as command rules in the
-project's policy file (the "remember" answer to a confirm).`,
+files, or remember a confirmed command line in the project's policy file
+(the "remember" answer to a confirm): each command becomes a command_glob
+rule that allows exactly that command, or, where no rule can hold exactly
+what was approved (cd, sudo, $VAR, a pipe into it, a redirection to a
+file...), nothing is stored and it exits 125 saying why.`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
 		file := fs.String("policy", "", "the project's policy `file` (remember)")
 		return func(args []string) error {
@@ -52,10 +54,12 @@ project's policy file (the "remember" answer to a confirm).`,
 					return failed(err)
 				}
 				if len(added) == 0 {
-					fmt.Printf("%s already allows it\n", *file)
+					fmt.Printf("%s: nothing to add: it has the rules, or the built-in read-only list allows the line\n", *file)
 					return nil
 				}
-				fmt.Printf("%s: added command rules %s\n", *file, strings.Join(added, ", "))
+				for _, r := range added {
+					fmt.Printf("%s: added permissions.allow %s\n", *file, r)
+				}
 				return nil
 			}
 			return failed(fmt.Errorf("unknown policy action %q", args[0]))
