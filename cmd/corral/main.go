@@ -128,7 +128,7 @@ func lookup(name string) *command {
 			return c
 		}
 	}
-	return nil
+	return hiddenCommand(name)
 }
 
 func commandNames() []string {
