@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand"
+	"os"
 	"runtime"
 	"testing"
 
@@ -13,12 +14,23 @@ import (
 )
 
 // The tests below run the programs corral loads (compiled now by
-// libseccomp, and the ones compiled into the binary) through a BPF
-// interpreter, as the kernel would for each call: every rule must refuse
-// what it names, with high garbage bits or without, and nothing else.
+// libseccomp, and the ones compiled into the binary for every
+// architecture, read from their files) through a BPF interpreter, as the
+// kernel would for each call: every rule must refuse what it names, with
+// high garbage bits or without, and nothing else.
 
-// auditArch is the architecture seccomp_data carries on this machine.
-var auditArch = map[string]uint32{"amd64": unix.AUDIT_ARCH_X86_64, "arm64": unix.AUDIT_ARCH_AARCH64}
+// target is an architecture a program is written for: the arch its
+// seccomp_data carries, and its syscall numbers.
+type target struct {
+	name  string
+	audit uint32
+	arch  libseccomp.ScmpArch
+}
+
+var targets = map[string]target{
+	"amd64": {"amd64", unix.AUDIT_ARCH_X86_64, libseccomp.ArchAMD64},
+	"arm64": {"arm64", unix.AUDIT_ARCH_AARCH64, libseccomp.ArchARM64},
+}
 
 // verdict is what a program answered: SECCOMP_RET_* with its data.
 type verdict uint32
@@ -43,9 +55,10 @@ func refuse(e Errno) verdict { return verdict(unix.SECCOMP_RET_ERRNO | uint32(e)
 type program struct {
 	name string
 	vm   *bpf.VM
+	target
 }
 
-func load(t *testing.T, name string, prog []byte) program {
+func load(t *testing.T, name string, arch target, prog []byte) program {
 	t.Helper()
 	if len(prog)%8 != 0 {
 		t.Fatalf("%s: %d bytes is not a whole number of instructions", name, len(prog))
@@ -64,12 +77,13 @@ func load(t *testing.T, name string, prog []byte) program {
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	return program{name, vm}
+	return program{name, vm, arch}
 }
 
 // run answers one call. seccomp_data is {int nr; u32 arch; u64 ip;
-// u64 args[6]} in the machine's byte order, read by 32-bit loads; the
-// interpreter loads big-endian, so each 32-bit word is stored so.
+// u64 args[6]} in the machine's byte order (little-endian for both
+// targets), read by 32-bit loads; the interpreter loads big-endian, so
+// each 32-bit word is stored so.
 func (p program) run(t *testing.T, arch uint32, nr int, args [6]uint64) verdict {
 	t.Helper()
 	in := make([]byte, 64)
@@ -95,16 +109,20 @@ func (p program) run(t *testing.T, arch uint32, nr int, args [6]uint64) verdict 
 	return verdict(v)
 }
 
-// sysno is a syscall's number on this machine.
-func sysno(t *testing.T, name string) int {
+// sysno is a syscall's number on the target, or -1 where it has none
+// (arm64 has no iopl, ioperm or uselib: no call can name them).
+func (a target) sysno(t *testing.T, name string) int {
 	t.Helper()
-	nr, err := libseccomp.GetSyscallFromName(name)
+	nr, err := libseccomp.GetSyscallFromNameByArch(name, a.arch)
 	if err != nil {
 		n, ok := newSyscalls[name]
 		if !ok {
-			t.Fatalf("%s: %v", name, err)
+			t.Fatalf("%s on %s: %v", name, a.name, err)
 		}
 		return n
+	}
+	if nr < 0 {
+		return -1 // libseccomp's number for a call the architecture lacks
 	}
 	return int(nr)
 }
@@ -127,22 +145,31 @@ func want(rules []Rule, name string, args [6]uint64) verdict {
 	return allow
 }
 
-// programs are every program corral may load here: both tables compiled
-// now, and the compiled-in ones where this architecture has them.
+// programs are every program corral may load: both tables compiled now
+// (where the interpreter knows this machine's seccomp_data), and each
+// architecture's compiled-in pair, read from its files.
 func programs(t *testing.T) map[bool][]program {
 	t.Helper()
-	if _, ok := auditArch[runtime.GOARCH]; !ok {
-		t.Skipf("the interpreter test knows x86_64's and arm64's seccomp_data, not %s's", runtime.GOARCH)
-	}
 	out := map[bool][]program{}
 	for _, restricted := range []bool{false, true} {
-		prog, err := compileBPF(Rules(restricted))
-		if err != nil {
-			t.Fatal(err)
+		if host, ok := targets[runtime.GOARCH]; ok {
+			prog, err := compileBPF(Rules(restricted))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[restricted] = append(out[restricted], load(t, fmt.Sprintf("compiled (restricted=%v)", restricted), host, prog))
 		}
-		out[restricted] = append(out[restricted], load(t, fmt.Sprintf("compiled (restricted=%v)", restricted), prog))
-		if built := builtBPF(Rules(restricted)); built != nil {
-			out[restricted] = append(out[restricted], load(t, fmt.Sprintf("compiled into the binary (restricted=%v)", restricted), built))
+		for _, arch := range builtArchs {
+			for file, r := range builtFiles(arch) {
+				if r != restricted {
+					continue
+				}
+				prog, err := os.ReadFile(file + ".bpf")
+				if err != nil {
+					t.Fatal(err)
+				}
+				out[restricted] = append(out[restricted], load(t, file+".bpf", targets[arch], prog))
+			}
 		}
 	}
 	return out
@@ -154,15 +181,18 @@ func programs(t *testing.T) map[bool][]program {
 // the mask, and random arguments, and compares each answer with the
 // table's meaning.
 func TestBPFRefusesWhatTheTableSays(t *testing.T) {
-	arch := auditArch[runtime.GOARCH]
 	rng := rand.New(rand.NewSource(1))
 	for restricted, progs := range programs(t) {
 		rules := Rules(restricted)
 		for _, p := range progs {
 			calls := 0
 			check := func(name string, args [6]uint64) {
+				nr := p.sysno(t, name)
+				if nr < 0 {
+					return
+				}
 				calls++
-				if got, w := p.run(t, arch, sysno(t, name), args), want(rules, name, args); got != w {
+				if got, w := p.run(t, p.audit, nr, args), want(rules, name, args); got != w {
 					t.Errorf("%s: %s%v = %s, the table says %s", p.name, name, args, got, w)
 				}
 			}
@@ -207,7 +237,6 @@ func TestBPFRefusesWhatTheTableSays(t *testing.T) {
 // programs themselves, so a table and a reference that were wrong the
 // same way would still be caught.
 func TestBPFAttacks(t *testing.T) {
-	arch := auditArch[runtime.GOARCH]
 	eperm, enosys := refuse(EPERM), refuse(ENOSYS)
 	for restricted, progs := range programs(t) {
 		memfd := allow
@@ -248,7 +277,7 @@ func TestBPFAttacks(t *testing.T) {
 		}
 		for _, p := range progs {
 			for _, c := range cases {
-				if got := p.run(t, arch, sysno(t, c.name), c.args); got != c.want {
+				if got := p.run(t, p.audit, p.sysno(t, c.name), c.args); got != c.want {
 					t.Errorf("%s: %s%v = %s, want %s", p.name, c.name, c.args, got, c.want)
 				}
 			}
@@ -257,10 +286,10 @@ func TestBPFAttacks(t *testing.T) {
 			if got := p.run(t, unix.AUDIT_ARCH_I386, 26 /* ptrace on i386 */, nil6()); got != verdict(unix.SECCOMP_RET_KILL_PROCESS) {
 				t.Errorf("%s: a call from the i386 ABI = %s, want kill process", p.name, got)
 			}
-			if runtime.GOARCH == "amd64" {
+			if p.target.name == "amd64" {
 				// x32 shares x86_64's audit arch and numbers its calls
 				// from bit 30: ptrace that way must not be allowed.
-				if got := p.run(t, arch, 0x40000000|521 /* x32 ptrace */, nil6()); got == allow {
+				if got := p.run(t, p.audit, 0x40000000|521 /* x32 ptrace */, nil6()); got == allow {
 					t.Errorf("%s: ptrace through the x32 ABI is allowed", p.name)
 				}
 			}

@@ -11,7 +11,7 @@
 // The table is data with types (Rule, Arg, Op, Errno) built on the
 // kernel's constants from golang.org/x/sys/unix; libseccomp compiles it,
 // and the two programs corral's plans use are compiled into the binary
-// for x86_64 (builtin_linux.go). The tests run every rule's program
+// for x86_64 and arm64 (builtin_linux.go). The tests run every rule's program
 // through a BPF interpreter for refused and allowed argument values.
 package seccomp
 
