@@ -130,6 +130,13 @@ for pkg in ./skill ./policyengine ./agentpolicy ./netns ./cmd/corral ./seatbelt 
 	done
 done
 
+step "installable: the module through a replace, and go install from a module proxy (offline)"
+# A scratch module with replace corral.dev/corral => this checkout builds
+# the CLI and a program importing the API; go install
+# corral.dev/corral/cmd/corral@v0.0.0-test from a proxy in a folder gives a
+# corral whose version says so. About 30 s with a warm build cache.
+bash scripts/install-test.sh || fail=1
+
 step "debian-13 VM under QEMU: cgroup v2 with systemd, unit and end-to-end suites as root and as a user"
 # This machine is a cgroup v1/v2 hybrid run as root; most users' hosts are
 # unified cgroup v2 with systemd and log in as ordinary users. One box of
