@@ -150,11 +150,14 @@ func TestExplain(t *testing.T) {
 // TestHelpAndVersion: every command has -h, and help exits 0.
 func TestHelpAndVersion(t *testing.T) {
 	t.Parallel()
-	for _, args := range [][]string{{"version"}, {"help"}, {"help", "exec"}, {"exec", "-h"}, {"check", "-h"}, {"explain", "-h"}, {"doctor", "-h"}} {
+	for _, args := range [][]string{{"version"}, {"--version"}, {"help"}, {"help", "exec"}, {"exec", "-h"}, {"check", "-h"}, {"explain", "-h"}, {"doctor", "-h"}} {
 		r := asSelf.run(t, runOpts{args: args})
 		if r.code != 0 || r.output() == "" {
 			t.Errorf("corral %v: %s", args, r)
 		}
+	}
+	if v, fv := asSelf.run(t, runOpts{args: []string{"version"}}), asSelf.run(t, runOpts{args: []string{"--version"}}); v.stdout != fv.stdout || !strings.HasPrefix(v.stdout, "corral ") {
+		t.Errorf("corral --version says %q, corral version %q", fv.stdout, v.stdout)
 	}
 	if r := asSelf.run(t, runOpts{args: []string{"frobnicate"}}); r.code != 125 {
 		t.Errorf("unknown command: %s", r)
