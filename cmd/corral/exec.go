@@ -71,7 +71,7 @@ not permitted; 127 the command was not found.`,
 				}
 				defer rep.Close()
 			}
-			r := &runReport{Argv: args}
+			r := &corral.Result{Argv: args, Stage: corral.StageSkills}
 			var err error
 			if loadErr != nil {
 				err = failed(loadErr)
@@ -79,7 +79,7 @@ not permitted; 127 the command was not found.`,
 				err = runExec(l, &nf, &lf, &pf, args, runFlags{*bestEffort, *confirmed, tier}, roots, auditMax, r)
 			}
 			if rep != nil {
-				if werr := r.write(rep, err); werr != nil && err == nil {
+				if werr := writeReport(rep, r, err); werr != nil && err == nil {
 					err = failed(werr)
 				}
 			}
@@ -135,26 +135,17 @@ func (f *limitFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.parent, "cgroup-parent", "", "make the run's cgroup under `PATH` (relative to the cgroup root; default: corral/ inside corral's own cgroup)")
 }
 
-// runReport is the --report JSON: the argv, and the Result.
-type runReport struct {
-	Argv []string `json:"argv"`
-	*corral.Result
-	WallMS float64 `json:"wall_ms"`
-	Error  string  `json:"error,omitempty"`
-}
-
-func (r *runReport) write(file *outFile, runErr error) error {
-	if r.Result == nil {
-		r.Result = &corral.Result{Denials: []corral.Denial{}}
-	}
+// writeReport writes r, the run's Result, as the report. A failure of
+// corral's own before or after corral.Run (runErr) is recorded in it the
+// way Run records its own.
+func writeReport(file *outFile, r *corral.Result, runErr error) error {
 	var ee *exitError
-	if errors.As(runErr, &ee) {
+	if errors.As(runErr, &ee) && r.Error == "" {
 		r.ExitCode = ee.Code
 		if ee.Err != nil {
 			r.Error = ee.Err.Error()
 		}
 	}
-	r.WallMS = float64(r.Wall.Microseconds()) / 1000
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
@@ -190,7 +181,7 @@ type runFlags struct {
 	tier                  sandbox.Tier
 }
 
-func runExec(l *corral.Skills, nf *netFlags, lf *limitFlags, pf *policyFlags, argv []string, rf runFlags, roots []string, auditMax int64, r *runReport) error {
+func runExec(l *corral.Skills, nf *netFlags, lf *limitFlags, pf *policyFlags, argv []string, rf runFlags, roots []string, auditMax int64, r *corral.Result) error {
 	spec := corral.Spec{Argv: argv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Limits: lf.values, CgroupParent: lf.parent,
 		BestEffort: rf.bestEffort, Confirmed: rf.confirmed, Tier: rf.tier, Agent: pf.agent, Resolve: nf.pins,
 		Warn: func(s string) { fmt.Fprintf(os.Stderr, "corral exec: warning: %s\n", printable.Text(s)) }}
@@ -201,11 +192,13 @@ func runExec(l *corral.Skills, nf *netFlags, lf *limitFlags, pf *policyFlags, ar
 		spec.Trace("main")
 		spec.Debug.TraceInit = true
 	}
+	r.Stage = corral.StageFlags
 	if err := testHooks(&spec.Debug); err != nil {
 		return failed(err)
 	}
 	spec.Skills = l
 	var err error
+	r.Stage = corral.StagePolicy
 	if spec.Policy, err = pf.load(l); err != nil {
 		return failed(err)
 	}
@@ -216,6 +209,7 @@ func runExec(l *corral.Skills, nf *netFlags, lf *limitFlags, pf *policyFlags, ar
 	if nf.auditLog != "" {
 		f, err := openOutput("--audit-log", nf.auditLog, roots, true)
 		if err != nil {
+			r.Stage = corral.StageFlags
 			return failed(err)
 		}
 		f.limit, f.agent = auditMax, pf.agent
@@ -223,7 +217,7 @@ func runExec(l *corral.Skills, nf *netFlags, lf *limitFlags, pf *policyFlags, ar
 		spec.Audit = f
 	}
 	res, err := corral.Run(context.Background(), spec)
-	r.Result = res
+	*r = *res
 	if res != nil && res.Proxy != nil {
 		if s := denialSummary(res.Proxy); s != "" {
 			fmt.Fprint(os.Stderr, printable.Text(s))
