@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,5 +46,30 @@ func TestRunResultStages(t *testing.T) {
 		}
 		data, _ := json.Marshal(res)
 		validReport(t, s, data)
+	}
+}
+
+// TestRunKeepsWarnings: a warning Run gives Spec.Warn (the landlock
+// tier's notice) is in the Result's warnings too, once.
+func TestRunKeepsWarnings(t *testing.T) {
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	skills, err := corral.LoadSkills(nil, corral.Dirs{WorkDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warned []string
+	res, err := corral.Run(context.Background(), corral.Spec{Skills: skills, Argv: []string{"true"}, Tier: sandbox.TierLandlock, Warn: func(s string) { warned = append(warned, s) }})
+	if err != nil || res.ExitCode != 0 {
+		t.Skipf("no landlock tier here: %v", err)
+	}
+	n := 0
+	for _, w := range res.Warnings {
+		if strings.Contains(w, "landlock tier") {
+			n++
+		}
+	}
+	if n != 1 || !slices.ContainsFunc(warned, func(w string) bool { return strings.Contains(w, "landlock tier") }) {
+		t.Errorf("warned %q; the Result has %q, want the tier's notice once", warned, res.Warnings)
 	}
 }

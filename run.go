@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -220,7 +221,7 @@ func run(ctx context.Context, spec Spec, r *Result) error {
 			sigs.Stop()
 		}
 	}()
-	trace, warn := orNothing(spec.Trace), orNothing(spec.Warn)
+	trace, warn := orNothing(spec.Trace), keepWarnings(r, spec.Warn)
 	if spec.Skills == nil || len(spec.Argv) == 0 {
 		return failed(errors.New("corral.Run needs skills and a command"))
 	}
@@ -267,7 +268,11 @@ func run(ctx context.Context, spec Spec, r *Result) error {
 		t := out.Plan.Tier
 		r.Tier = &t
 	}
-	r.Warnings = append(r.Warnings, out.Warnings...)
+	for _, w := range out.Warnings {
+		if !slices.Contains(r.Warnings, w) { // an alert was warned already
+			r.Warnings = append(r.Warnings, w)
+		}
+	}
 	r.Created, r.Removed, r.Replaced = append(r.Created, out.Created...), out.Removed, out.Replaced
 	if out.Plan != nil && out.Result != nil {
 		r.Quarantined = quarantine(out.Plan.Quarantine, warn)
@@ -399,6 +404,20 @@ func ended(r *Result, res *sandbox.Result, err error, prog string) error {
 		return execFailure(prog, res.Stage)
 	}
 	return nil
+}
+
+// keepWarnings is Spec.Warn (or nothing) that also keeps each warning in
+// r.Warnings: the report holds every warning a person was shown, so a
+// caller that silences them (--quiet) loses none.
+func keepWarnings(r *Result, f func(string)) func(string) {
+	var mu sync.Mutex
+	f = orNothing(f)
+	return func(s string) {
+		mu.Lock()
+		r.Warnings = append(r.Warnings, s)
+		mu.Unlock()
+		f(s)
+	}
 }
 
 // orNothing is f, or a function that does nothing.
