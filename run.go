@@ -393,6 +393,14 @@ func ended(r *Result, res *sandbox.Result, err error, prog string) error {
 		return failed(err)
 	}
 	r.TimedOut, r.OOMKilled = res.TimedOut, res.OOMKills > 0
+	if !res.Started && res.Stage == nil {
+		// Given up before the plan (sandbox.Execute's givenUp): the stage
+		// is where it was, and its error says why, as any stage's does.
+		r.Error = "the run was given up before the command started: the timeout or the caller's context ended it"
+		if res.Signal != 0 {
+			r.Error = fmt.Sprintf("the run was given up before the command started: corral got %s", unix.SignalName(unix.Signal(res.Signal)))
+		}
+	}
 	switch {
 	case res.TimedOut:
 		r.ExitCode = ExitTimeout
