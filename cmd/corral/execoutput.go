@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"corral.dev/corral"
 	"corral.dev/corral/printable"
 )
 
@@ -175,7 +176,7 @@ func (m *messages) exit(err error) error {
 	}
 	var ee *exitError
 	if !errors.As(err, &ee) {
-		ee = &exitError{Code: 125, Err: err}
+		ee = &exitError{Code: corral.ExitFailed, Err: err}
 	}
 	if ee.Err != nil {
 		m.write("corral exec: " + ee.Err.Error() + "\n")
