@@ -50,6 +50,12 @@ func validReport(t *testing.T, s *jsonschema.Schema, data []byte) {
 			t.Errorf("report: %s is null\n%s", k, data)
 		}
 	}
+	ws, _ := top["warnings"].([]any)
+	for i, w := range ws {
+		if slices.Contains(ws[:i], w) {
+			t.Errorf("report: warning %q twice", w)
+		}
+	}
 }
 
 // fullResult has every field set, each list with an element.

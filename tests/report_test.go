@@ -53,6 +53,11 @@ func checkReport(t *testing.T, data string) corral.Result {
 	for _, p := range reportSchema(t).Validate([]byte(data)) {
 		t.Errorf("report: %s", p)
 	}
+	for i, w := range res.Warnings {
+		if slices.Contains(res.Warnings[:i], w) {
+			t.Errorf("report: warning %q twice", w)
+		}
+	}
 	again, _ := json.MarshalIndent(&res, "", "  ")
 	if string(again)+"\n" != data {
 		t.Errorf("the report is not a marshalled corral.Result:\n%s\nthe Result writes:\n%s", data, again)
