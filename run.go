@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -85,40 +86,51 @@ type Denial struct {
 	policyengine.Decision
 }
 
-// Result is how a run ended. ExitCode is the command's own status, 128+N
-// for signal N, 124 when the timeout ended it and 137 when the memory cap
-// did.
+// Result is how a run ended, and the report `corral exec --report`
+// writes: its JSON (MarshalJSON) is the report, documented in
+// docs/report.md and docs/report.schema.json, and the CLI sets no field of
+// its own. ExitCode is the command's own status, 128+N for signal N, 124
+// when the timeout ended it and 137 when the memory cap did; when Run
+// returns an *Error, it is that error's Code and Error its message.
 type Result struct {
+	// Argv is the command as given.
+	Argv []string `json:"argv"`
+	// Stage is where the run ended: StageCommand once the command
+	// started, else the step that stopped it.
+	Stage Stage `json:"stage"`
+	// Error says why the run stopped before the command ran its course
+	// ("" when it did, whatever its status).
+	Error string `json:"error"`
 	// Tier is the tier the sandbox ran in, and why (nil: none started).
-	Tier        *sandbox.TierInfo    `json:"tier,omitempty"`
+	Tier        *sandbox.TierInfo    `json:"tier"`
 	ExitCode    int                  `json:"exit_code"`
-	Signal      int                  `json:"signal,omitempty"`
-	Wall        time.Duration        `json:"-"`
+	Signal      int                  `json:"signal"`
+	Wall        time.Duration        `json:"-"` // wall_ms in the JSON
 	PeakMemory  int64                `json:"peak_memory_bytes"`
 	OOMKilled   bool                 `json:"oom_killed"`
 	TimedOut    bool                 `json:"timed_out"`
-	Limits      *sandbox.Limits      `json:"limits,omitempty"`
-	Cgroup      string               `json:"cgroup,omitempty"`
+	Limits      *sandbox.Limits      `json:"limits"`
+	Cgroup      string               `json:"cgroup"`
 	Protections []sandbox.Protection `json:"protections"`
-	Dropped     []string             `json:"dropped,omitempty"`
+	Dropped     []string             `json:"dropped"`
 	Denials     []Denial             `json:"denials"`
 	// ProxyDenials are the requests the egress proxy refused (at most
 	// 1000; ProxyDenialsMore counts the rest).
-	ProxyDenials     []netns.Event `json:"proxy_denials,omitempty"`
-	ProxyDenialsMore int           `json:"proxy_denials_more,omitempty"`
-	Warnings         []string      `json:"warnings,omitempty"`
-	Created          []string      `json:"created,omitempty"`
-	Removed          []string      `json:"removed,omitempty"` // files the command made in protected git folders, removed after the run
+	ProxyDenials     []netns.Event `json:"proxy_denials"`
+	ProxyDenialsMore int           `json:"proxy_denials_more"`
+	Warnings         []string      `json:"warnings"`
+	Created          []string      `json:"created"`
+	Removed          []string      `json:"removed"` // files the command made in protected git folders, removed after the run
 	// Quarantined are what the command left that a host tool would run or
 	// trust: protected paths it created (or led elsewhere), and git
 	// config, hooks and pointers in a writable root. Each is renamed to
 	// To (NAME.corral-quarantined-RANDOM); only if no rename works is it
 	// removed (To empty, Why says so).
-	Quarantined []Quarantined `json:"quarantined,omitempty"`
+	Quarantined []Quarantined `json:"quarantined"`
 	// Replaced are protected paths the host replaced while the sandbox ran
 	// (or started): their read-only bind went with the old file, so the
 	// command may have written the new one.
-	Replaced []string `json:"replaced,omitempty"`
+	Replaced []string `json:"replaced"`
 	// Proxy is the egress proxy's audit, for a summary of its refusals.
 	Proxy *netns.Audit `json:"-"`
 }
@@ -177,10 +189,27 @@ func PrepareRun() {
 
 // Run runs spec.Argv in the sandbox and waits for it. The Result is
 // filled as far as the run got, also with an error; an *Error says why
-// the command did not run its course (its Code: 125, 126, 127).
-// Cancelling ctx ends the run as a timeout does.
+// the command did not run its course (its Code: 125, 126, 127), and the
+// Result's Stage where. Cancelling ctx ends the run as a timeout does.
 func Run(ctx context.Context, spec Spec) (*Result, error) {
-	r := &Result{Denials: []Denial{}}
+	r := &Result{Argv: spec.Argv, Stage: StagePreflight}
+	err := run(ctx, spec, r)
+	r.end(err)
+	return r, err
+}
+
+// end records in r why the run stopped (err from run).
+func (r *Result) end(err error) {
+	var e *Error
+	switch {
+	case errors.As(err, &e):
+		r.ExitCode, r.Error = e.Code, e.Err.Error()
+	case err != nil:
+		r.ExitCode, r.Error = ExitFailed, err.Error()
+	}
+}
+
+func run(ctx context.Context, spec Spec, r *Result) error {
 	since := sweepStart() // before anything of the sandbox can write
 	sigs := early.Swap(nil)
 	if sigs == nil {
@@ -192,28 +221,30 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 			sigs.Stop()
 		}
 	}()
-	trace, warn := orNothing(spec.Trace), orNothing(spec.Warn)
+	trace, warn := orNothing(spec.Trace), keepWarnings(r, spec.Warn)
 	if spec.Skills == nil || len(spec.Argv) == 0 {
-		return r, failed(errors.New("corral.Run needs skills and a command"))
+		return failed(errors.New("corral.Run needs skills and a command"))
 	}
 	audit := &auditLog{w: spec.Audit}
 	sk, err := preflight(spec, r, audit)
 	if err != nil {
-		return r, err
+		return err
 	}
 	trace("preflight")
+	r.Stage = StageLaunch
 	stdio, closeStdio, err := files(spec)
 	if err != nil {
-		return r, failed(err)
+		return failed(err)
 	}
 	defer closeStdio()
 	defer restoreTerminals(saveTerminals(stdio.Stdin, stdio.Stdout, stdio.Stderr))
 	stdio.Signals = sigs
+	r.Stage = StagePlan
 	limits := runLimits(ctx, sk, spec)
 	r.Limits = &limits
 	r.Created, err = createWriteRoots(sk)
 	if err != nil {
-		return r, failed(err)
+		return failed(err)
 	}
 	trace("loaded")
 	env := spec.Env
@@ -231,12 +262,17 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 				go proxy.Serve(ln)
 			}
 		}})
+	r.Stage = out.Stage
 	r.Protections, r.Dropped, r.Cgroup = out.Protections, out.Dropped, out.Cgroup
 	if out.Plan != nil {
 		t := out.Plan.Tier
 		r.Tier = &t
 	}
-	r.Warnings = append(r.Warnings, out.Warnings...)
+	for _, w := range out.Warnings {
+		if !slices.Contains(r.Warnings, w) { // an alert was warned already
+			r.Warnings = append(r.Warnings, w)
+		}
+	}
 	r.Created, r.Removed, r.Replaced = append(r.Created, out.Created...), out.Removed, out.Replaced
 	if out.Plan != nil && out.Result != nil {
 		r.Quarantined = quarantine(out.Plan.Quarantine, warn)
@@ -272,12 +308,14 @@ func preflight(spec Spec, r *Result, audit *auditLog) (*Skills, error) {
 	sk := spec.Skills
 	policy := spec.Policy != nil && !spec.Policy.Empty()
 	if policy {
+		r.Stage = StagePolicy
 		capped, notes, err := sk.Capped(spec.Policy)
 		if err != nil {
 			return nil, failed(err)
 		}
 		sk = capped
 		r.Warnings = append(r.Warnings, notes...)
+		r.Stage = StagePreflight
 	}
 	if st, err := os.Stat(sk.Vars.WorkDir); err != nil || !st.IsDir() {
 		return nil, failed(fmt.Errorf("work dir %s is not a folder", sk.Vars.WorkDir))
@@ -343,29 +381,51 @@ func newProxy(sk *Skills, spec Spec, audit *auditLog, r *Result) *netns.Proxy {
 
 // ended fills r with how the command ended (res, nil when it never ran)
 // and says why it did not run its course (err from sandbox.Execute).
-func ended(r *Result, res *sandbox.Result, err error, prog string) (*Result, error) {
+func ended(r *Result, res *sandbox.Result, err error, prog string) error {
 	if res != nil {
 		r.ExitCode, r.Signal, r.Wall, r.PeakMemory = res.ExitCode, res.Signal, res.Wall, res.MaxRSS
 	}
 	var notFound *sandbox.NotFoundError
 	switch {
 	case errors.As(err, &notFound):
-		return r, &Error{Code: ExitNotFound, Err: err}
+		return &Error{Code: ExitNotFound, Err: err}
 	case err != nil:
-		return r, failed(err)
+		return failed(err)
 	}
 	r.TimedOut, r.OOMKilled = res.TimedOut, res.OOMKills > 0
+	if !res.Started && res.Stage == nil {
+		// Given up before the plan (sandbox.Execute's givenUp): the stage
+		// is where it was, and its error says why, as any stage's does.
+		r.Error = "the run was given up before the command started: the timeout or the caller's context ended it"
+		if res.Signal != 0 {
+			r.Error = fmt.Sprintf("the run was given up before the command started: corral got %s", unix.SignalName(unix.Signal(res.Signal)))
+		}
+	}
 	switch {
 	case res.TimedOut:
 		r.ExitCode = ExitTimeout
-		return r, nil
+		return nil
 	case res.OOMKills > 0 && (res.Signal == int(unix.SIGKILL) || res.ExitCode == ExitOOM):
 		r.ExitCode = ExitOOM
 	}
 	if res.Stage != nil {
-		return r, execFailure(prog, res.Stage)
+		return execFailure(prog, res.Stage)
 	}
-	return r, nil
+	return nil
+}
+
+// keepWarnings is Spec.Warn (or nothing) that also keeps each warning in
+// r.Warnings: the report holds every warning a person was shown, so a
+// caller that silences them (--quiet) loses none.
+func keepWarnings(r *Result, f func(string)) func(string) {
+	var mu sync.Mutex
+	f = orNothing(f)
+	return func(s string) {
+		mu.Lock()
+		r.Warnings = append(r.Warnings, s)
+		mu.Unlock()
+		f(s)
+	}
 }
 
 // orNothing is f, or a function that does nothing.

@@ -11,7 +11,7 @@ import (
 
 // sweepAfter runs the git sweep (sweep_linux.go) once nothing of the
 // sandbox runs any more, and reports what it quarantined and what it
-// could not check.
+// could not check (warn, Run's, keeps each warning in r.Warnings).
 func sweepAfter(r *Result, plan *sandbox.Plan, home string, since sweepClock, warn, trace func(string)) {
 	t := time.Now()
 	s := sweepGit(plan.WriteRoots, append(slices.Clone(plan.Protected), plan.SweepKnown...), home, since, plan.Tier.Name == sandbox.TierLandlock)
@@ -21,16 +21,12 @@ func sweepAfter(r *Result, plan *sandbox.Plan, home string, since sweepClock, wa
 	for _, q := range s.Moved {
 		r.Quarantined = append(r.Quarantined, q)
 		if q.To == "" {
-			w := fmt.Sprintf("the command left %s (%s)", printable.String(q.Path), q.Why)
-			r.Warnings = append(r.Warnings, w)
-			warn(w)
+			warn(fmt.Sprintf("the command left %s (%s)", printable.String(q.Path), q.Why))
 			continue
 		}
 		warn(fmt.Sprintf("the command left %s (%s): moved to %s, where git never reads it", printable.String(q.Path), q.Why, printable.String(q.To)))
 	}
 	for _, e := range s.Errs {
-		w := "the git sweep could not check " + e + ": a git repository there may run what the command chose; check it before running git in it"
-		r.Warnings = append(r.Warnings, w)
-		warn(w)
+		warn("the git sweep could not check " + e + ": a git repository there may run what the command chose; check it before running git in it")
 	}
 }

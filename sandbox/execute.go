@@ -55,9 +55,30 @@ type Options struct {
 	MountPause, ProbePause, HoldPause time.Duration
 }
 
+// Stage is where a run ended: the step it was in when it failed, or
+// StageCommand once the command started. Execute moves between plan and
+// launch more than once (the init starts early, the plan is built for the
+// tier it runs in), so a stage names the work, not a moment.
+type Stage string
+
+const (
+	// StagePlan: probing the host, creating hooks folders, building the
+	// kernel plan (a program that is not there, a protection the host
+	// cannot give, a grant through a planted symlink).
+	StagePlan Stage = "plan"
+	// StageLaunch: starting the init and its namespaces or the landlock
+	// tier, the cgroup, the mounts, Landlock, seccomp and the command's
+	// execve.
+	StageLaunch Stage = "launch"
+	// StageCommand: the command started; how it ended is its own.
+	StageCommand Stage = "command"
+)
+
 // Outcome is what a run did, filled as far as it got (also with an
 // error from Execute).
 type Outcome struct {
+	// Stage is where the run ended.
+	Stage Stage
 	// Result is how the command ended; nil when nothing ran. A run given
 	// up before its plan (a signal to corral, ctx done) has a Result with
 	// TimedOut or Signal set and Started false.
@@ -122,6 +143,7 @@ type cgroupResult struct {
 
 func (e *execution) run(ctx context.Context) error {
 	spec, limits := &e.req.Spec, e.req.Spec.Limits
+	e.out.Stage = StagePlan
 	prepared := Prepare(e.req.Perms)
 	// The init is exec'd on a thread of its own (about 0.8 ms until it
 	// runs, and as long again to make its namespaces) while this one
@@ -193,6 +215,7 @@ func (e *execution) run(ctx context.Context) error {
 		return abort(err)
 	}
 	// The plan is built for the tier the init runs in.
+	e.out.Stage = StageLaunch
 	if err := started(); err != nil {
 		return err
 	}
@@ -210,6 +233,7 @@ func (e *execution) run(ctx context.Context) error {
 		defer lr.close(e.warn)
 		serve = func(files []*os.File) { lr.serve(e, files) }
 	}
+	e.out.Stage = StagePlan
 	plan, err := BuildPlan(e.req.Perms, *spec, facts)
 	e.trace("built")
 	if err != nil {
@@ -232,9 +256,13 @@ func (e *execution) run(ctx context.Context) error {
 	pause(spec.Options.HoldPause)
 	held := Hold(plan.Protected)
 	defer held.Close()
+	e.out.Stage = StageLaunch
 	res, err := launch.Run(plan, RunOptions{Seccomp: prepared, Cgroup: e.joinCgroup, Trace: e.req.Trace, Timeout: limits.Timeout,
 		KillGrace: limits.KillGrace, Done: ctx.Done(), Held: held.Files(), Serve: serve})
 	e.out.Result = res
+	if res != nil && res.Started && res.Stage == nil {
+		e.out.Stage = StageCommand
+	}
 	e.trace("done")
 	e.removeMustNotAppear(plan)
 	if res != nil && res.Started {

@@ -26,10 +26,12 @@ var checkCommand = command{
 	usage: "read|write|net|url|exec|env ARG | tool NAME [COMMAND]\ncorral check [flags] --stdin",
 	summary: `Answer one permission question with a JSON decision on stdout: allowed
 only where both the skills and the agent policy allow.
-Exit 0 allow, 1 deny, 2 confirm, 125 bad input. With --stdin, read JSON
-lines {"kind":"net","arg":"api.a.com:443"} ({"kind":"tool","arg":"bash git
+Exit 0 allow, 1 deny, 2 confirm, 125 bad input (with a deny answer that
+has an "error"). With --stdin, read JSON lines
+{"kind":"net","arg":"api.a.com:443"} ({"kind":"tool","arg":"bash git
 status"} for a tool and its command, "skill_load NAME" for loading a skill)
-and answer one decision per line.`,
+and answer one decision per line, the same answer check gives; an "id" (a
+string or a number) is echoed in it.`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
 		var sf skillFlags
 		sf.register(fs)
@@ -77,11 +79,17 @@ and answer one decision per line.`,
 			if len(args) == 3 && args[0] == "tool" {
 				args = []string{"tool", args[1] + " " + args[2]}
 			}
+			if len(args) == 1 {
+				args = append(args, "") // as a --stdin question without "arg"
+			}
 			if len(args) != 2 {
 				return failed(errors.New("want KIND ARG, e.g. check net api.example.com:443, or tool NAME [COMMAND] (kinds: " + strings.Join(checkKinds, ", ") + ")"))
 			}
 			d, err := a.ask(args[0], args[1])
 			if err != nil {
+				// The answer --stdin gives the same question, and 125.
+				d = badQuestion(err)
+				fmt.Printf("%s", appendAnswer(nil, &d))
 				return failed(err)
 			}
 			fmt.Printf("%s", appendAnswer(nil, &d))
@@ -221,19 +229,58 @@ func ask(e *policyengine.Engine, kind, arg string) (policyengine.Decision, error
 
 // question is one line of check --stdin.
 type question struct {
-	Kind string `json:"kind"`
-	Arg  string `json:"arg"`
+	Kind string     `json:"kind"`
+	Arg  string     `json:"arg"`
+	ID   questionID `json:"id"`
 }
+
+// questionID is a question's optional "id", a string or a number, which
+// its answer echoes: a caller with several questions in flight matches
+// answers without counting lines. It holds the JSON the answer writes.
+type questionID struct{ json string }
+
+func (q *questionID) UnmarshalJSON(b []byte) error {
+	var v any
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	if err := d.Decode(&v); err != nil {
+		return err
+	}
+	switch v := v.(type) {
+	case nil:
+		q.json = ""
+	case string:
+		q.json = string(appendJSONString(nil, v))
+	case json.Number:
+		q.json = v.String()
+	default:
+		return errors.New(`"id" must be a string or a number`)
+	}
+	return nil
+}
+
+func (q questionID) MarshalJSON() ([]byte, error) { return []byte(q.json), nil }
+
+// IsZero reports a question without an id (omitzero).
+func (q questionID) IsZero() bool { return q.json == "" }
 
 // answer is a decision, or the reason a question could not be answered.
 // File answers say whose file they are about (View: "host" for read and
 // write, "sandbox" for what a command line does inside it) and, when
 // symlinks were followed, the real path answered for.
 type answer struct {
+	ID questionID `json:"id,omitzero"`
 	policyengine.Decision
 	View  string `json:"view,omitempty"`
 	Path  string `json:"path,omitempty"`
 	Error string `json:"error,omitempty"`
+}
+
+// badQuestion is the answer to a question that cannot be answered (an
+// unknown kind, a malformed argument): a deny saying why. check gives it
+// on stdout and exits 125; check --stdin gives it and goes on.
+func badQuestion(err error) answer {
+	return answer{Decision: policyengine.Decision{Action: policyengine.Deny, Reason: "bad input: " + err.Error()}, Error: err.Error()}
 }
 
 // maxQuestion bounds one line of check --stdin.
@@ -255,10 +302,11 @@ func checkStream(e *asker, in io.Reader, out io.Writer) error {
 			if jerr := parseQuestion(line, &q); jerr != nil {
 				a = answer{Decision: policyengine.Decision{Action: policyengine.Deny, Reason: "bad input: not a JSON question"}, Error: jerr.Error()}
 			} else if d, qerr := e.ask(q.Kind, q.Arg); qerr != nil {
-				a = answer{Decision: policyengine.Decision{Action: policyengine.Deny, Reason: "bad input: " + qerr.Error()}, Error: qerr.Error()}
+				a = badQuestion(qerr)
 			} else {
 				a = d
 			}
+			a.ID = q.ID
 			buf = appendAnswer(buf[:0], &a)
 			if _, werr := w.Write(buf); werr != nil {
 				return failed(werr)

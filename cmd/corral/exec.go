@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,7 +14,6 @@ import (
 
 	"corral.dev/corral"
 	"corral.dev/corral/policyengine"
-	"corral.dev/corral/printable"
 	"corral.dev/corral/sandbox"
 	"corral.dev/corral/skill"
 )
@@ -27,65 +27,102 @@ Exit status: the command's own; 128+N if a signal N killed it (137 when it
 ran out of memory); 124 timed out; 125 corral failed; 126 the command is
 not permitted; 127 the command was not found.`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
-		var sf skillFlags
-		sf.register(fs)
-		var nf netFlags
-		nf.register(fs)
-		var lf limitFlags
-		lf.register(fs)
-		var pf policyFlags
-		pf.register(fs)
-		report := fs.String("report", "", "write a JSON report of the run to `file` (outside the work dir and the write grants; not a symlink)")
-		auditMax := int64(defaultAuditMax)
-		fs.Func("audit-log-max", "stop writing --audit-log entries past `SIZE` for this run, and end with one saying how many were dropped (default 4Mi)", func(s string) error {
-			n, err := skill.ParseBytes(s)
-			auditMax = n
-			return err
-		})
-		bestEffort := fs.Bool("best-effort", false, "run even if a protection cannot be enforced, naming each one that is missing")
-		confirmed := fs.Bool("confirmed", false, "the user agreed to what the agent policy says needs confirmation")
-		tier := sandbox.TierAuto
-		fs.Func("tier", "the sandbox `TIER`: auto (the namespaces tier where the host allows user namespaces, else the landlock tier), namespaces, or landlock (no namespaces: Landlock, seccomp and corral's connect supervisor; see corral doctor)", func(s string) error {
-			t, err := sandbox.ParseTier(s)
-			tier = t
-			return err
-		})
-		return func(args []string) error {
-			if len(args) == 0 {
-				return failed(errors.New("no command: write corral exec [flags] -- CMD [ARG]"))
-			}
-			corral.PrepareRun() // overlaps loading the skills
-			l, loadErr := sf.load()
-			var roots []string // resolving them costs a few lstat calls
-			if *report != "" || nf.auditLog != "" {
-				roots = writableRoots(&sf, l)
-			}
-			// corral's files are opened before anything runs, so a
-			// refused run (125, 126, 127) still gets its report, and
-			// nothing the command does to the paths matters.
-			var rep *outFile
-			if *report != "" {
-				var err error
-				if rep, err = openOutput("--report", *report, roots, false); err != nil {
-					return failed(err)
-				}
-				defer rep.Close()
-			}
-			r := &runReport{Argv: args}
-			var err error
-			if loadErr != nil {
-				err = failed(loadErr)
-			} else {
-				err = runExec(l, &nf, &lf, &pf, args, runFlags{*bestEffort, *confirmed, tier}, roots, auditMax, r)
-			}
-			if rep != nil {
-				if werr := r.write(rep, err); werr != nil && err == nil {
-					err = failed(werr)
-				}
-			}
-			return err
-		}
+		f := newExecFlags(fs)
+		// (fs.Output() is the stderr run was given.)
+		return func(args []string) error { return f.run(args, nil, fs.Output()) }
 	},
+	// A flag error still gets its report, where the flags corral could
+	// read ask for one, and goes where corral's messages go.
+	badFlags: func(args []string, err error, stderr io.Writer) error {
+		fs := flag.NewFlagSet("corral exec", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		f := newExecFlags(fs)
+		return f.run(scanFlags(fs, args), err, stderr)
+	},
+}
+
+// execFlags are exec's flags.
+type execFlags struct {
+	sf       skillFlags
+	nf       netFlags
+	lf       limitFlags
+	pf       policyFlags
+	out      outputFlags
+	rf       runFlags
+	auditMax int64
+}
+
+func newExecFlags(fs *flag.FlagSet) *execFlags {
+	f := &execFlags{auditMax: defaultAuditMax, rf: runFlags{tier: sandbox.TierAuto}}
+	f.sf.register(fs)
+	f.nf.register(fs)
+	f.lf.register(fs)
+	f.pf.register(fs)
+	f.out.register(fs)
+	fs.Func("audit-log-max", "stop writing --audit-log entries past `SIZE` for this run, and end with one saying how many were dropped (default 4Mi)", func(s string) error {
+		n, err := skill.ParseBytes(s)
+		f.auditMax = n
+		return err
+	})
+	fs.BoolVar(&f.rf.bestEffort, "best-effort", false, "run even if a protection cannot be enforced, naming each one that is missing")
+	fs.BoolVar(&f.rf.confirmed, "confirmed", false, "the user agreed to what the agent policy says needs confirmation")
+	fs.Func("tier", "the sandbox `TIER`: auto (the namespaces tier where the host allows user namespaces, else the landlock tier), namespaces, or landlock (no namespaces: Landlock, seccomp and corral's connect supervisor; see corral doctor)", func(s string) error {
+		t, err := sandbox.ParseTier(s)
+		f.rf.tier = t
+		return err
+	})
+	return f
+}
+
+// run runs argv and writes the report; corral's messages go to stderr
+// unless --log-fd says otherwise. flagErr is the command line's error
+// when flag refused it: then nothing runs, and the report and corral's
+// messages say so.
+func (f *execFlags) run(argv []string, flagErr error, stderr io.Writer) error {
+	r := &corral.Result{Argv: argv, Stage: corral.StageFlags}
+	m, err := f.out.messages(stderr)
+	switch {
+	case flagErr != nil:
+		err = failed(flagErr)
+	case err == nil && len(argv) == 0:
+		err = failed(errors.New("no command: write corral exec [flags] -- CMD [ARG]"))
+	}
+	var l *corral.Skills
+	if err == nil {
+		corral.PrepareRun() // overlaps loading the skills
+		r.Stage = corral.StageSkills
+		var loadErr error
+		if l, loadErr = f.sf.load(); loadErr != nil {
+			err = failed(loadErr)
+		}
+	} else if f.out.reporting() {
+		l, _ = f.sf.load() // for the write roots the report must stay out of
+	}
+	var roots []string // resolving them costs a few lstat calls
+	if f.out.reporting() || f.nf.auditLog != "" {
+		roots = writableRoots(&f.sf, l)
+	}
+	// corral's files are opened before anything runs, so a refused run
+	// (125, 126, 127) still gets its report, and nothing the command
+	// does to the paths matters.
+	reports, openErr := f.out.openReports(roots)
+	defer func() {
+		for _, rep := range reports {
+			rep.Close()
+		}
+	}()
+	if openErr != nil && err == nil {
+		r.Stage, err = corral.StageFlags, failed(openErr)
+	}
+	if err == nil {
+		err = runExec(l, &f.nf, &f.lf, &f.pf, argv, f.rf, roots, f.auditMax, r, m)
+	}
+	for _, rep := range reports {
+		if werr := writeReport(rep, r, err); werr != nil && err == nil {
+			err = failed(werr)
+		}
+	}
+	return m.exit(err)
 }
 
 // limitFlags override the skills' limits.
@@ -135,26 +172,17 @@ func (f *limitFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.parent, "cgroup-parent", "", "make the run's cgroup under `PATH` (relative to the cgroup root; default: corral/ inside corral's own cgroup)")
 }
 
-// runReport is the --report JSON: the argv, and the Result.
-type runReport struct {
-	Argv []string `json:"argv"`
-	*corral.Result
-	WallMS float64 `json:"wall_ms"`
-	Error  string  `json:"error,omitempty"`
-}
-
-func (r *runReport) write(file *outFile, runErr error) error {
-	if r.Result == nil {
-		r.Result = &corral.Result{Denials: []corral.Denial{}}
-	}
+// writeReport writes r, the run's Result, as the report. A failure of
+// corral's own before or after corral.Run (runErr) is recorded in it the
+// way Run records its own.
+func writeReport(file *outFile, r *corral.Result, runErr error) error {
 	var ee *exitError
-	if errors.As(runErr, &ee) {
+	if errors.As(runErr, &ee) && r.Error == "" {
 		r.ExitCode = ee.Code
 		if ee.Err != nil {
 			r.Error = ee.Err.Error()
 		}
 	}
-	r.WallMS = float64(r.Wall.Microseconds()) / 1000
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
@@ -190,22 +218,24 @@ type runFlags struct {
 	tier                  sandbox.Tier
 }
 
-func runExec(l *corral.Skills, nf *netFlags, lf *limitFlags, pf *policyFlags, argv []string, rf runFlags, roots []string, auditMax int64, r *runReport) error {
+func runExec(l *corral.Skills, nf *netFlags, lf *limitFlags, pf *policyFlags, argv []string, rf runFlags, roots []string, auditMax int64, r *corral.Result, m *messages) error {
 	spec := corral.Spec{Argv: argv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Limits: lf.values, CgroupParent: lf.parent,
 		BestEffort: rf.bestEffort, Confirmed: rf.confirmed, Tier: rf.tier, Agent: pf.agent, Resolve: nf.pins,
-		Warn: func(s string) { fmt.Fprintf(os.Stderr, "corral exec: warning: %s\n", printable.Text(s)) }}
+		Warn: func(s string) { m.note("corral exec: warning: " + s + "\n") }}
 	if os.Getenv("CORRAL_TRACE") == "1" {
 		spec.Trace = func(step string) {
-			fmt.Fprintf(os.Stderr, "corral exec: %-12s (at %d)\n", step, time.Now().UnixMicro()%1e7)
+			m.trace(fmt.Sprintf("corral exec: %-12s (at %d)\n", step, time.Now().UnixMicro()%1e7))
 		}
 		spec.Trace("main")
 		spec.Debug.TraceInit = true
 	}
+	r.Stage = corral.StageFlags
 	if err := testHooks(&spec.Debug); err != nil {
 		return failed(err)
 	}
 	spec.Skills = l
 	var err error
+	r.Stage = corral.StagePolicy
 	if spec.Policy, err = pf.load(l); err != nil {
 		return failed(err)
 	}
@@ -216,6 +246,7 @@ func runExec(l *corral.Skills, nf *netFlags, lf *limitFlags, pf *policyFlags, ar
 	if nf.auditLog != "" {
 		f, err := openOutput("--audit-log", nf.auditLog, roots, true)
 		if err != nil {
+			r.Stage = corral.StageFlags
 			return failed(err)
 		}
 		f.limit, f.agent = auditMax, pf.agent
@@ -223,10 +254,10 @@ func runExec(l *corral.Skills, nf *netFlags, lf *limitFlags, pf *policyFlags, ar
 		spec.Audit = f
 	}
 	res, err := corral.Run(context.Background(), spec)
-	r.Result = res
+	*r = *res
 	if res != nil && res.Proxy != nil {
 		if s := denialSummary(res.Proxy); s != "" {
-			fmt.Fprint(os.Stderr, printable.Text(s))
+			m.note(s)
 		}
 	}
 	var ce *corral.Error
@@ -240,9 +271,9 @@ func runExec(l *corral.Skills, nf *netFlags, lf *limitFlags, pf *policyFlags, ar
 	case res.TimedOut:
 		// (Where a limit came from names skills, which a project's own
 		// folder holds: escaped like every line.)
-		fmt.Fprint(os.Stderr, printable.Text(fmt.Sprintf("corral: timed out after %s (%s); the command got SIGTERM, and the sandbox SIGKILL %s later if still running\n", res.Limits.Timeout, res.Limits.TimeoutFrom, res.Limits.KillGrace)))
+		m.note(fmt.Sprintf("corral: timed out after %s (%s); the command got SIGTERM, and the sandbox SIGKILL %s later if still running\n", res.Limits.Timeout, res.Limits.TimeoutFrom, res.Limits.KillGrace))
 	case res.OOMKilled:
-		fmt.Fprint(os.Stderr, printable.Text(fmt.Sprintf("corral: out of memory: limit %s (%s); the kernel killed the command or one of its processes\n", sandbox.FormatSize(res.Limits.Memory), res.Limits.MemoryFrom)))
+		m.note(fmt.Sprintf("corral: out of memory: limit %s (%s); the kernel killed the command or one of its processes\n", sandbox.FormatSize(res.Limits.Memory), res.Limits.MemoryFrom))
 	}
 	if res.ExitCode != 0 {
 		return &exitError{Code: res.ExitCode}

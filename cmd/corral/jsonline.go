@@ -19,7 +19,7 @@ func parseQuestion(line []byte, q *question) error {
 	if len(s) >= len(pre)+2 && strings.HasPrefix(s, pre) && strings.HasSuffix(s, `"}`) && !strings.ContainsRune(s, '\\') {
 		rest := s[len(pre) : len(s)-2]
 		if kind, arg, ok := strings.Cut(rest, mid); ok && plainJSON(kind) && plainJSON(arg) {
-			q.Kind, q.Arg = kind, arg
+			*q = question{Kind: kind, Arg: arg}
 			return nil
 		}
 	}
@@ -41,7 +41,13 @@ func plainJSON(s string) bool {
 // appendAnswer appends a as one JSON line, field for field as
 // encoding/json would write it.
 func appendAnswer(b []byte, a *answer) []byte {
-	b = append(b, `{"action":`...)
+	b = append(b, '{')
+	if !a.ID.IsZero() {
+		b = append(b, `"id":`...)
+		b = append(b, a.ID.json...)
+		b = append(b, ',')
+	}
+	b = append(b, `"action":`...)
 	b = appendJSONString(b, string(a.Action))
 	b = append(b, `,"reason":`...)
 	b = appendJSONString(b, a.Reason)

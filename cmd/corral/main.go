@@ -49,6 +49,10 @@ type command struct {
 	usage   string // the arguments after the flags; more lines: other forms
 	summary string
 	setup   func(fs *flag.FlagSet) func(args []string) error
+	// badFlags, if set, handles a command line flag refused instead of
+	// run: it gets the arguments, why (what corral would print) and
+	// stderr, and returns as run does.
+	badFlags func(args []string, err error, stderr io.Writer) error
 }
 
 // commands is the subcommand table, in the order help lists them.
@@ -102,11 +106,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fs.Usage()
 			return 0
 		}
-		fmt.Fprintf(stderr, "corral %s: %s (see 'corral %s -h')\n", name, printable.Text(flagError(fs, err)), name)
-		return corral.ExitFailed
+		err = fmt.Errorf("%s (see 'corral %s -h')", flagError(fs, err), name)
+		if c.badFlags == nil {
+			fmt.Fprintf(stderr, "corral %s: %s\n", name, printable.Text(err.Error()))
+			return corral.ExitFailed
+		}
+		// The command still answers (exec writes its report) and says
+		// it where its messages go.
+		err = c.badFlags(args[1:], err, stderr)
+	} else {
+		fs.SetOutput(stderr)
+		err = runFn(fs.Args())
 	}
-	fs.SetOutput(stderr)
-	err = runFn(fs.Args())
 	var ee *exitError
 	switch {
 	case err == nil:

@@ -65,11 +65,12 @@ func openOutput(flag, name string, roots []string, appendOnly bool) (*outFile, e
 			return nil, o.errorf("%v", err)
 		}
 		f := os.NewFile(uintptr(nfd), name)
+		o.stream = true
 		if err := o.check(f, unix.O_WRONLY|unix.O_APPEND); err != nil {
 			f.Close()
 			return nil, err
 		}
-		o.f, o.stream, o.appendOnly = f, true, appendOnly
+		o.f, o.appendOnly = f, appendOnly
 		return o, nil
 	}
 	if root := within(abs, roots); root != "" {
@@ -139,7 +140,7 @@ func (o *outFile) open(create bool) error {
 
 // check refuses what corral must not write through f: a regular file
 // with another hard link, or anything but a regular file, a character
-// device or a named pipe.
+// device, a pipe, or a socket the caller passed as a descriptor.
 func (o *outFile) check(f *os.File, flags int) error {
 	var st unix.Stat_t
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
@@ -151,6 +152,11 @@ func (o *outFile) check(f *os.File, flags int) error {
 			return o.errorf("has %d hard links: writing it would change the file under its other names too", st.Nlink)
 		}
 	case unix.S_IFCHR, unix.S_IFIFO:
+	case unix.S_IFSOCK:
+		// A socket the caller passed as a descriptor: no path, no link.
+		if !o.stream {
+			return o.errorf("is not a regular file")
+		}
 	default:
 		return o.errorf("is not a regular file")
 	}
