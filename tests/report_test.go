@@ -7,7 +7,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -182,7 +184,7 @@ func TestReportFlagErrorFile(t *testing.T) {
 	for i, flags := range [][]string{
 		{"--report", filepath.Join(logs, "0.json"), "--pids", "many"},
 		{"--pids", "many", "--report", filepath.Join(logs, "1.json")},
-		{"--frobnicate", "x", "--report=" + filepath.Join(logs, "2.json")},
+		{"--frobnicate=x", "--report=" + filepath.Join(logs, "2.json")},
 	} {
 		args := append(append([]string{"exec", "--work-dir", work}, flags...), "--", "touch", "ran")
 		r := asSelf.run(t, runOpts{args: args, dir: work})
@@ -201,6 +203,16 @@ func TestReportFlagErrorFile(t *testing.T) {
 		if exists(filepath.Join(work, "ran")) {
 			t.Fatalf("the command ran despite the flag error")
 		}
+	}
+	// An unknown flag before a command written without --: the
+	// command's own --report is its argument, never corral's, so the
+	// file it names is not written (as root, anything outside the
+	// write roots could be).
+	victim := filepath.Join(logs, "victim.txt")
+	writeFile(t, victim, "the user's\n", 0o644)
+	r := asSelf.run(t, runOpts{args: []string{"exec", "--work-dir", work, "--no-network", "cat", "--report", victim}, dir: work})
+	if r.code != 125 || readFile(t, victim) != "the user's\n" {
+		t.Errorf("an unknown flag, then cat --report FILE: exit %d, the file now %q; want 125 and the file untouched:\n%s", r.code, readFile(t, victim), r)
 	}
 }
 
@@ -378,4 +390,46 @@ func keyPaths(t *testing.T, data []byte) string {
 	}
 	sort.Strings(paths)
 	return strings.Join(paths, "\n")
+}
+
+// TestMessagesSurviveNonblock: the command sets O_NONBLOCK on the stderr
+// it shares with corral and fills the pipe, so that corral's own line
+// (here the timeout notice) would fail with EAGAIN and be lost while the
+// reader is slow: corral clears the flag and waits for room instead.
+func TestMessagesSurviveNonblock(t *testing.T) {
+	t.Parallel()
+	requireSandbox(t)
+	attack(t, "outputs", "drop corral's stderr lines with O_NONBLOCK on a full pipe")
+	work := newDir(t, asSelf, "work")
+	script := `import fcntl, os, time
+fl = fcntl.fcntl(2, fcntl.F_GETFL)
+fcntl.fcntl(2, fcntl.F_SETFL, fl | os.O_NONBLOCK)
+try:
+    while True:
+        os.write(2, b"x" * 4096)
+except BlockingIOError:
+    pass
+time.sleep(30)
+`
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(corralBin, "exec", "--work-dir", work, "--timeout", "1", "--kill-grace", "1", "--", "python3", "-c", script)
+	cmd.Dir, cmd.Env, cmd.Stderr = work, defaultEnv(), w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	got := make(chan []byte)
+	go func() {
+		time.Sleep(3 * time.Second) // a slow reader: corral's line finds the pipe full
+		data, _ := io.ReadAll(r)
+		got <- data
+	}()
+	cmd.Wait()
+	data := <-got
+	if code := cmd.ProcessState.ExitCode(); code != 124 || !bytes.Contains(data, []byte("corral: timed out after 1s")) {
+		t.Errorf("exit %d; corral's timeout line is missing from stderr (%d bytes, ends %q)", code, len(data), data[max(0, len(data)-200):])
+	}
 }

@@ -155,6 +155,10 @@ func (o *outputFlags) messages(stderr io.Writer) (*messages, error) {
 func (m *messages) write(s string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if f, ok := m.w.(*os.File); ok {
+		writeBlocking(f, []byte(printable.Text(s)))
+		return
+	}
 	io.WriteString(m.w, printable.Text(s))
 }
 
@@ -186,8 +190,10 @@ func (m *messages) exit(err error) error {
 
 // scanFlags reads args as fs.Parse would but goes on past what it
 // refuses, setting every flag it can, and returns the arguments after the
-// flags: the command. An unknown flag without =VALUE takes the next
-// argument along, unless that is a flag too: it may have been its value.
+// flags: the command. Like fs.Parse it stops at the first argument that
+// is no flag: an unknown flag never takes the next argument as its value,
+// since that may be the command, and the command's own arguments
+// (`cat --report FILE`) must never be read as corral's.
 func scanFlags(fs *flag.FlagSet, args []string) []string {
 	for len(args) > 0 {
 		a := args[0]
@@ -205,9 +211,6 @@ func scanFlags(fs *flag.FlagSet, args []string) []string {
 		name, value, hasValue := strings.Cut(name, "=")
 		fl := fs.Lookup(name)
 		if fl == nil {
-			if !hasValue && len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-				args = args[1:]
-			}
 			continue
 		}
 		if b, ok := fl.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {

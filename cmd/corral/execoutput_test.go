@@ -49,7 +49,11 @@ func TestScanFlagsPastErrors(t *testing.T) {
 		argv         string
 	}{
 		{"--frob --report r.json -- true", "r.json", -1, "true"},
-		{"--frob x --report-fd 3 -- echo hi", "", 3, "echo hi"},
+		{"--frob=x --report-fd 3 -- echo hi", "", 3, "echo hi"},
+		// An unknown flag's value, or the command without --, ends the
+		// flags: the command's arguments are never corral's.
+		{"--frob x --report-fd 3 -- echo hi", "", -1, "x --report-fd 3 -- echo hi"},
+		{"--no-network cat --report /etc/victim", "", -1, "cat --report /etc/victim"},
 		{"--memory 12XB --report=r.json --report-fd 7 -- a b", "r.json", 7, "a b"},
 		{"--report r.json --tier nope -- a", "r.json", -1, "a"},
 		{"---bad --report r.json true", "r.json", -1, "true"},

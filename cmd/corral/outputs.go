@@ -151,7 +151,13 @@ func (o *outFile) check(f *os.File, flags int) error {
 		if st.Nlink > 1 {
 			return o.errorf("has %d hard links: writing it would change the file under its other names too", st.Nlink)
 		}
-	case unix.S_IFCHR, unix.S_IFIFO:
+	case unix.S_IFCHR:
+		// /dev/null or a terminal; not /dev/kmsg, a disk's raw device
+		// or any other device root could write through a file name.
+		if !o.stream && !(unix.Major(uint64(st.Rdev)) == 1 && unix.Minor(uint64(st.Rdev)) == 3) && !isTerminal(f) {
+			return o.errorf("is a device: corral writes its files to regular files, /dev/null, a terminal or a pipe")
+		}
+	case unix.S_IFIFO:
 	case unix.S_IFSOCK:
 		// A socket the caller passed as a descriptor: no path, no link.
 		if !o.stream {
@@ -161,7 +167,18 @@ func (o *outFile) check(f *os.File, flags int) error {
 		return o.errorf("is not a regular file")
 	}
 	// Blocking again (O_NONBLOCK kept a pipe nobody reads from
-	// blocking the open).
+	// blocking the open). A stream is the caller's open file: only
+	// O_NONBLOCK is taken off, its other flags (O_APPEND or not) stay.
+	if o.stream {
+		cur, err := unix.FcntlInt(f.Fd(), unix.F_GETFL, 0)
+		if err == nil && cur&unix.O_NONBLOCK != 0 {
+			_, err = unix.FcntlInt(f.Fd(), unix.F_SETFL, cur&^unix.O_NONBLOCK)
+		}
+		if err != nil {
+			return o.errorf("%v", err)
+		}
+		return nil
+	}
 	if _, err := unix.FcntlInt(f.Fd(), unix.F_SETFL, flags&unix.O_APPEND); err != nil {
 		return o.errorf("%v", err)
 	}
@@ -211,7 +228,12 @@ func (o *outFile) replace(data []byte) error {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	n, err := o.f.Write(printable.JSON(data))
+	write := o.f.Write
+	if o.stream {
+		// stdout or a descriptor the command held too.
+		write = func(p []byte) (int, error) { return writeBlocking(o.f, p) }
+	}
+	n, err := write(printable.JSON(data))
 	o.written += int64(n)
 	return err
 }
