@@ -15,7 +15,7 @@ import (
 type writeRoot struct{ glob, root, dir string }
 
 // createWriteRoots creates missing folders that fs.write grants as a whole
-// (such as $WORK_DIR/out/**) inside the work dir or a $DATA_DIR, so the
+// (such as $WORK_DIR/out/**) inside the work dir, a $DATA_DIR or $HOME, so the
 // kernel has something to attach the grant to. (Missing hooks folders in
 // writable repositories are sandbox.CreateHooksFolders's.)
 func createWriteRoots(s *Skills) ([]string, error) {
@@ -54,14 +54,15 @@ func (s *Skills) writeRoots() []writeRoot {
 			continue
 		}
 		dir := g.Base()
-		root := s.Vars.WorkDir
-		if !within(dir, root) {
-			root = s.Vars.DataDir
-			if !within(dir, root) {
-				continue
+		// The home folder too: with no grant covering it whole, the
+		// sandbox's HOME is a private tmpfs, where a write meant for a
+		// granted folder that is missing would land and be lost.
+		for _, root := range []string{s.Vars.WorkDir, s.Vars.DataDir, s.Vars.Home} {
+			if root != "" && root != "/" && within(dir, root) {
+				out = append(out, writeRoot{e.Value, root, dir})
+				break
 			}
 		}
-		out = append(out, writeRoot{e.Value, root, dir})
 	}
 	return out
 }

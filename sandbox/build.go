@@ -404,6 +404,19 @@ func (b *builder) privateHome() {
 			return
 		}
 	}
+	// A write grant in HOME whose path is missing has nothing to bind:
+	// a write there would land in the private HOME and be lost without
+	// a word. (exec creates the folders of whole-folder grants first.)
+	for _, e := range b.perms.Write {
+		g, err := policyengine.CompileGlob(e.Value)
+		if err == nil && isUnder(g.Base(), home) && !b.facts.file(g.Base()).Exists {
+			b.warn("HOME (%s) is not made private: %s is missing, and what the command wrote there would be lost in a private HOME; create it to get a writable private HOME", home, e.Value)
+			return
+		}
+	}
+	if len(home) > 1024 {
+		return // the init's paths have room for a mount target this long only
+	}
 	b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountTmpfs, Target: home, NoExec: b.plan.Exec.Restricted, Why: privateHomeWhy})
 	exec := uint64(fsExecute)
 	if b.plan.Exec.Restricted {

@@ -546,6 +546,8 @@ func TestPlanPrivateHome(t *testing.T) {
 		{"system folder", policyengine.Permissions{}, "/usr/lib"},
 		{"above a system folder", policyengine.Permissions{}, "/opt/.."},
 		{"run", policyengine.Permissions{}, "/run/u"},
+		{"missing write grant", policyengine.Permissions{Write: entries("/home/u/log.txt")}, "/home/u"},
+		{"long", policyengine.Permissions{}, "/home/" + strings.Repeat("x", 2000)},
 		{"relative", policyengine.Permissions{}, "home"},
 	} {
 		p := plan(t, c.perms, c.home, TierNamespaces)

@@ -601,5 +601,15 @@ echo home="$HOME"`)
 		if got := snapshot(t, home); !maps.Equal(before, got) {
 			t.Errorf("the host's home changed:\nbefore %v\nafter  %v\n%s", before, got, r)
 		}
+		// A write grant in HOME whose folder is missing: exec makes the
+		// folder, so what the command writes there reaches the host
+		// rather than the private HOME (where it would be lost without
+		// a word); a missing file grant keeps HOME as it was, so a write
+		// there fails for all to see.
+		sk := writeSkill(t, newDir(t, asSelf, "skills"), "writes-home", "  fs:\n    write: [\"$HOME/out/**\", \"$HOME/log.txt\"]\n")
+		r = u.run(t, runOpts{args: []string{"exec", "--work-dir", work, "--skill", sk, "--", "sh", "-c", "echo result > " + home + "/out/r.txt; echo log > " + home + "/log.txt"}, dir: work, env: homeEnv(home)})
+		if got, _ := os.ReadFile(filepath.Join(home, "out/r.txt")); string(got) != "result\n" || r.code == 0 || !strings.Contains(r.stderr, "log.txt") {
+			t.Errorf("write grants in HOME: out/r.txt is %q, exit %d; want the file on the host and the write to the missing log.txt failing:\n%s", got, r.code, r)
+		}
 	})
 }
