@@ -75,7 +75,7 @@ func LoadSkills(paths []string, d Dirs) (*Skills, error) {
 func withPerms(list []*skill.Skill, perms policyengine.Permissions, vars skill.Variables) (*Skills, error) {
 	// The kernel's exec rule is on files: the engine asks what else it
 	// lets run (links to an allowed program, #! interpreters).
-	engine, err := policyengine.New(perms, policyengine.Options{WorkDir: vars.WorkDir, KernelExec: sandbox.KernelExec(perms, vars.WorkDir), Exists: sandbox.ProgramExists(vars.WorkDir)})
+	engine, err := policyengine.New(perms, policyengine.Options{WorkDir: vars.WorkDir, KernelExec: sandbox.KernelExec(perms, vars.WorkDir), Exists: sandbox.ProgramExists(perms, vars.WorkDir)})
 	if err != nil {
 		return nil, err
 	}

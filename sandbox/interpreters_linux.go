@@ -64,11 +64,26 @@ func KernelExec(p policyengine.Permissions, workDir string) func(prog string) (s
 
 // ProgramExists tells whether prog names a file on the sandbox's PATH or,
 // with a slash, a file from workDir (policyengine.Options.Exists): the
-// host's view of the folders the sandbox binds.
-func ProgramExists(workDir string) func(prog string) bool {
+// host's view of the folders the sandbox binds. A path outside the system
+// program folders and the grants counts as there whatever it is: the
+// answer (127 or 126) must not tell a command which of the host's hidden
+// files exist (~/.ssh/id_rsa).
+func ProgramExists(p policyengine.Permissions, workDir string) func(prog string) bool {
+	visible := slices.Clone(programRoots)
+	for _, list := range [][]policyengine.Entry{p.Read, p.Write} {
+		for _, e := range list {
+			if g, err := policyengine.CompileGlob(e.Value); err == nil && g.Base() != "/" {
+				visible = append(visible, g.Base())
+			}
+		}
+	}
 	return func(prog string) bool {
 		if strings.Contains(prog, "/") {
-			_, err := os.Stat(absIn(workDir, prog))
+			abs := filepath.Clean(absIn(workDir, prog))
+			if !slices.ContainsFunc(visible, func(r string) bool { return isUnder(abs, r) }) {
+				return true
+			}
+			_, err := os.Stat(abs)
 			return err == nil
 		}
 		for _, dir := range strings.Split(policyengine.SandboxPATH, ":") {

@@ -5,7 +5,7 @@ package sandbox
 import "corral.dev/corral/policyengine"
 
 // ProgramExists is nil off Linux: every program counts as there.
-func ProgramExists(workDir string) func(prog string) bool { return nil }
+func ProgramExists(p policyengine.Permissions, workDir string) func(prog string) bool { return nil }
 
 // KernelExec knows nothing off Linux, where no kernel exec allowlist
 // grants files.

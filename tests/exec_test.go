@@ -480,11 +480,21 @@ func TestExecNotFound(t *testing.T) {
 		// Under an exec list too, directly, by path and through a shell:
 		// a missing program is not found (127, as a shell says), not one
 		// to add to the list (126). A present one stays 126.
-		sk := writeSkill(t, newDir(t, asSelf, "skills"), "only-sh", "  exec: [sh]\n")
+		sk := writeSkill(t, newDir(t, asSelf, "skills"), "only-sh", "  exec: [sh]\n  fs:\n    read: [\"$WORK_DIR/**\"]\n")
 		for _, argv := range [][]string{{name}, {"/usr/bin/" + name}, {"./" + name}, {"sh", "-c", name + " --help"}} {
 			r := u.exec(t, work, []string{sk}, argv...)
 			if r.code != 127 || !strings.Contains(r.stderr, "command not found") {
 				t.Errorf("%q under an exec list: exit %d, want 127 and \"command not found\":\n%s", argv, r.code, r)
+			}
+		}
+		// A path the sandbox does not show is refused the same way
+		// whether it exists or not: 126 would otherwise tell the command
+		// which of the host's hidden files exist.
+		hidden := newDir(t, asSelf, "hidden")
+		writeFile(t, filepath.Join(hidden, "there"), "#!/bin/sh\n", 0o755)
+		for _, p := range []string{filepath.Join(hidden, "there"), filepath.Join(hidden, name)} {
+			if r := u.exec(t, work, []string{sk}, p); r.code != 126 || strings.Contains(r.stderr, "not found") {
+				t.Errorf("%s outside the grants: exit %d, want 126 whether it exists or not:\n%s", p, r.code, r)
 			}
 		}
 		if r := u.exec(t, work, []string{sk}, "sh", "-c", "ls"); r.code != 126 || !strings.Contains(r.stderr, "add \"ls\" to permissions.exec") {
