@@ -2,6 +2,7 @@ package policyengine
 
 import (
 	"errors"
+	"fmt"
 	"path"
 )
 
@@ -73,6 +74,9 @@ func invocationOf(c Command, depth int, isWrapped, inShell bool, out *[]Invocati
 	}
 	*out = append(*out, inv)
 	self := len(*out) - 1
+	if isOpaqueRunner(name) {
+		return fmt.Errorf("%s runs the program its arguments name, and corral does not read %s's options: %w", name, name, ErrUnclear)
+	}
 	runs, err := nested(c, inShell)
 	if err != nil {
 		return err

@@ -128,6 +128,26 @@ var wrapperSpecs = sync.OnceValue(func() map[string]wrapper {
 	}
 })
 
+// opaqueRunners run a program their arguments name, with options corral
+// does not read. Invocations, which an agent policy's rules read, cannot
+// tell which program runs (ErrUnclear), so a policy's deny of rm is not
+// bypassed by strace rm or a rule allowing unshare. The skills' exec
+// check leaves them be: the kernel's exec allowlist holds for what they
+// run.
+func isOpaqueRunner(name string) bool {
+	return opaqueRunners[name] || strings.HasPrefix(name, "ld-linux") || strings.HasPrefix(name, "ld-musl") || name == "ld.so"
+}
+
+var opaqueRunners = map[string]bool{
+	"strace": true, "ltrace": true, "valgrind": true, "nsenter": true, "unshare": true, "setpriv": true,
+	"fakeroot": true, "fakechroot": true, "proot": true, "firejail": true, "bwrap": true, "systemd-run": true,
+	"pkexec": true, "torsocks": true, "torify": true, "proxychains": true, "proxychains4": true, "catchsegv": true,
+	"parallel": true, "gdb": true, "lldb": true, "setarch": true, "linux32": true, "linux64": true,
+	"numactl": true, "cgexec": true, "sg": true, "chpst": true, "flatpak-spawn": true, "prlimit": true,
+	"capsh": true, "choom": true, "uclampset": true, "schedtool": true, "eatmydata": true, "faketime": true,
+	"firejail-run": true, "systemd-nspawn": true, "machinectl": true, "run-one": true, "chronic": true,
+}
+
 // maxOperands says that a wrapper names no program among its operands.
 const maxOperands = 1 << 30
 

@@ -2,6 +2,7 @@ package skill
 
 import (
 	"fmt"
+	"path"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -212,7 +213,55 @@ func mapTool(name, arg string, paren bool) (*Command, string) {
 	if strings.Contains(words[0], "=") {
 		return nil, assignment
 	}
+	prog := path.Base(words[0])
+	switch {
+	case prefix && wrappers[prog]:
+		return nil, fmt.Sprintf("%s runs the command its arguments name: a prefix would pre-approve any command; name the exact command", prog)
+	case prefix && interpreters[prog] && (len(words) == 1 || codeOptions[words[1]]):
+		return nil, fmt.Sprintf("%s runs the code its arguments give: a prefix would pre-approve any command; name a script or module (Bash(python3 -m pytest:*)) or the exact command", strings.Join(words, " "))
+	case prefix && len(words) == 1 && runsByOption[prog] != "":
+		return nil, fmt.Sprintf("every %s command includes ones that run any command (%s): name the subcommand, as in Bash(%s status:*)", prog, runsByOption[prog], prog)
+	}
 	return &Command{Words: words, Prefix: prefix}, ""
+}
+
+// interpreters run the code their arguments give (sh -c, python3 -c,
+// perl -e) or read from stdin: a prefix pre-approval that leaves room for
+// such code (the program alone, or an option that takes code) approves
+// every command, whatever an agent policy says of it.
+var interpreters = map[string]bool{
+	"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "mksh": true, "fish": true, "csh": true, "tcsh": true,
+	"python": true, "python2": true, "python3": true, "pypy": true, "pypy3": true, "perl": true, "ruby": true, "irb": true,
+	"node": true, "nodejs": true, "deno": true, "bun": true, "php": true, "lua": true, "luajit": true, "tclsh": true,
+	"wish": true, "expect": true, "Rscript": true, "julia": true, "awk": true, "gawk": true, "mawk": true, "nawk": true,
+}
+
+// codeOptions are interpreters' options that take code or read it from
+// stdin.
+var codeOptions = map[string]bool{"-c": true, "-e": true, "-E": true, "-r": true, "-p": true, "-n": true, "-s": true, "-i": true,
+	"-": true, "--eval": true, "--print": true, "--command": true, "-x": true, "-l": true, "-ic": true, "-lc": true, "-ec": true,
+	"-S": true, "-f": true, "--exec": true, "-B": true, "-b": true}
+
+// wrappers run the command their arguments name: a prefix pre-approval of
+// one approves every command.
+var wrappers = map[string]bool{
+	"busybox": true, "toybox": true, "eval": true, "exec": true, "command": true, "builtin": true, "source": true, ".": true,
+	"env": true, "xargs": true, "sudo": true, "doas": true, "su": true, "runuser": true, "timeout": true, "nice": true,
+	"nohup": true, "setsid": true, "stdbuf": true, "time": true, "watch": true, "flock": true, "chroot": true,
+	"ionice": true, "taskset": true, "chrt": true, "script": true, "unbuffer": true, "find": true,
+	"strace": true, "ltrace": true, "valgrind": true, "nsenter": true, "unshare": true, "setpriv": true,
+	"fakeroot": true, "proot": true, "firejail": true, "bwrap": true, "systemd-run": true, "pkexec": true,
+	"torsocks": true, "proxychains4": true, "parallel": true, "gdb": true, "npx": true, "uvx": true, "pipx": true,
+}
+
+// runsByOption are programs that run any command through an option or a
+// subcommand: a pre-approval of all of them is a pre-approval of anything.
+var runsByOption = map[string]string{
+	"git": "git -c alias.x=!CMD x", "make": "make --eval", "tar": "tar --to-command", "npm": "npm exec",
+	"pnpm": "pnpm exec", "yarn": "yarn exec", "cargo": "cargo run", "go": "go run", "uv": "uv run",
+	"docker": "docker run", "podman": "podman run", "kubectl": "kubectl exec", "ssh": "ssh HOST CMD",
+	"sed": "sed 'e CMD'", "rsync": "rsync -e CMD", "zip": "zip -TT CMD", "less": "less with LESSOPEN",
+	"vim": "vim -c '!CMD'", "nvim": "nvim -c '!CMD'", "emacs": "emacs --eval", "man": "man -P CMD",
 }
 
 // isPlainWordByte reports whether c stands for itself wherever it is in
