@@ -11,10 +11,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"corral.dev/corral/sandbox/stage"
 	"corral.dev/corral/sandbox/usernotif"
 )
 
@@ -263,7 +265,14 @@ func (e *execution) tier(launch **Launch) (TierInfo, error) {
 	t, err := (*launch).Tier()
 	var se *StageError
 	if err != nil && errors.As(err, &se) && se.Stage == "userns-refused" && (want == TierAuto || want == "") {
-		(*launch).Abort()
+		old := *launch
+		old.Abort()
+		// A signal that ends a run went to the init just aborted: it
+		// must reach the new one, or the command would run on.
+		ended := old.EndSignal()
+		if ended == 0 && old.signals != nil && old.signals.native {
+			ended = stage.NativeFirst()
+		}
 		stdio := e.req.Stdio
 		stdio.Signals = nil
 		l, serr := start(stdio, TierLandlock, false)
@@ -276,6 +285,9 @@ func (e *execution) tier(launch **Launch) (TierInfo, error) {
 			return TierInfo{}, serr
 		}
 		*launch = l
+		if ended != 0 {
+			l.forward(syscall.Signal(ended))
+		}
 		t, err = l.Tier()
 		t.Why = "the kernel made a user namespace but refused its id maps (" + se.Message + ")"
 	}

@@ -210,6 +210,19 @@ func (l *Launch) Ending() <-chan struct{} {
 	return l.signals.ending
 }
 
+// forward hands sig to the init as if corral had just caught it (a
+// signal the init it replaced got). Only a launch that catches its
+// signals in Go has a queue to put it in.
+func (l *Launch) forward(sig os.Signal) {
+	if l.signals == nil || l.signals.native {
+		return
+	}
+	select {
+	case l.signals.ch <- sig:
+	default:
+	}
+}
+
 // EndSignal is the signal that closed Ending (0: none).
 func (l *Launch) EndSignal() int { return int(l.signals.endSig.Load()) }
 

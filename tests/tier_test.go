@@ -332,6 +332,26 @@ func TestTierLandlockIdMapsRefused(t *testing.T) {
 			cmd.Process.Kill()
 			t.Fatal("SIGTERM to corral did not end the run")
 		}
+		// A SIGTERM while the first init is given up and the second
+		// starts (a few ms in) went to the init given up, and the
+		// command ran on: it must end every run, whenever it comes.
+		for i, delay := range []time.Duration{2, 3, 4, 5, 6, 8, 2, 3, 4, 5, 6, 8} {
+			cmd := u.command(t.Context(), runOpts{args: []string{"exec", "--work-dir", work, "--", "sleep", "60"}, dir: work, env: env})
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(delay * time.Millisecond)
+			cmd.Process.Signal(syscall.SIGTERM)
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+				<-done
+				t.Errorf("run %d: SIGTERM %v after the start did not end the run", i, delay*time.Millisecond)
+			}
+		}
 	})
 }
 

@@ -95,6 +95,10 @@ func NativeEnding() int {
 	}
 }
 
+// NativeFirst is the first signal that ends a run the C handlers got, 0
+// for none so far.
+func NativeFirst() int { return int(C.corral_signals_first()) }
+
 // StopNativeSignals ends that and gives the signals back to Go.
 func StopNativeSignals() { C.corral_signals_stop() }
 
