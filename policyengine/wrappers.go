@@ -128,6 +128,16 @@ var wrapperSpecs = sync.OnceValue(func() map[string]wrapper {
 	}
 })
 
+// RunsNamedProgram reports whether the program called name runs a program
+// its arguments name: a wrapper corral reads (env, timeout, xargs, sudo,
+// exec...), busybox, find (-exec), or a runner whose options it does not
+// read (strace, unshare...). Shells, which run code rather than a named
+// program, are not counted.
+func RunsNamedProgram(name string) bool {
+	_, wrapper := wrapperSpecs()[name]
+	return wrapper || isOpaqueRunner(name) || name == "busybox" || name == "toybox" || name == "find"
+}
+
 // opaqueRunners run a program their arguments name, with options corral
 // does not read. Invocations, which an agent policy's rules read, cannot
 // tell which program runs (ErrUnclear), so a policy's deny of rm is not

@@ -385,12 +385,7 @@ const privateHomeWhy = "private HOME (no grant covers it; gone after the run)"
 // or above a system folder (/usr, /etc, /var, ...), or inside /proc,
 // /dev, /sys or /run is left as it is.
 func (b *builder) privateHome() {
-	home := ""
-	for _, kv := range b.plan.Env {
-		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
-			home = v
-		}
-	}
+	home := b.envHome()
 	if home == "" || !path.IsAbs(home) || path.Clean(home) != home || home == "/" || home == b.spec.WorkDir || b.homeGranted() {
 		return
 	}

@@ -108,15 +108,21 @@ func (b *builder) landlockTier() {
 	}
 }
 
-// homeGranted reports whether a read or write grant covers $HOME (or
-// there is none to cover).
-func (b *builder) homeGranted() bool {
+// envHome is the plan's $HOME, "" when it has none.
+func (b *builder) envHome() string {
 	home := ""
 	for _, kv := range b.plan.Env {
 		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
 			home = v
 		}
 	}
+	return home
+}
+
+// homeGranted reports whether a read or write grant covers $HOME (or
+// there is none to cover).
+func (b *builder) homeGranted() bool {
+	home := b.envHome()
 	if home == "" {
 		return true
 	}

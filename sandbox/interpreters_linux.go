@@ -69,18 +69,23 @@ func KernelExec(p policyengine.Permissions, workDir string) func(prog string) (s
 // answer (127 or 126) must not tell a command which of the host's hidden
 // files exist (~/.ssh/id_rsa).
 func ProgramExists(p policyengine.Permissions, workDir string) func(prog string) bool {
-	visible := slices.Clone(programRoots)
-	for _, list := range [][]policyengine.Entry{p.Read, p.Write} {
-		for _, e := range list {
-			if g, err := policyengine.CompileGlob(e.Value); err == nil && g.Base() != "/" {
-				visible = append(visible, g.Base())
+	// Asked only when the exec list refuses a program: nothing of it is
+	// done on a launch that runs.
+	visible := sync.OnceValue(func() []string {
+		roots := slices.Clone(programRoots)
+		for _, list := range [][]policyengine.Entry{p.Read, p.Write} {
+			for _, e := range list {
+				if g, err := policyengine.CompileGlob(e.Value); err == nil && g.Base() != "/" {
+					roots = append(roots, g.Base())
+				}
 			}
 		}
-	}
+		return roots
+	})
 	return func(prog string) bool {
 		if strings.Contains(prog, "/") {
 			abs := filepath.Clean(absIn(workDir, prog))
-			if !slices.ContainsFunc(visible, func(r string) bool { return isUnder(abs, r) }) {
+			if !slices.ContainsFunc(visible(), func(r string) bool { return isUnder(abs, r) }) {
 				return true
 			}
 			_, err := os.Stat(abs)

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"corral.dev/corral/policyengine"
 )
 
 // allowed-tools is the Agent Skills format's experimental list of tools a
@@ -215,7 +217,7 @@ func mapTool(name, arg string, paren bool) (*Command, string) {
 	}
 	prog := path.Base(words[0])
 	switch {
-	case prefix && wrappers[prog]:
+	case prefix && (policyengine.RunsNamedProgram(prog) || moreRunners[prog]):
 		return nil, fmt.Sprintf("%s runs the command its arguments name: a prefix would pre-approve any command; name the exact command", prog)
 	case prefix && interpreters[prog] && (len(words) == 1 || codeOptions[words[1]]):
 		return nil, fmt.Sprintf("%s runs the code its arguments give: a prefix would pre-approve any command; name a script or module (Bash(python3 -m pytest:*)) or the exact command", strings.Join(words, " "))
@@ -242,17 +244,10 @@ var codeOptions = map[string]bool{"-c": true, "-e": true, "-E": true, "-r": true
 	"-": true, "--eval": true, "--print": true, "--command": true, "-x": true, "-l": true, "-ic": true, "-lc": true, "-ec": true,
 	"-S": true, "-f": true, "--exec": true, "-B": true, "-b": true}
 
-// wrappers run the command their arguments name: a prefix pre-approval of
-// one approves every command.
-var wrappers = map[string]bool{
-	"busybox": true, "toybox": true, "eval": true, "exec": true, "command": true, "builtin": true, "source": true, ".": true,
-	"env": true, "xargs": true, "sudo": true, "doas": true, "su": true, "runuser": true, "timeout": true, "nice": true,
-	"nohup": true, "setsid": true, "stdbuf": true, "time": true, "watch": true, "flock": true, "chroot": true,
-	"ionice": true, "taskset": true, "chrt": true, "script": true, "unbuffer": true, "find": true,
-	"strace": true, "ltrace": true, "valgrind": true, "nsenter": true, "unshare": true, "setpriv": true,
-	"fakeroot": true, "proot": true, "firejail": true, "bwrap": true, "systemd-run": true, "pkexec": true,
-	"torsocks": true, "proxychains4": true, "parallel": true, "gdb": true, "npx": true, "uvx": true, "pipx": true,
-}
+// moreRunners run the command or file their arguments name beside the
+// programs policyengine.RunsNamedProgram knows (wrappers, strace...): a
+// prefix pre-approval of one approves every command.
+var moreRunners = map[string]bool{"eval": true, "source": true, ".": true, "npx": true, "uvx": true, "pipx": true}
 
 // runsByOption are programs that run any command through an option or a
 // subcommand: a pre-approval of all of them is a pre-approval of anything.
