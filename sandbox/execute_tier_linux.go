@@ -266,6 +266,12 @@ func (e *execution) tier(launch **Launch) (TierInfo, error) {
 	var se *StageError
 	if err != nil && errors.As(err, &se) && se.Stage == "userns-refused" && (want == TierAuto || want == "") {
 		old := *launch
+		// Go catches the signals before the old launch gives its C
+		// handlers up (Abort): in between, Go's default action would
+		// end corral itself, and the run with a "killed by signal"
+		// instead of the command's own end. The new launch owns them.
+		sigs := NotifySignals()
+		<-sigs.ready
 		old.Abort()
 		// A signal that ends a run went to the init just aborted: it
 		// must reach the new one, or the command would run on.
@@ -274,12 +280,14 @@ func (e *execution) tier(launch **Launch) (TierInfo, error) {
 			ended = stage.NativeFirst()
 		}
 		stdio := e.req.Stdio
-		stdio.Signals = nil
+		stdio.Signals = sigs
 		l, serr := start(stdio, TierLandlock, false)
 		if serr != nil {
+			sigs.Stop()
 			*launch = nil
 			return TierInfo{}, serr
 		}
+		l.ownSigs = true
 		if serr = l.Started(); serr != nil {
 			*launch = nil
 			return TierInfo{}, serr
