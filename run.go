@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/netip"
 	"os"
 	"slices"
@@ -256,10 +255,13 @@ func run(ctx context.Context, spec Spec, r *Result) error {
 	out, err := sandbox.Execute(ctx, sandbox.Request{Perms: sk.Perms, CgroupParent: spec.CgroupParent, Stdio: stdio, Trace: spec.Trace, Warn: warn,
 		Spec: sandbox.Spec{Argv: spec.Argv, WorkDir: sk.Vars.WorkDir, Env: env, BestEffort: spec.BestEffort, Home: sk.Vars.Home, Tier: spec.Tier,
 			Keep: KeptPaths(sk, spec.Policy, spec.Keep...), Limits: limits, Options: spec.Debug},
-		Serve: func(lns []net.Listener) {
-			proxy = newProxy(sk, spec, audit, r)
-			for _, ln := range lns {
+		Serve: func(eg sandbox.Egress) {
+			proxy = newProxy(sk, spec, audit, r, eg)
+			for _, ln := range eg.Listeners {
 				go proxy.Serve(ln)
+			}
+			if eg.DNS != nil {
+				go proxy.ServeDNS(eg.DNS)
 			}
 		}})
 	r.Stage = out.Stage
@@ -363,7 +365,7 @@ func runLimits(ctx context.Context, sk *Skills, spec Spec) sandbox.Limits {
 }
 
 // newProxy makes the run's egress proxy, auditing into r.Proxy.
-func newProxy(sk *Skills, spec Spec, audit *auditLog, r *Result) *netns.Proxy {
+func newProxy(sk *Skills, spec Spec, audit *auditLog, r *Result, eg sandbox.Egress) *netns.Proxy {
 	var w io.Writer
 	if spec.Audit != nil {
 		w = audit
@@ -375,6 +377,12 @@ func newProxy(sk *Skills, spec Spec, audit *auditLog, r *Result) *netns.Proxy {
 	}
 	if len(spec.Resolve) > 0 {
 		cfg.Resolver = &netns.Pinned{Names: spec.Resolve, Next: netns.SystemResolver()}
+	}
+	if eg.Originals != nil {
+		cfg.Originals = eg.Originals
+	}
+	if eg.DNS != nil {
+		cfg.DNS = netns.NewFakeDNS()
 	}
 	return netns.New(cfg)
 }

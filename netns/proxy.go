@@ -52,6 +52,11 @@ type Event struct {
 	Rule       string    `json:"rule,omitempty"`
 	Layer      string    `json:"layer,omitempty"` // the agent policy layer that decided
 	Reason     string    `json:"reason"`
+	// Via says how the proxy learnt the host of a connection that did
+	// not name it in an HTTP proxy request: "dns" (the sandbox's fake
+	// DNS answer), "sni" (TLS), "host" (an HTTP Host header), "address"
+	// (none: the bare address), or "socks5".
+	Via string `json:"via,omitempty"`
 }
 
 // Policy is a second decision layer, the agent's policy: a request must
@@ -85,6 +90,12 @@ type Config struct {
 	// only "preset:host" or the literal address grants (default:
 	// SystemHostAddrs, the kernel's routing table).
 	HostAddrs policyengine.HostAddrs
+	// Originals, when set, are the destinations of the connections
+	// corral's supervisor redirected to the proxy (transparent egress):
+	// such a connection is served as a tunnel to where it was going.
+	Originals Originals
+	// DNS is the sandbox's fake resolver, whose addresses name hosts.
+	DNS *FakeDNS
 }
 
 // Proxy is the egress proxy. Serve it on one or more listeners; Close ends
@@ -98,6 +109,7 @@ type Proxy struct {
 	mu        sync.Mutex
 	closed    bool
 	listeners map[net.Listener]struct{}
+	packets   []net.PacketConn // the fake DNS's sockets
 	conns     map[net.Conn]struct{}
 	wg        sync.WaitGroup
 }
@@ -211,6 +223,20 @@ func (p *Proxy) Serve(ln net.Listener) error {
 	}
 }
 
+// ServeDNS answers DNS queries on pc with the fake resolver (Config.DNS)
+// until Close.
+func (p *Proxy) ServeDNS(pc net.PacketConn) error {
+	p.mu.Lock()
+	if p.closed || p.cfg.DNS == nil {
+		p.mu.Unlock()
+		pc.Close()
+		return ErrClosed
+	}
+	p.packets = append(p.packets, pc)
+	p.mu.Unlock()
+	return p.cfg.DNS.Serve(pc)
+}
+
 // Close stops every listener, ends every connection and waits for their
 // handlers.
 func (p *Proxy) Close() error {
@@ -219,6 +245,9 @@ func (p *Proxy) Close() error {
 	p.closed = true
 	for ln := range p.listeners {
 		ln.Close()
+	}
+	for _, pc := range p.packets {
+		pc.Close()
 	}
 	for c := range p.conns {
 		c.Close()
@@ -260,8 +289,20 @@ func (p *Proxy) untrack(c net.Conn) {
 // handle serves one client connection: one request head, a decision, and
 // then a tunnel to the checked address.
 func (p *Proxy) handle(c net.Conn) {
+	if o := p.cfg.Originals; o != nil {
+		if from, err := netip.ParseAddrPort(c.RemoteAddr().String()); err == nil {
+			if dest, ok := o.Take(netip.AddrPortFrom(from.Addr().Unmap(), from.Port())); ok {
+				p.handleTransparent(c, dest)
+				return
+			}
+		}
+	}
 	c.SetReadDeadline(time.Now().Add(p.cfg.HeadTimeout))
 	br := bufio.NewReaderSize(c, 4096)
+	if b, err := br.Peek(1); err == nil && b[0] == socksVersion {
+		p.handleSOCKS(c, br)
+		return
+	}
 	req, err := readHead(br)
 	if err != nil {
 		var he *headError

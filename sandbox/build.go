@@ -596,6 +596,10 @@ func (b *builder) env() {
 // 127.0.0.1 and [::1].
 const ProxyPort = 3128
 
+// DNSPort is where the sandbox's resolver (corral's fake DNS) answers, on
+// 127.0.0.1, when egress is transparent.
+const DNSPort = 53
+
 // ProxyURL is what the sandbox's HTTP_PROXY and friends say.
 var ProxyURL = "http://127.0.0.1:" + strconv.Itoa(ProxyPort)
 
@@ -605,7 +609,7 @@ func (b *builder) network() {
 	if len(b.perms.Network) == 0 {
 		return
 	}
-	b.plan.Proxy = &ProxyPlan{Port: ProxyPort, Rules: len(b.perms.Network),
+	b.plan.Proxy = &ProxyPlan{Port: ProxyPort, Rules: len(b.perms.Network), DNSPort: DNSPort,
 		Addrs: []string{"127.0.0.1:" + strconv.Itoa(ProxyPort), "[::1]:" + strconv.Itoa(ProxyPort)}}
 	if b.plan.Landlock.HandledNet&netConnectTCP != 0 {
 		b.plan.Landlock.PortRules = append(b.plan.Landlock.PortRules, PortRule{Port: ProxyPort, Access: netConnectTCP,

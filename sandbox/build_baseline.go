@@ -96,6 +96,9 @@ func (b *builder) generatedEtc(p string) (string, bool) {
 	case "/etc/hosts":
 		return "127.0.0.1\tlocalhost\n127.0.1.1\t" + b.plan.Hostname + "\n::1\tlocalhost ip6-localhost ip6-loopback\n", true
 	case "/etc/resolv.conf":
+		if b.plan.Proxy != nil && b.plan.Proxy.DNSPort != 0 {
+			return "# corral's resolver: every name gets an address of its own, which leads to the\n# egress proxy; the proxy decides the name and resolves it for real.\nnameserver 127.0.0.1\n", true
+		}
 		return "# No DNS in the sandbox: corral's egress proxy resolves the names it allows.\n", true
 	}
 	return "", false

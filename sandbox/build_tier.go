@@ -78,7 +78,7 @@ func (b *builder) landlockTier() {
 		if !addr.IsValid() {
 			addr = netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), 0)
 		}
-		p.Proxy.Addrs, p.Proxy.Port = []string{addr.String()}, int(addr.Port())
+		p.Proxy.Addrs, p.Proxy.Port, p.Proxy.DNSPort = []string{addr.String()}, int(addr.Port()), 0
 		url := "http://" + addr.String()
 		for i, kv := range p.Env {
 			k, _, _ := strings.Cut(kv, "=")

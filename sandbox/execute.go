@@ -5,13 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
 	"corral.dev/corral/policyengine"
 	"corral.dev/corral/printable"
 	"corral.dev/corral/sandbox/cgroup"
+	"corral.dev/corral/sandbox/usernotif"
+)
+
+// The names of the files the init hands corral (receiveFiles), after the
+// byte the init sends with each.
+const (
+	handedListener   = "proxy-listener" // L
+	handedDNS        = "dns"            // D
+	handedSupervisor = "supervisor"     // N
 )
 
 // Request is one run as the sandbox carries it out. The caller has
@@ -26,13 +37,29 @@ type Request struct {
 	// Stdio are the command's streams and the signals corral forwards;
 	// Execute stops Stdio.Signals when it returns.
 	Stdio Stdio
-	// Serve gets the egress proxy's listeners (inside the sandbox's
-	// network namespace) when the plan has a proxy; it is called once,
-	// before the command starts, and must return at once.
-	Serve func([]net.Listener)
+	// Serve gets what the egress proxy serves (its listeners inside the
+	// sandbox's network namespace, and with transparent egress the
+	// resolver's socket and the redirected connections' destinations)
+	// when the plan has a proxy; it is called once, before the command
+	// starts, and must return at once.
+	Serve func(Egress)
 	// Trace gets timing steps; Warn gets warnings meant for a person.
 	// Either may be nil.
 	Trace, Warn func(string)
+}
+
+// Egress is what a run's egress proxy serves.
+type Egress struct {
+	// Listeners are the proxy's listening sockets.
+	Listeners []net.Listener
+	// DNS is the socket of the sandbox's resolver (127.0.0.1:53 inside
+	// it), for a netns.FakeDNS to answer: nil unless egress is
+	// transparent (the namespaces tier).
+	DNS net.PacketConn
+	// Originals are where the connections the supervisor redirected to
+	// the proxy were going (netns.Config.Originals); nil unless egress
+	// is transparent.
+	Originals *usernotif.Originals
 }
 
 // Options change how a run is carried out but never what it enforces;
@@ -134,6 +161,11 @@ type execution struct {
 	trace      func(string)
 	warn       func(string)
 	cgroupMade func() cgroupResult
+	// super redirects connects (transparent egress), and refused are
+	// its refusals, said once after the run.
+	super   *usernotif.Supervisor
+	mu      sync.Mutex
+	refused []string
 }
 
 type cgroupResult struct {
@@ -260,6 +292,7 @@ func (e *execution) run(ctx context.Context) error {
 	res, err := launch.Run(plan, RunOptions{Seccomp: prepared, Cgroup: e.joinCgroup, Trace: e.req.Trace, Timeout: limits.Timeout,
 		KillGrace: limits.KillGrace, Done: ctx.Done(), Held: held.Files(), Serve: serve})
 	e.out.Result = res
+	e.stopSupervisor()
 	if res != nil && res.Started && res.Stage == nil {
 		e.out.Stage = StageCommand
 	}
@@ -309,24 +342,78 @@ func (e *execution) dropped(p Protection) {
 }
 
 // serve is RunOptions.Serve: the listeners the init made go to the
-// caller's proxy.
+// caller's proxy; with transparent egress, so do the resolver's socket
+// and the destinations the connect supervisor records.
 func (e *execution) serve(files []*os.File) {
-	var lns []net.Listener
+	var eg Egress
+	var notif *os.File
+	v6 := false
 	for _, f := range files {
-		ln, err := net.FileListener(f)
-		f.Close()
-		if err != nil {
-			e.warn(fmt.Sprintf("proxy listener: %v", err))
-			continue
+		switch f.Name() {
+		case handedListener:
+			ln, err := net.FileListener(f)
+			f.Close()
+			if err != nil {
+				e.warn(fmt.Sprintf("proxy listener: %v", err))
+				continue
+			}
+			v6 = v6 || ln.Addr().(*net.TCPAddr).IP.To4() == nil
+			eg.Listeners = append(eg.Listeners, ln)
+		case handedDNS:
+			pc, err := net.FilePacketConn(f)
+			f.Close()
+			if err != nil {
+				e.warn(fmt.Sprintf("the sandbox's resolver socket: %v", err))
+				continue
+			}
+			eg.DNS = pc
+		case handedSupervisor:
+			notif = f
+		default:
+			f.Close()
 		}
-		lns = append(lns, ln)
+	}
+	if notif != nil {
+		eg.Originals = &usernotif.Originals{}
+		r := &usernotif.Redirect{Proxy4: netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), ProxyPort), Originals: eg.Originals}
+		if v6 {
+			r.Proxy6 = netip.AddrPortFrom(netip.IPv6Loopback(), ProxyPort)
+		}
+		super, err := usernotif.StartConfig(notif, usernotif.Config{Redirect: r, Log: func(s string) {
+			e.mu.Lock()
+			e.refused = append(e.refused, s)
+			e.mu.Unlock()
+		}})
+		if err != nil {
+			// Its connects fail (ENOSYS) rather than wait: only clients
+			// of HTTP_PROXY get out.
+			e.warn(fmt.Sprintf("the connect supervisor of transparent egress did not start: %v", err))
+		}
+		e.super = super
 	}
 	if e.req.Serve != nil {
-		e.req.Serve(lns)
+		e.req.Serve(eg)
 		return
 	}
-	for _, ln := range lns {
+	for _, ln := range eg.Listeners {
 		ln.Close()
+	}
+	if eg.DNS != nil {
+		eg.DNS.Close()
+	}
+}
+
+// stopSupervisor stops the connect supervisor of transparent egress and
+// says what it refused.
+func (e *execution) stopSupervisor() {
+	if e.super == nil {
+		return
+	}
+	e.super.Stop()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if n := len(e.refused); n > 0 {
+		e.warn(fmt.Sprintf("the connect supervisor refused %d connect(s): %s", n, strings.Join(e.refused[:min(n, 3)], "; ")))
 	}
 }
 

@@ -86,7 +86,7 @@ func (r *landlockRun) serve(e *execution, files []*os.File) {
 	}
 	r.super = super
 	if r.own != nil && e.req.Serve != nil {
-		e.req.Serve([]net.Listener{r.own})
+		e.req.Serve(Egress{Listeners: []net.Listener{r.own}})
 	}
 }
 

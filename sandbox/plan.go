@@ -132,6 +132,9 @@ type ProxyPlan struct {
 	Addrs []string `json:"addrs"` // 127.0.0.1:PORT and [::1]:PORT
 	Port  int      `json:"port"`
 	Rules int      `json:"rules"` // network.allow entries it enforces
+	// DNSPort is the sandbox resolver's UDP port on 127.0.0.1 when
+	// egress is transparent (0: it is not; the landlock tier).
+	DNSPort int `json:"dns_port,omitempty"`
 }
 
 // PathRule grants Access beneath Path (or on the file Path).

@@ -92,6 +92,9 @@ func encodePlan(p *Plan, held []HeldFile) (data, mounts []byte) {
 	}
 	if p.Proxy != nil {
 		rec(stage.RecProxy, strconv.Itoa(p.Proxy.Port))
+		if p.Proxy.DNSPort != 0 {
+			rec(stage.RecEgress, strconv.Itoa(p.Proxy.DNSPort))
+		}
 	}
 	binary.LittleEndian.PutUint32(b, uint32(len(b)-4))
 	return b, b[start:end:end]

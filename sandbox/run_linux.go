@@ -536,7 +536,7 @@ func openForWriting(files []string) ([]int, error) {
 
 // receiveFiles reads one message carrying file descriptors.
 func receiveFiles(f *os.File) ([]*os.File, error) {
-	buf, oob := make([]byte, 1), make([]byte, unix.CmsgSpace(4*4))
+	buf, oob := make([]byte, 4), make([]byte, unix.CmsgSpace(4*4))
 	n, oobn, _, _, err := unix.Recvmsg(int(f.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
 	if err != nil {
 		return nil, err
@@ -555,7 +555,18 @@ func receiveFiles(f *os.File) ([]*os.File, error) {
 			continue
 		}
 		for _, fd := range fds {
-			files = append(files, os.NewFile(uintptr(fd), "proxy-listener"))
+			// The init sends a byte naming each fd; the landlock tier
+			// sends its supervisor's alone.
+			name := handedListener
+			if i := len(files); i < n {
+				switch buf[i] {
+				case 'D':
+					name = handedDNS
+				case 'N':
+					name = handedSupervisor
+				}
+			}
+			files = append(files, os.NewFile(uintptr(fd), name))
 		}
 	}
 	if len(files) == 0 {

@@ -100,7 +100,7 @@ static void lock_down(struct plan *pl, int ruleset) {
 		corral_fail("cgroup", errno, "unshare(CLONE_NEWCGROUP)");
 	corral_step("cgroup");
 	if (pl->proxy_port)
-		corral_proxy_listeners(pl->proxy_port);
+		corral_proxy_listeners(pl);
 	if (!pl->hold)
 		close(CORRAL_FD_SOCKET); // else held open for wait_command
 

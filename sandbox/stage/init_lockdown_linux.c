@@ -122,21 +122,48 @@ static int listen_on(int family, const void *addr, socklen_t len, int optional) 
 	return fd;
 }
 
+// dns_socket makes the UDP socket of the sandbox's resolver at
+// 127.0.0.1:port, which corral's fake DNS answers from outside.
+static int dns_socket(int port) {
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		corral_fail("network", errno, "resolver socket");
+	if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0)
+		corral_fail("network", errno, "binding the resolver port");
+	return fd;
+}
+
 // corral_proxy_listeners listens on 127.0.0.1 and [::1] at the proxy port and
 // hands both sockets to corral, which serves the proxy from outside the
 // namespace: the sandbox's one way out is a socket corral holds, with no
-// helper process. [::1] is skipped when the host has IPv6 disabled.
-void corral_proxy_listeners(int port) {
+// helper process. [::1] is skipped when the host has IPv6 disabled. With
+// transparent egress it also hands over the resolver's socket and the
+// listener of a seccomp filter that sends every connect to corral's
+// supervisor. The message's bytes name each fd: L a proxy listener, D the
+// resolver, N the seccomp listener.
+void corral_proxy_listeners(struct plan *pl) {
+	int port = pl->proxy_port;
 	struct sockaddr_in v4 = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
 	v4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	struct sockaddr_in6 v6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port), .sin6_addr = IN6ADDR_LOOPBACK_INIT};
-	int fds[2], n = 0;
+	int fds[4], n = 0;
+	char roles[4];
+	roles[n] = 'L';
 	fds[n++] = listen_on(AF_INET, &v4, sizeof v4, 0);
 	int fd6 = listen_on(AF_INET6, &v6, sizeof v6, 1);
-	if (fd6 >= 0)
+	if (fd6 >= 0) {
+		roles[n] = 'L';
 		fds[n++] = fd6;
-	char byte = 'L';
-	struct iovec iov = {&byte, 1};
+	}
+	if (pl->dns_port) {
+		roles[n] = 'D';
+		fds[n++] = dns_socket(pl->dns_port);
+		roles[n] = 'N';
+		fds[n++] = corral_connect_filter();
+	}
+	struct iovec iov = {roles, (size_t)n};
 	union {
 		char buf[CMSG_SPACE(sizeof fds)];
 		struct cmsghdr align;

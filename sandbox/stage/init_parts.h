@@ -115,6 +115,7 @@ struct plan {
 	struct held_file *held;
 	size_t nheld;
 	int proxy_port; // 0: no proxy
+	int dns_port;   // transparent egress (0: none): the fake resolver's UDP port
 	int hold; // wait after the exit report until corral read the cgroup (read_late)
 	int cgroup_fds[MAX_CGROUP_FDS]; // the first njoin: the run's cgroup; the rest: its parent
 	size_t ncgroup_fds, njoin;
@@ -175,7 +176,7 @@ void corral_join_cgroup(struct plan *pl);
 int corral_leave_cgroup(struct plan *pl);
 void corral_load_seccomp(struct plan *pl);
 void corral_loopback_up(void);
-void corral_proxy_listeners(int port);
+void corral_proxy_listeners(struct plan *pl);
 void corral_read_late(struct plan *pl);
 void corral_restrict_landlock(int rs);
 
@@ -186,5 +187,6 @@ void corral_kill_descendants(void);
 void corral_keep_children(void);
 int corral_scope_command(const struct plan *pl);
 void corral_tier_filter(struct plan *pl);
+int corral_connect_filter(void);
 
 #endif

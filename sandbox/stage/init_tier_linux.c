@@ -319,3 +319,27 @@ void corral_tier_filter(struct plan *pl) {
 		corral_fail("network", errno, "handing the connect supervisor's fd to corral");
 	close((int)fd);
 }
+
+// corral_connect_filter loads the namespaces tier's filter for transparent
+// egress: every native connect goes to corral's supervisor, which makes the
+// ones aimed outside the sandbox land in the proxy and lets the rest go
+// ahead; anything else is left to the main filter, loaded later, which
+// also decides on other ABIs. It returns the listener.
+int corral_connect_filter(void) {
+	struct bpf_asm a;
+	memset(&a, 0, sizeof a);
+	op(&a, BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
+	jump(&a, BPF_JMP | BPF_JEQ | BPF_K, CORRAL_AUDIT_ARCH, -1, L_ALLOW);
+	op(&a, BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+	jump(&a, BPF_JMP | BPF_JEQ | BPF_K, __NR_connect, L_NOTIFY, L_ALLOW);
+	label(&a, L_ALLOW);
+	op(&a, BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	label(&a, L_NOTIFY);
+	op(&a, BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF);
+	link_jumps(&a);
+	struct sock_fprog prog = {(unsigned short)a.n, a.f};
+	long fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+	if (fd < 0)
+		corral_fail("seccomp", errno, "loading the connect filter of transparent egress");
+	return (int)fd;
+}

@@ -10,7 +10,7 @@ import (
 // letter would be read as each other.
 func TestProtocolTagsDistinct(t *testing.T) {
 	tags := []byte{RecTrace, RecHostname, RecDir, RecPath, RecArg, RecEnv, RecLegacyMounts, RecMountPause,
-		RecMount, RecLandlock, RecRule, RecPortRule, RecHeld, RecProxy}
+		RecMount, RecLandlock, RecRule, RecPortRule, RecHeld, RecProxy, RecEgress}
 	if len(slices.Compact(slices.Sorted(slices.Values(tags)))) != len(tags) {
 		t.Errorf("record tags repeat: %q", tags)
 	}

@@ -13,7 +13,15 @@ type Config struct {
 	Proxy    netip.AddrPort
 	Dial     func(family int) (*os.File, error)
 	Writable []string
+	Redirect *Redirect
 	Log      func(string)
+}
+
+// Redirect configures the namespaces tier's connect supervision; see the
+// Linux documentation.
+type Redirect struct {
+	Proxy4, Proxy6 netip.AddrPort
+	Originals      *Originals
 }
 
 // Supervisor answers the connect and chmod notifications of one sandbox;

@@ -28,6 +28,9 @@ type Config struct {
 	// are compared as they are: a path with a symlink in it matches
 	// nothing.
 	Writable []string
+	// Redirect, when set, supervises connects as the namespaces tier
+	// does (see Redirect) instead of allowing only Proxy.
+	Redirect *Redirect
 	// Log, if not nil, gets one line per refusal (what and why), for
 	// the report; at most maxLogged of them per Supervisor.
 	Log func(string)
@@ -47,8 +50,10 @@ type Supervisor struct {
 	writable []string
 	euid     uint32
 	log      func(string)
+	redir    *Redirect
 	read     func(pid int, ptr uint64, n int) ([]byte, error)
-	logged   int // refusals so far; only serve's goroutine touches it
+	logMu    sync.Mutex
+	logged   int // refusals so far
 
 	wakeR, wakeW int // Stop writes to wakeW to end serve's poll
 	done         chan struct{}
@@ -116,7 +121,7 @@ func newSupervisor(listener *os.File, cfg Config, read func(int, uint64, int) ([
 	s := &Supervisor{
 		listener: listener, fd: fd, arch: arch, dial: cfg.Dial,
 		writable: append([]string(nil), cfg.Writable...), euid: uint32(os.Geteuid()),
-		log: cfg.Log, read: read, wakeR: p[0], wakeW: p[1], done: make(chan struct{}),
+		log: cfg.Log, read: read, redir: cfg.Redirect, wakeR: p[0], wakeW: p[1], done: make(chan struct{}),
 	}
 	if cfg.Proxy.IsValid() {
 		// An IPv4 proxy given as ::ffff:a.b.c.d is matched as a.b.c.d.
@@ -135,6 +140,9 @@ func checkConfig(cfg Config) error {
 		if cfg.Dial == nil {
 			return errors.New("no dial func")
 		}
+	}
+	if r := cfg.Redirect; r != nil && (!r.Proxy4.IsValid() || !r.Proxy4.Addr().Is4() || r.Originals == nil) {
+		return errors.New("a redirect needs the proxy's IPv4 address and Originals")
 	}
 	for _, w := range cfg.Writable {
 		if !filepath.IsAbs(w) || filepath.Clean(w) != w {
@@ -228,6 +236,9 @@ func (s *Supervisor) dispatch(n *notif) {
 	d := &n.Data
 	switch {
 	case d.Arch != s.arch:
+	case d.Nr == unix.SYS_CONNECT && s.redir != nil:
+		go s.redirectConnect(*n)
+		return
 	case d.Nr == unix.SYS_CONNECT:
 		s.connect(n)
 		return
@@ -244,6 +255,8 @@ func (s *Supervisor) refuse(n *notif, errno unix.Errno, what, why string) {
 	// ENOENT here means the target is gone; it is refused all the same.
 	respond(s.fd, n.ID, errno)
 	s.nRefused.Add(1)
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
 	s.logged++
 	switch {
 	case s.logged <= maxLogged:

@@ -141,6 +141,24 @@ var commands = map[string]func([]string){
 		c.Close()
 		ok("tcp connected to %s", a[0])
 	},
+	// tcp-talk connects, sends a line and reads what comes back: under
+	// transparent egress a refused connect is accepted by the proxy and
+	// then reset, which only a read sees.
+	"tcp-talk": func(a []string) {
+		need(a, 1)
+		c, err := net.DialTimeout("tcp", a[0], 2*time.Second)
+		if err != nil {
+			fail("tcp "+a[0], err)
+		}
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		c.Write([]byte("PROBE\r\n\r\n"))
+		b := make([]byte, 64)
+		n, err := c.Read(b)
+		if err != nil {
+			fail("tcp read "+a[0], err)
+		}
+		ok("tcp read %q from %s", b[:n], a[0])
+	},
 	"udp": func(a []string) {
 		need(a, 1)
 		c, err := net.Dial("udp", a[0])
