@@ -261,4 +261,3 @@ func clip(s string) string {
 	}
 	return s
 }
-

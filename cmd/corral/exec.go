@@ -229,7 +229,7 @@ type runFlags struct {
 	bestEffort, confirmed bool
 	tier                  sandbox.Tier
 	ask                   askch.Asker // --ask-fd's channel
-	rememberTo            string    // --policy, where remember writes
+	rememberTo            string      // --policy, where remember writes
 }
 
 func runExec(l *corral.Skills, nf *netFlags, lf *limitFlags, pf *policyFlags, argv []string, rf runFlags, roots []string, auditMax int64, r *corral.Result, m *messages) error {
