@@ -63,6 +63,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	orEmpty(&r.Removed)
 	orEmpty(&r.Quarantined)
 	orEmpty(&r.Replaced)
+	orEmpty(&r.Asked)
 	return json.Marshal(struct {
 		SchemaVersion int `json:"schema_version"`
 		resultFields

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"corral.dev/corral/agentpolicy"
+	"corral.dev/corral/ask"
 	"corral.dev/corral/netns"
 	"corral.dev/corral/policyengine"
 	"corral.dev/corral/printable"
@@ -47,8 +48,17 @@ type Spec struct {
 	// where the host allows it).
 	Tier sandbox.Tier
 	// Confirmed says the user agreed to what the policy said needs
-	// confirmation; without it a confirm is a denial (nobody can answer).
+	// confirmation; without it a confirm is a denial (nobody can answer)
+	// unless Ask answers.
 	Confirmed bool
+	// Ask, if set, is asked what no rule decides (package ask,
+	// docs/ask.md): a host no network rule lists, met by the egress
+	// proxy, and a command line the agent policy wants confirmed. nil:
+	// both are refused.
+	Ask ask.Asker
+	// RememberTo is the policy file a "remember" answer writes (the
+	// project's policy); empty: remember counts as allow-once.
+	RememberTo string
 	// Agent names the agent in every audit event.
 	Agent string
 	// Audit, if set, gets every decision of the run as JSON lines: the
@@ -130,6 +140,9 @@ type Result struct {
 	// (or started): their read-only bind went with the old file, so the
 	// command may have written the new one.
 	Replaced []string `json:"replaced"`
+	// Asked are the questions put to the ask channel and their answers
+	// (at most 1000; the audit log has them all).
+	Asked []ask.Record `json:"asked"`
 	// Proxy is the egress proxy's audit, for a summary of its refusals.
 	Proxy *netns.Audit `json:"-"`
 }
@@ -225,7 +238,8 @@ func run(ctx context.Context, spec Spec, r *Result) error {
 		return failed(errors.New("corral.Run needs skills and a command"))
 	}
 	audit := &auditLog{w: spec.Audit}
-	sk, err := preflight(spec, r, audit)
+	asker := newAsking(spec, spec.Skills.Names(), r, audit, warn)
+	sk, err := preflight(ctx, spec, r, audit, asker)
 	if err != nil {
 		return err
 	}
@@ -256,7 +270,7 @@ func run(ctx context.Context, spec Spec, r *Result) error {
 		Spec: sandbox.Spec{Argv: spec.Argv, WorkDir: sk.Vars.WorkDir, Env: env, BestEffort: spec.BestEffort, Home: sk.Vars.Home, Tier: spec.Tier,
 			Keep: KeptPaths(sk, spec.Policy, spec.Keep...), Limits: limits, Options: spec.Debug},
 		Serve: func(eg sandbox.Egress) {
-			proxy = newProxy(sk, spec, audit, r, eg)
+			proxy = newProxy(sk, spec, audit, r, asker, eg)
 			for _, ln := range eg.Listeners {
 				go proxy.Serve(ln)
 			}
@@ -296,7 +310,7 @@ func run(ctx context.Context, spec Spec, r *Result) error {
 // with the skills' engine (and sh -c scripts), then with the policy's
 // rules, before anything starts (about 50 µs): a refused command costs no
 // namespaces. It returns the capped skills.
-func preflight(spec Spec, r *Result, audit *auditLog) (*Skills, error) {
+func preflight(ctx context.Context, spec Spec, r *Result, audit *auditLog, asker *asking) (*Skills, error) {
 	deny := func(permission, context string, d policyengine.Decision) error {
 		d.Reason = printable.Clip(d.Reason, MaxLogged)
 		den := Denial{Time: time.Now(), Agent: spec.Agent, Permission: permission, Context: printable.Clip(context, MaxLogged), Decision: d}
@@ -328,6 +342,17 @@ func preflight(spec Spec, r *Result, audit *auditLog) (*Skills, error) {
 	}
 	if policy {
 		d := spec.Policy.CheckExec(line)
+		if d.Action == policyengine.Confirm && !spec.Confirmed && asker != nil {
+			ans := asker.command(ctx, line, d)
+			if ans.Reply.Allows() {
+				return sk, nil
+			}
+			d.Action = policyengine.Deny
+			d.Reason += fmt.Sprintf("; the ask channel answered %s (by %s)", ans.Reply, ans.By)
+			if ans.Note != "" {
+				d.Reason += ": " + ans.Note
+			}
+		}
 		if d.Action == policyengine.Confirm && !spec.Confirmed {
 			d.Action = policyengine.Deny
 			d.Reason += " (nobody can answer here: pass --confirmed once the user agreed)"
@@ -365,7 +390,7 @@ func runLimits(ctx context.Context, sk *Skills, spec Spec) sandbox.Limits {
 }
 
 // newProxy makes the run's egress proxy, auditing into r.Proxy.
-func newProxy(sk *Skills, spec Spec, audit *auditLog, r *Result, eg sandbox.Egress) *netns.Proxy {
+func newProxy(sk *Skills, spec Spec, audit *auditLog, r *Result, asker *asking, eg sandbox.Egress) *netns.Proxy {
 	var w io.Writer
 	if spec.Audit != nil {
 		w = audit
@@ -374,6 +399,9 @@ func newProxy(sk *Skills, spec Spec, audit *auditLog, r *Result, eg sandbox.Egre
 	cfg := netns.Config{Engine: sk.Engine, Audit: r.Proxy.Record, Agent: spec.Agent, HostAddrs: netns.SystemHostAddrs()}
 	if spec.Policy != nil && !spec.Policy.Empty() {
 		cfg.Policy = spec.Policy.WithHostAddrs(cfg.HostAddrs)
+	}
+	if asker != nil {
+		cfg.Ask = asker.network
 	}
 	if len(spec.Resolve) > 0 {
 		cfg.Resolver = &netns.Pinned{Names: spec.Resolve, Next: netns.SystemResolver()}

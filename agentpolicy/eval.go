@@ -186,6 +186,7 @@ func (e *Evaluator) Empty() bool { return len(e.stack) == 0 }
 
 func layered(d policyengine.Decision, label string) policyengine.Decision {
 	d.Layer = label
+	d.Unlisted = false // a cap is a ceiling: nobody is asked past it
 	// The engine words its reasons for skills; these are caps.
 	reason := strings.NewReplacer(
 		"of skills policy "+label, "of the caps",

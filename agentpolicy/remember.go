@@ -3,6 +3,9 @@ package agentpolicy
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"strconv"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -17,6 +20,40 @@ func Remember(file, line string) ([]Rule, error) {
 	if err != nil {
 		return nil, err
 	}
+	return rememberRules(file, rules)
+}
+
+// NetworkTool is the tool name of the rules that remember hosts approved
+// over the ask channel: {tool: network, command_glob: "HOST:PORT"}, an
+// exact host and port (no wildcard: a star is escaped).
+const NetworkTool = "network"
+
+// RememberHost appends the rule allowing exactly host:port to the allow
+// rules of the policy file, as Remember does for a command line (the same
+// code writes the file). host is a canonical host name or IP address, as
+// the egress proxy asked about it.
+func RememberHost(file, host string, port int) ([]Rule, error) {
+	if host == "" || strings.ContainsAny(host, " \t\n\r/") || port < 1 || port > 65535 {
+		return nil, fmt.Errorf("cannot remember host %q port %d", host, port)
+	}
+	return rememberRules(file, []Rule{{Tool: NetworkTool, CommandGlob: escapeGlob(hostPort(host, port))}})
+}
+
+// hostPort is host:port, [v6]:port for an IPv6 address.
+func hostPort(host string, port int) string {
+	if strings.Contains(host, ":") {
+		return "[" + host + "]:" + strconv.Itoa(port)
+	}
+	return host + ":" + strconv.Itoa(port)
+}
+
+// escapeGlob escapes the glob characters of s, so it matches only itself.
+func escapeGlob(s string) string {
+	return strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`).Replace(s)
+}
+
+// rememberRules adds rules to the allow rules of the policy file.
+func rememberRules(file string, rules []Rule) ([]Rule, error) {
 	pf, err := readPolicyFile(file)
 	if err != nil {
 		return nil, err
@@ -50,11 +87,15 @@ func Remember(file, line string) ([]Rule, error) {
 	allow.Style = 0
 	var added []Rule
 	for _, r := range rules {
-		if hasGlobRule(allow, r.CommandGlob) {
+		if hasGlobRule(allow, r.Tool, r.CommandGlob) {
 			continue
 		}
-		allow.Content = append(allow.Content, &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
-			strNode("command_glob"), strNode(r.CommandGlob)}})
+		node := &yaml.Node{Kind: yaml.MappingNode}
+		if r.Tool != "" {
+			node.Content = append(node.Content, strNode("tool"), strNode(r.Tool))
+		}
+		node.Content = append(node.Content, strNode("command_glob"), strNode(r.CommandGlob))
+		allow.Content = append(allow.Content, node)
 		added = append(added, r)
 	}
 	if len(added) == 0 {
@@ -96,13 +137,22 @@ func child(m *yaml.Node, key string, kind yaml.Kind) *yaml.Node {
 	return v
 }
 
-// hasGlobRule reports whether seq holds the rule {command_glob: glob}.
-func hasGlobRule(seq *yaml.Node, glob string) bool {
+// hasGlobRule reports whether seq holds the rule {command_glob: glob}, or
+// {tool: tool, command_glob: glob} when tool is set.
+func hasGlobRule(seq *yaml.Node, tool, glob string) bool {
 	for _, r := range seq.Content {
-		if r.Kind != yaml.MappingNode || len(r.Content) != 2 {
+		if r.Kind != yaml.MappingNode {
 			continue
 		}
-		if r.Content[0].Value == "command_glob" && r.Content[1].Value == glob {
+		fields := map[string]string{}
+		for i := 0; i+1 < len(r.Content); i += 2 {
+			fields[r.Content[i].Value] = r.Content[i+1].Value
+		}
+		want := map[string]string{"command_glob": glob}
+		if tool != "" {
+			want["tool"] = tool
+		}
+		if maps.Equal(fields, want) {
 			return true
 		}
 	}

@@ -349,6 +349,6 @@ func (c compiledURL) decideMode(u policyengine.URL, tunnel bool) policyengine.De
 			Reason: fmt.Sprintf("%s: the %s policy allows only some paths of this host (%s), and the proxy cannot see paths inside a CONNECT tunnel; to allow the tunnel, add a rule for the whole host such as %q",
 				canonical, c.layer, strings.Join(skipped, ", "), u.Scheme+"://"+u.Host+"/*")}
 	}
-	return policyengine.Decision{Action: policyengine.Deny, Rule: "url.default: deny", Layer: c.layer,
+	return policyengine.Decision{Action: policyengine.Deny, Rule: "url.default: deny", Layer: c.layer, Unlisted: u.Category == policyengine.CatNone,
 		Reason: fmt.Sprintf("%s: no URL rule of the %s policy matches and its default denies; to allow it, add a url.allow rule such as %q", canonical, c.layer, canonical)}
 }

@@ -28,6 +28,7 @@ import (
 	"syscall"
 	"time"
 
+	"corral.dev/corral/ask"
 	"corral.dev/corral/policyengine"
 )
 
@@ -57,6 +58,8 @@ type Event struct {
 	// DNS answer), "sni" (TLS), "host" (an HTTP Host header), "address"
 	// (none: the bare address), or "socks5".
 	Via string `json:"via,omitempty"`
+	// Asked is the ask channel's answer, when the request was put to it.
+	Asked *ask.Answer `json:"asked,omitempty"`
 }
 
 // Policy is a second decision layer, the agent's policy: a request must
@@ -96,6 +99,10 @@ type Config struct {
 	Originals Originals
 	// DNS is the sandbox's fake resolver, whose addresses name hosts.
 	DNS *FakeDNS
+	// Ask, if set, is asked about a request refused only because no rule
+	// lists its host (ask.go); nil refuses it, as ever. It must return
+	// within its own bound, or when the context (ended by Close) ends.
+	Ask func(context.Context, ask.Question) ask.Answer
 }
 
 // Proxy is the egress proxy. Serve it on one or more listeners; Close ends
@@ -112,6 +119,8 @@ type Proxy struct {
 	packets   []net.PacketConn // the fake DNS's sockets
 	conns     map[net.Conn]struct{}
 	wg        sync.WaitGroup
+
+	grants grants // allow-run answers
 }
 
 // New returns a proxy deciding with cfg.Engine.
@@ -326,7 +335,8 @@ func (p *Proxy) handle(c net.Conn) {
 		}
 		ev.URL = "http://" + authority(ev.Host, req.port, 80) + req.target
 	}
-	up, status, d := p.connect(req)
+	up, status, d, asked := p.connect(req)
+	ev.Asked = asked
 	ev.Time, ev.Status, ev.Rule, ev.Reason, ev.Layer = time.Now(), status, d.Rule, d.Reason, d.Layer
 	if up == nil {
 		ev.Decision = "deny"
@@ -394,14 +404,19 @@ func (p *Proxy) handle(c net.Conn) {
 
 // connect decides the request, resolves its host, checks every address and
 // dials a checked one. On refusal it returns the status and the decision
-// whose reason explains it.
-func (p *Proxy) connect(req *request) (net.Conn, int, policyengine.Decision) {
+// whose reason explains it. A refusal only for want of a rule is put to
+// the ask channel last, when everything else passed; asked is its answer.
+func (p *Proxy) connect(req *request) (_ net.Conn, _ int, _ policyengine.Decision, asked *ask.Answer) {
 	e := p.cfg.Engine
+	host := canonicalHost(req.host)
+	var unlisted *policyengine.Decision // the refusal to ask about
 	d := e.CheckNetwork(req.host, req.port)
 	if d.Action != policyengine.Allow {
-		return nil, 403, d
+		if !p.askable(host, d) {
+			return nil, 403, d, nil
+		}
+		unlisted = &d
 	}
-	host := canonicalHost(req.host)
 	if pol := p.cfg.Policy; pol != nil {
 		url := ""
 		if !req.connect {
@@ -409,9 +424,13 @@ func (p *Proxy) connect(req *request) (net.Conn, int, policyengine.Decision) {
 		}
 		pd := pol.CheckRequest(req.method, url, host, req.port)
 		if pd.Action != policyengine.Allow {
-			return nil, 403, pd
-		}
-		if pd.Rule != "" {
+			if !p.askable(host, pd) {
+				return nil, 403, pd, nil
+			}
+			if unlisted == nil {
+				unlisted = &pd
+			}
+		} else if pd.Rule != "" {
 			d.Rule += "; policy " + pd.Rule
 			d.Layer = pd.Layer
 		}
@@ -425,7 +444,7 @@ func (p *Proxy) connect(req *request) (net.Conn, int, policyengine.Decision) {
 		var err error
 		addrs, err = p.cfg.Resolver.LookupNetIP(ctx, "ip", host)
 		if err != nil || len(addrs) == 0 {
-			return nil, 502, policyengine.Decision{Action: policyengine.Deny, Reason: fmt.Sprintf("cannot resolve %s: %v", host, errText(err))}
+			return nil, 502, policyengine.Decision{Action: policyengine.Deny, Reason: fmt.Sprintf("cannot resolve %s: %v", host, errText(err))}, nil
 		}
 	}
 	// Every address must pass, not just the one dialled: a resolver that
@@ -434,23 +453,32 @@ func (p *Proxy) connect(req *request) (net.Conn, int, policyengine.Decision) {
 		a = a.WithZone("").Unmap()
 		addrs[i] = a
 		if ad := e.CheckAddr(host, a, req.port); ad.Action != policyengine.Allow {
-			return nil, 403, ad
+			return nil, 403, ad, nil
 		}
 		if pol := p.cfg.Policy; pol != nil {
 			if ad := pol.CheckAddr(host, a, req.port); ad.Action != policyengine.Allow {
-				return nil, 403, ad
+				return nil, 403, ad, nil
 			}
 		}
 		if p.isSelf(a, req.port) {
-			return nil, 403, policyengine.Decision{Action: policyengine.Deny, Reason: fmt.Sprintf("%s is the proxy itself; it never relays to itself", netip.AddrPortFrom(a, uint16(req.port)))}
+			return nil, 403, policyengine.Decision{Action: policyengine.Deny, Reason: fmt.Sprintf("%s is the proxy itself; it never relays to itself", netip.AddrPortFrom(a, uint16(req.port)))}, nil
 		}
+	}
+	if unlisted != nil {
+		if d, asked = p.ask(req, host, *unlisted); d.Action != policyengine.Allow {
+			return nil, 403, d, asked
+		}
+		// The wait for the answer is not the dial's time.
+		cancel()
+		ctx, cancel = context.WithTimeout(p.ctx, p.cfg.DialTimeout)
+		defer cancel()
 	}
 	var lastErr error
 	for _, a := range addrs {
 		var dl net.Dialer
 		c, err := dl.DialContext(ctx, "tcp", netip.AddrPortFrom(a, uint16(req.port)).String())
 		if err == nil {
-			return c, 200, d
+			return c, 200, d, asked
 		}
 		lastErr = err
 		if ctx.Err() != nil {
@@ -461,7 +489,7 @@ func (p *Proxy) connect(req *request) (net.Conn, int, policyengine.Decision) {
 	if ctx.Err() != nil || isTimeout(lastErr) {
 		status = 504
 	}
-	return nil, status, policyengine.Decision{Action: policyengine.Deny, Reason: fmt.Sprintf("cannot connect to %s port %d: %s", host, req.port, errText(lastErr))}
+	return nil, status, policyengine.Decision{Action: policyengine.Deny, Reason: fmt.Sprintf("cannot connect to %s port %d: %s", host, req.port, errText(lastErr))}, asked
 }
 
 func (p *Proxy) isSelf(a netip.Addr, port int) bool {

@@ -58,7 +58,8 @@ func (p *Proxy) handleSOCKS(c net.Conn, br *bufio.Reader) {
 	}
 	c.SetReadDeadline(time.Time{})
 	ev.Host, ev.Port = canonicalHost(host), port
-	up, status, d := p.connect(&request{method: "CONNECT", connect: true, host: host, port: port})
+	up, status, d, asked := p.connect(&request{method: "CONNECT", connect: true, host: host, port: port})
+	ev.Asked = asked
 	if up == nil {
 		ev.Rule, ev.Layer = d.Rule, d.Layer
 		reply := byte(socksNotAllowed)

@@ -77,7 +77,8 @@ func (p *Proxy) handleTransparent(c net.Conn, dest netip.AddrPort) {
 		return
 	}
 	req := &request{method: "CONNECT", connect: true, host: host, port: int(dest.Port())}
-	up, status, d := p.connect(req)
+	up, status, d, asked := p.connect(req)
+	ev.Asked = asked
 	if up == nil {
 		deny(status, d, ev.Via == "host")
 		return

@@ -21,4 +21,9 @@ type Decision struct {
 	// NotFound is set on a denial of a program that is not there at
 	// all: exec exits 127 for it, as a shell would, not 126.
 	NotFound bool `json:"not_found,omitempty"`
+	// Unlisted is set on a denial whose only reason is that no rule
+	// lists the host (or URL): not a deny rule, a cap or an address
+	// category. Only such a denial may be put to the caller over the ask
+	// channel (package ask).
+	Unlisted bool `json:"-"`
 }

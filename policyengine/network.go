@@ -65,9 +65,9 @@ func (e *Engine) checkClassified(canonical string, addr netip.Addr, isIP bool, c
 			`"preset:` + string(cat) + `" or "` + target + `" to permissions.network.allow`}
 	}
 	if len(e.perms.Network) == 0 {
-		return Decision{Action: Deny, Reason: fmt.Sprintf("%s is not reachable: no skill grants network access; to allow it, add %q to permissions.network.allow", target, target)}
+		return Decision{Action: Deny, Unlisted: true, Reason: fmt.Sprintf("%s is not reachable: no skill grants network access; to allow it, add %q to permissions.network.allow", target, target)}
 	}
-	return Decision{Action: Deny, Reason: target + " is not in the network allow list of skills " + e.netFrom + `; to allow it, add "` + target + `" to permissions.network.allow`}
+	return Decision{Action: Deny, Unlisted: true, Reason: target + " is not in the network allow list of skills " + e.netFrom + `; to allow it, add "` + target + `" to permissions.network.allow`}
 }
 
 var categoryWords = map[Category]string{

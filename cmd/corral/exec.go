@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"corral.dev/corral"
+	askch "corral.dev/corral/ask"
 	"corral.dev/corral/policyengine"
 	"corral.dev/corral/sandbox"
 	"corral.dev/corral/skill"
@@ -49,6 +50,7 @@ type execFlags struct {
 	pf       policyFlags
 	out      outputFlags
 	rf       runFlags
+	af       askFlags
 	auditMax int64
 }
 
@@ -59,6 +61,7 @@ func newExecFlags(fs *flag.FlagSet) *execFlags {
 	f.lf.register(fs)
 	f.pf.register(fs)
 	f.out.register(fs)
+	f.af.register(fs)
 	fs.Func("audit-log-max", "stop writing --audit-log entries past `SIZE` for this run, and end with one saying how many were dropped (default 4Mi)", func(s string) error {
 		n, err := skill.ParseBytes(s)
 		f.auditMax = n
@@ -113,6 +116,15 @@ func (f *execFlags) run(argv []string, flagErr error, stderr io.Writer) error {
 	}()
 	if openErr != nil && err == nil {
 		r.Stage, err = corral.StageFlags, failed(openErr)
+	}
+	if err == nil {
+		ch, askErr := f.af.open(f.out.reportFD, f.out.logFD)
+		if askErr != nil {
+			r.Stage, err = corral.StageFlags, failed(askErr)
+		} else if ch != nil {
+			defer ch.Close()
+			f.rf.ask, f.rf.rememberTo = ch, f.pf.project
+		}
 	}
 	if err == nil {
 		err = runExec(l, &f.nf, &f.lf, &f.pf, argv, f.rf, roots, f.auditMax, r, m)
@@ -216,11 +228,13 @@ func writableRoots(sf *skillFlags, l *corral.Skills) []string {
 type runFlags struct {
 	bestEffort, confirmed bool
 	tier                  sandbox.Tier
+	ask                   askch.Asker // --ask-fd's channel
+	rememberTo            string      // --policy, where remember writes
 }
 
 func runExec(l *corral.Skills, nf *netFlags, lf *limitFlags, pf *policyFlags, argv []string, rf runFlags, roots []string, auditMax int64, r *corral.Result, m *messages) error {
 	spec := corral.Spec{Argv: argv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Limits: lf.values, CgroupParent: lf.parent,
-		BestEffort: rf.bestEffort, Confirmed: rf.confirmed, Tier: rf.tier, Agent: pf.agent, Resolve: nf.pins,
+		BestEffort: rf.bestEffort, Confirmed: rf.confirmed, Tier: rf.tier, Agent: pf.agent, Resolve: nf.pins, Ask: rf.ask, RememberTo: rf.rememberTo,
 		Warn: func(s string) { m.note("corral exec: warning: " + s + "\n") }}
 	if os.Getenv("CORRAL_TRACE") == "1" {
 		spec.Trace = func(step string) {
