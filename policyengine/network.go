@@ -169,3 +169,32 @@ func (e *Engine) CheckAddr(host string, addr netip.Addr, port int) Decision {
 	}
 	return d
 }
+
+// ParseBindPort checks one network.bind entry: a TCP port from 1 to
+// 65535 in decimal, or "*" for every port. It returns the entry in its
+// canonical form ("08080" is "8080").
+func ParseBindPort(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if s == "*" {
+		return s, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > 65535 || strings.HasPrefix(s, "+") {
+		return "", fmt.Errorf("%q is not a TCP port (1-65535) or \"*\"", s)
+	}
+	return strconv.Itoa(n), nil
+}
+
+// BindPorts are the ports p lets the command listen on, and whether it
+// may listen on any.
+func (p Permissions) BindPorts() (ports []int, any bool) {
+	for _, e := range p.Bind {
+		if e.Value == "*" {
+			return nil, true
+		}
+		if n, err := strconv.Atoi(e.Value); err == nil {
+			ports = append(ports, n)
+		}
+	}
+	return ports, false
+}

@@ -33,6 +33,9 @@ type Permissions struct {
 	Read     []Entry `json:"read"`
 	Write    []Entry `json:"write"`
 	Network  []Entry `json:"network"`
+	// Bind are the TCP ports ("8080") the command may listen on inside
+	// its network namespace, or "*" for any: network.bind.
+	Bind []Entry `json:"bind,omitempty"`
 	Exec     []Entry `json:"exec"`
 	Env      []Entry `json:"env"`
 	Services []Entry `json:"services"` // "name:access"
@@ -54,6 +57,7 @@ func (p Permissions) Merge(q Permissions) Permissions {
 		Read:         mergeEntries(p.Read, q.Read),
 		Write:        mergeEntries(p.Write, q.Write),
 		Network:      mergeEntries(p.Network, q.Network),
+		Bind:         mergeEntries(p.Bind, q.Bind),
 		Exec:         mergeEntries(p.Exec, q.Exec),
 		Env:          mergeEntries(p.Env, q.Env),
 		Services:     mergeEntries(p.Services, q.Services),
@@ -166,7 +170,7 @@ func (p Permissions) Normalize() Permissions {
 		}
 		return out
 	}
-	p.Read, p.Write, p.Network = fold(p.Read), fold(p.Write), fold(p.Network)
+	p.Read, p.Write, p.Network, p.Bind = fold(p.Read), fold(p.Write), fold(p.Network), fold(p.Bind)
 	p.Exec, p.Env, p.Services = fold(p.Exec), fold(p.Env), fold(p.Services)
 	p.Declared, p.ExecDeclared = unionStrings(nil, p.Declared), unionStrings(nil, p.ExecDeclared)
 	return p

@@ -126,6 +126,7 @@ func BuildPlan(p policyengine.Permissions, spec Spec, facts *Facts) (*Plan, erro
 		b.plan.Landlock.HandledNet = netBindTCP | netConnectTCP
 	}
 	b.network()
+	b.bindPorts()
 	if facts.LandlockABI >= 6 {
 		b.plan.Landlock.Scoped = scopeAbstractUnix | scopeSignal
 	}
@@ -615,6 +616,35 @@ func (b *builder) network() {
 		b.plan.Landlock.PortRules = append(b.plan.Landlock.PortRules, PortRule{Port: ProxyPort, Access: netConnectTCP,
 			Rights: "connect_tcp", From: "the egress proxy"})
 	}
+}
+
+// bindPorts lets the command listen on the network.bind ports (and connect to
+// them) inside its network namespace: Landlock's TCP bind and connect
+// rules per port, or, for "*", no TCP rule at all, the namespace's lo
+// being all there is to reach.
+func (b *builder) bindPorts() {
+	ports, any := b.perms.BindPorts()
+	if any {
+		b.plan.Landlock.HandledNet = 0
+		b.plan.Landlock.PortRules = nil
+		return
+	}
+	if b.plan.Landlock.HandledNet == 0 {
+		return
+	}
+	for _, p := range ports {
+		b.plan.Landlock.PortRules = append(b.plan.Landlock.PortRules, PortRule{Port: p, Access: netBindTCP | netConnectTCP,
+			Rights: "bind_tcp, connect_tcp", From: "network.bind " + strconv.Itoa(p)})
+	}
+}
+
+// joinInts writes ports as "80, 8080".
+func joinInts(ports []int) string {
+	s := make([]string, len(ports))
+	for i, p := range ports {
+		s[i] = strconv.Itoa(p)
+	}
+	return strings.Join(s, ", ")
 }
 
 // required are the protections a run refuses to go without.

@@ -35,8 +35,14 @@ func (b *builder) protections() {
 	add("landlock-fs", f.LandlockABI >= 1, orText(f.LandlockErr, fmt.Sprintf("Landlock ABI %d filesystem rules", f.LandlockABI)))
 	netDetail, llNet := "private network namespace with only lo: no network", "no TCP connect and no explicit TCP bind (the network namespace has no way out anyway)"
 	if len(b.perms.Network) > 0 {
-		netDetail = fmt.Sprintf("private network namespace with only lo; the one way out is corral's egress proxy at 127.0.0.1:%d and [::1]:%d, enforcing %d network.allow rule(s); no UDP, no DNS", ProxyPort, ProxyPort, len(b.perms.Network))
-		llNet = fmt.Sprintf("TCP connect only to the proxy port %d; no explicit TCP bind (listen() on an unbound socket still gets a port, inside the sandbox's own namespace only)", ProxyPort)
+		netDetail = fmt.Sprintf("private network namespace with only lo; the one way out is corral's egress proxy at 127.0.0.1:%d and [::1]:%d, enforcing %d network.allow rule(s). Transparent egress: the sandbox's resolver (127.0.0.1:%d) answers every name with an address of corral's own (198.18.0.0/15), and corral's seccomp supervisor connects every TCP socket aimed outside the sandbox to the proxy, which decides the name (or the TLS SNI, the HTTP Host, the bare address) as a tunnel; UDP goes nowhere but the resolver", ProxyPort, ProxyPort, len(b.perms.Network), DNSPort)
+		llNet = fmt.Sprintf("no direct TCP connect but to the proxy port %d (corral's supervisor makes the connects that leave the sandbox, on the command's own socket); no explicit TCP bind (listen() on an unbound socket still gets a port, inside the sandbox's own namespace only)", ProxyPort)
+	}
+	if ports, any := b.perms.BindPorts(); any {
+		llNet = "network.bind \"*\": TCP bind and connect on any port, inside the sandbox's own network namespace only (corral's supervisor still sends every connect aimed outside to the proxy)"
+	} else if len(ports) > 0 {
+		llNet = strings.Replace(llNet, "no explicit TCP bind", fmt.Sprintf("TCP bind and connect on the network.bind port(s) %s, reachable from inside the sandbox only; no other explicit TCP bind", joinInts(ports)), 1)
+		llNet = strings.Replace(llNet, "no TCP connect and", "no TCP connect but to those ports and", 1)
 	}
 	add("landlock-net", f.LandlockABI >= 4, landlockDetail(f.LandlockABI, 4, llNet))
 	add("landlock-scope", f.LandlockABI >= 6, landlockDetail(f.LandlockABI, 6, "no signals or abstract UNIX sockets beyond the sandbox"))

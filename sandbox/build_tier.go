@@ -60,6 +60,12 @@ func (b *builder) landlockTier() {
 	}
 	b.unsweptProtected()
 	p.Landlock.PortRules = nil
+	if len(b.perms.Bind) > 0 {
+		// Its seccomp filter refuses bind and listen: a listening socket
+		// here would be on the host's own addresses, reachable from the
+		// host and beyond, not from the sandbox only.
+		b.errs = append(b.errs, fmt.Sprintf("network.bind (%s, from %s) needs the namespaces tier: without a network namespace of its own, a port the command listens on is the host's, reachable from outside the sandbox", strings.Join(policyengine.Values(b.perms.Bind), ", "), strings.Join(b.perms.Bind[0].From, ", ")))
+	}
 	// A HOME outside every grant answers EACCES where the namespaces
 	// tier's new root answers ENOENT, and git (among others) takes an
 	// unreadable ~/.gitconfig for a fatal error: such a run gets the

@@ -100,6 +100,7 @@ func Render(p policyengine.Permissions, opts Options) (*Profile, error) {
 	}
 	r.exec()
 	r.network()
+	r.bind()
 	if err := r.services(); err != nil {
 		return nil, err
 	}
@@ -425,6 +426,28 @@ func (r *renderer) network() {
 	r.linef("; Network: only corral's egress proxy on localhost:%d, which enforces the", r.opts.ProxyPort)
 	r.linef("; %d network.allow rule(s); no other address, no DNS, no UNIX socket.", len(r.perms.Network))
 	r.linef(`(allow network-outbound (remote ip "localhost:%d"))`, r.opts.ProxyPort)
+}
+
+// bind allows listening on the network.bind ports, on localhost only:
+// macOS has no network namespace, so a port on another address would
+// be reachable from other machines.
+func (r *renderer) bind() {
+	ports, any := r.perms.BindPorts()
+	if !any && len(ports) == 0 {
+		return
+	}
+	r.line("")
+	r.line("; network.bind: listening on localhost only (macOS has no network namespace:")
+	r.line("; other local programs can connect too).")
+	if any {
+		r.line(`(allow network-bind network-inbound (local ip "localhost:*"))`)
+		r.line(`(allow network-outbound (remote ip "localhost:*"))`)
+		return
+	}
+	for _, p := range ports {
+		r.linef(`(allow network-bind network-inbound (local ip "localhost:%d"))`, p)
+		r.linef(`(allow network-outbound (remote ip "localhost:%d"))`, p)
+	}
 }
 
 // services renders the `services` entries.

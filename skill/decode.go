@@ -105,6 +105,7 @@ func (d *decoder) permissions(p *Permissions, n *yaml.Node, field string) error 
 		"network": func(n *yaml.Node, f string) error {
 			return d.mapping(n, f, map[string]func(*yaml.Node, string) error{
 				"allow": func(n *yaml.Node, f string) (err error) { p.Network, err = d.hosts(n, f); return err },
+				"bind":  func(n *yaml.Node, f string) (err error) { p.Bind, err = d.ports(n, f); return err },
 			})
 		},
 		"exec":     func(n *yaml.Node, f string) (err error) { p.Exec, err = d.names(n, f, "program"); return err },
@@ -182,6 +183,32 @@ func (d *decoder) list(n *yaml.Node, field string, check func(v string) error) (
 			return nil, err
 		}
 		if err := check(v); err != nil {
+			return nil, d.errorf(item, sub, "%v", err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// ports decodes network.bind: TCP port numbers (written as numbers or
+// strings) and "*", each checked by policyengine.ParseBindPort.
+func (d *decoder) ports(n *yaml.Node, field string) ([]string, error) {
+	n = deref(n)
+	if isNull(n) {
+		return nil, nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		return nil, d.errorf(n, field, "must be a list, not %s", kindName(n))
+	}
+	out := make([]string, 0, len(n.Content))
+	for i, item := range n.Content {
+		sub := fmt.Sprintf("%s[%d]", field, i)
+		item = deref(item)
+		if item.Kind != yaml.ScalarNode || item.Tag != "!!str" && item.Tag != "!!int" {
+			return nil, d.errorf(item, sub, "must be a port number or \"*\", not %s", kindName(item))
+		}
+		v, err := policyengine.ParseBindPort(item.Value)
+		if err != nil {
 			return nil, d.errorf(item, sub, "%v", err)
 		}
 		out = append(out, v)

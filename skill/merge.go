@@ -88,6 +88,7 @@ func (s *Skill) expanded(vars Variables) (policyengine.Permissions, error) {
 		Read:     read,
 		Write:    write,
 		Network:  policyengine.NewEntries(s.Name, network),
+		Bind:     policyengine.NewEntries(s.Name, p.Bind),
 		Exec:     policyengine.NewEntries(s.Name, p.Exec),
 		Env:      policyengine.NewEntries(s.Name, p.Env),
 		Services: policyengine.NewEntries(s.Name, services),

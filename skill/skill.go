@@ -41,6 +41,7 @@ type Permissions struct {
 	Read     []string
 	Write    []string
 	Network  []string
+	Bind     []string // network.bind: TCP ports, or "*"
 	Exec     []string
 	Env      []string
 	Services map[string]string // service name → access

@@ -34,6 +34,7 @@ func transparentNet(t *testing.T, u user, allow ...string) netFixture {
 
 func TestTransparentEgress(t *testing.T) {
 	t.Parallel()
+	namespacesOnly(t, "transparent egress (the landlock tier has no network namespace to redirect in)")
 	users(t, func(t *testing.T, u user) {
 		o := newOrigin(t)
 		denied := newOrigin(t)
@@ -117,6 +118,7 @@ node -e 'fetch("http://other.test:%[2]d/").then(r => console.log("CASE nodedenie
 // client named.
 func TestTransparentEgressSNI(t *testing.T) {
 	t.Parallel()
+	namespacesOnly(t, "transparent egress (the landlock tier has no network namespace to redirect in)")
 	o := newOrigin(t)
 	f := transparentNet(t, asSelf, fmt.Sprintf("api.test:%d", o.port), fmt.Sprintf("preset:loopback:%d", o.port))
 	// 192.0.2.1 (TEST-NET-1) is never dialled: the name decides.
@@ -150,6 +152,7 @@ curl -q -sS --max-time 10 --noproxy '*' -k -o /dev/null -w 'CASE sni %%{http_cod
 // skill allows; the same clone from a name it does not allow fails.
 func TestTransparentEgressGitSSH(t *testing.T) {
 	t.Parallel()
+	namespacesOnly(t, "transparent egress (the landlock tier has no network namespace to redirect in)")
 	if !isRoot {
 		t.Skip("the test's sshd needs root")
 	}

@@ -148,6 +148,11 @@ func summarise(p policyengine.Permissions) []string {
 	} else {
 		out = append(out, "Network: only "+strings.Join(policyengine.Values(p.Network), ", ")+"; loopback, private, link-local and cloud-metadata addresses only where a preset: rule or an IP rule names them.")
 	}
+	if ports, any := p.BindPorts(); any {
+		out = append(out, "Listening: any TCP port, reachable from inside the sandbox only (its own network namespace).")
+	} else if len(ports) > 0 {
+		out = append(out, "Listening: TCP ports "+strings.Join(policyengine.Values(p.Bind), ", ")+", reachable from inside the sandbox only (its own network namespace).")
+	}
 	if p.ExecRestricted() {
 		out = append(out, "Programs: only "+orNone(policyengine.Values(p.Exec))+" (exec lists of "+strings.Join(p.ExecDeclared, ", ")+").")
 	} else {
@@ -196,6 +201,7 @@ func (x *explanation) writeText(w io.Writer) {
 	section("fs.read", p.Read)
 	section("fs.write", p.Write)
 	section("network.allow", p.Network)
+	section("network.bind", p.Bind)
 	section("exec", p.Exec)
 	section("env", p.Env)
 	section("services", p.Services)
