@@ -30,12 +30,12 @@ type Limits struct {
 // variables already expanded. Every list is sorted by Value and holds each
 // value once; Merge keeps it that way.
 type Permissions struct {
-	Read     []Entry `json:"read"`
-	Write    []Entry `json:"write"`
-	Network  []Entry `json:"network"`
+	Read    []Entry `json:"read"`
+	Write   []Entry `json:"write"`
+	Network []Entry `json:"network"`
 	// Bind are the TCP ports ("8080") the command may listen on inside
 	// its network namespace, or "*" for any: network.bind.
-	Bind []Entry `json:"bind,omitempty"`
+	Bind     []Entry `json:"bind,omitempty"`
 	Exec     []Entry `json:"exec"`
 	Env      []Entry `json:"env"`
 	Services []Entry `json:"services"` // "name:access"
