@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"strings"
+
+	"corral.dev/corral/policyengine"
 )
 
 // maxSniff bounds what the proxy reads of a transparent connection's
@@ -73,7 +75,15 @@ func hostHeader(head []byte) string {
 		if err != nil {
 			return ""
 		}
-		return h
+		// Only a name the resolver could have given, or an address: the
+		// proxy decides it as a host.
+		if _, ok := policyengine.ParseIP(h); ok {
+			return h
+		}
+		if h = strings.ToLower(h); validName(h) {
+			return h
+		}
+		return ""
 	}
 	return ""
 }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"corral.dev/corral/policyengine"
 )
 
 // query builds a DNS query for name and type.
@@ -245,4 +247,32 @@ func TestSOCKS5(t *testing.T) {
 	if n := origin.accepts.Load(); n != 1 {
 		t.Errorf("the origin got %d connections, want 1", n)
 	}
+}
+
+// FuzzFakeDNS: any datagram gets an answer or none, never a panic, and
+// an answer always echoes the query's id.
+func FuzzFakeDNS(f *testing.F) {
+	f.Add(query(1, "api.test", typeA))
+	f.Add(query(2, "x", 28))
+	f.Add([]byte{0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0xc0, 0x0c, 0, 1, 0, 1})
+	d := NewFakeDNS()
+	f.Fuzz(func(t *testing.T, m []byte) {
+		if r := d.answer(m); r != nil && (len(r) < 12 || r[0] != m[0] || r[1] != m[1]) {
+			t.Fatalf("answer %x to %x", r, m)
+		}
+	})
+}
+
+// FuzzSniffName: any first bytes give a valid name or none.
+func FuzzSniffName(f *testing.F) {
+	f.Add(clientHello("api.test"))
+	f.Add([]byte("GET / HTTP/1.1\r\nHost: a.test\r\n\r\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		name, _ := sniffName(bufio.NewReaderSize(strings.NewReader(string(b)), maxSniff+1))
+		if name != "" && !validName(name) {
+			if _, ok := policyengine.ParseIP(name); !ok {
+				t.Fatalf("name %q from %x", name, b)
+			}
+		}
+	})
 }

@@ -97,6 +97,17 @@ e2e() {
 }
 
 step "end-to-end attack suite (as root and as an unprivileged user)"
+# Transparent egress is tested with clients that ignore HTTP_PROXY: Node's
+# fetch, and git over ssh to an sshd the test starts on 127.0.0.1. Without
+# them those cases skip, saying what is missing.
+test_pkgs=()
+command -v node >/dev/null || test_pkgs+=(nodejs)
+[ -x /usr/sbin/sshd ] || test_pkgs+=(openssh-server)
+[ -x /usr/bin/ssh ] || test_pkgs+=(openssh-client)
+if [ ${#test_pkgs[@]} -gt 0 ] && [ "$(id -u)" = 0 ]; then
+	apt-get update -qq >/dev/null 2>&1 || true
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${test_pkgs[@]}" >/dev/null 2>&1 || echo "could not install ${test_pkgs[*]}"
+fi
 e2e /tmp/corral-e2e.log '--- SKIP'
 
 step "end-to-end attack suite against the landlock tier (no namespaces)"
