@@ -118,6 +118,9 @@ type Result struct {
 	// 1000; ProxyDenialsMore counts the rest).
 	ProxyDenials     []netns.Event `json:"proxy_denials"`
 	ProxyDenialsMore int           `json:"proxy_denials_more"`
+	// NetworkBudgets are the network.budget caps the run reached, one
+	// entry per cap, with how many requests it refused or cut.
+	NetworkBudgets []netns.BudgetHit `json:"network_budgets"`
 	Warnings         []string      `json:"warnings"`
 	Created          []string      `json:"created"`
 	Removed          []string      `json:"removed"` // files the command made in protected git folders, removed after the run
@@ -283,6 +286,7 @@ func run(ctx context.Context, spec Spec, r *Result) error {
 	if proxy != nil {
 		proxy.Close()
 		r.ProxyDenials, r.ProxyDenialsMore = r.Proxy.Denials()
+		r.NetworkBudgets = proxy.BudgetHits()
 		if aerr := r.Proxy.Err(); aerr != nil {
 			warn(fmt.Sprintf("writing the audit log: %v", aerr))
 		}
@@ -369,7 +373,7 @@ func newProxy(sk *Skills, spec Spec, audit *auditLog, r *Result) *netns.Proxy {
 		w = audit
 	}
 	r.Proxy = netns.NewAudit(w)
-	cfg := netns.Config{Engine: sk.Engine, Audit: r.Proxy.Record, Agent: spec.Agent, HostAddrs: netns.SystemHostAddrs()}
+	cfg := netns.Config{Engine: sk.Engine, Audit: r.Proxy.Record, Agent: spec.Agent, HostAddrs: netns.SystemHostAddrs(), Budgets: sk.Perms.Budgets}
 	if spec.Policy != nil && !spec.Policy.Empty() {
 		cfg.Policy = spec.Policy.WithHostAddrs(cfg.HostAddrs)
 	}
