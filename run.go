@@ -118,9 +118,6 @@ type Result struct {
 	// 1000; ProxyDenialsMore counts the rest).
 	ProxyDenials     []netns.Event `json:"proxy_denials"`
 	ProxyDenialsMore int           `json:"proxy_denials_more"`
-	// NetworkBudgets are the network.budget caps the run reached, one
-	// entry per cap, with how many requests it refused or cut.
-	NetworkBudgets []netns.BudgetHit `json:"network_budgets"`
 	Warnings         []string      `json:"warnings"`
 	Created          []string      `json:"created"`
 	Removed          []string      `json:"removed"` // files the command made in protected git folders, removed after the run
@@ -134,6 +131,11 @@ type Result struct {
 	// (or started): their read-only bind went with the old file, so the
 	// command may have written the new one.
 	Replaced []string `json:"replaced"`
+
+	// NetworkBudgets are the network.budget caps the run reached, one
+	// entry per cap, with how many requests it refused or cut.
+	NetworkBudgets []netns.BudgetHit `json:"network_budgets"`
+
 	// Proxy is the egress proxy's audit, for a summary of its refusals.
 	Proxy *netns.Audit `json:"-"`
 }
