@@ -139,7 +139,9 @@ curl -q -sS --max-time 20 -o /dev/null -w "CASE after %%{http_code}\n" http://up
 			NetworkBudgets []budgetHit   `json:"network_budgets"`
 			ProxyDenials   []proxyEvent `json:"proxy_denials"`
 		}
-		if err := json.Unmarshal([]byte(readFile(t, f.report)), &rep); err != nil {
+		data := readFile(t, f.report)
+		checkReport(t, data)
+		if err := json.Unmarshal([]byte(data), &rep); err != nil {
 			t.Fatal(err)
 		}
 		want := map[string]budgetHit{
