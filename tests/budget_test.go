@@ -136,7 +136,7 @@ curl -q -sS --max-time 20 -o /dev/null -w "CASE after %%{http_code}\n" http://up
 			t.Errorf("up.test's origin received %d bytes, want some and at most the cap %d", got, sentCap)
 		}
 		var rep struct {
-			NetworkBudgets []budgetHit   `json:"network_budgets"`
+			NetworkBudgets []budgetHit  `json:"network_budgets"`
 			ProxyDenials   []proxyEvent `json:"proxy_denials"`
 		}
 		data := readFile(t, f.report)
