@@ -58,6 +58,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	orEmpty(&r.Dropped)
 	orEmpty(&r.Denials)
 	orEmpty(&r.ProxyDenials)
+	orEmpty(&r.NetworkBudgets)
 	orEmpty(&r.Warnings)
 	orEmpty(&r.Created)
 	orEmpty(&r.Removed)

@@ -143,6 +143,11 @@ type Result struct {
 	// Asked are the questions put to the ask channel and their answers
 	// (at most 1000; the audit log has them all).
 	Asked []ask.Record `json:"asked"`
+
+	// NetworkBudgets are the network.budget caps the run reached, one
+	// entry per cap, with how many requests it refused or cut.
+	NetworkBudgets []netns.BudgetHit `json:"network_budgets"`
+
 	// Proxy is the egress proxy's audit, for a summary of its refusals.
 	Proxy *netns.Audit `json:"-"`
 }
@@ -299,6 +304,7 @@ func run(ctx context.Context, spec Spec, r *Result) error {
 	if proxy != nil {
 		proxy.Close()
 		r.ProxyDenials, r.ProxyDenialsMore = r.Proxy.Denials()
+		r.NetworkBudgets = proxy.BudgetHits()
 		if aerr := r.Proxy.Err(); aerr != nil {
 			warn(fmt.Sprintf("writing the audit log: %v", aerr))
 		}
@@ -396,7 +402,7 @@ func newProxy(sk *Skills, spec Spec, audit *auditLog, r *Result, asker *asking, 
 		w = audit
 	}
 	r.Proxy = netns.NewAudit(w)
-	cfg := netns.Config{Engine: sk.Engine, Audit: r.Proxy.Record, Agent: spec.Agent, HostAddrs: netns.SystemHostAddrs()}
+	cfg := netns.Config{Engine: sk.Engine, Audit: r.Proxy.Record, Agent: spec.Agent, HostAddrs: netns.SystemHostAddrs(), Budgets: sk.Perms.Budgets}
 	if spec.Policy != nil && !spec.Policy.Empty() {
 		cfg.Policy = spec.Policy.WithHostAddrs(cfg.HostAddrs)
 	}

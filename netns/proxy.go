@@ -103,6 +103,9 @@ type Config struct {
 	// lists its host (ask.go); nil refuses it, as ever. It must return
 	// within its own bound, or when the context (ended by Close) ends.
 	Ask func(context.Context, ask.Question) ask.Answer
+	// Budgets are the skills' network.budget caps (budget.go), all
+	// enforced; none: no caps.
+	Budgets []policyengine.Budget
 }
 
 // Proxy is the egress proxy. Serve it on one or more listeners; Close ends
@@ -112,6 +115,8 @@ type Proxy struct {
 	slots  chan struct{}
 	ctx    context.Context // cancelled by Close: ends lookups and dials
 	cancel context.CancelFunc
+
+	budgets *budgets // network.budget's counts; nil without caps
 
 	mu        sync.Mutex
 	closed    bool
@@ -156,7 +161,7 @@ func New(cfg Config) *Proxy {
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Proxy{cfg: cfg, slots: make(chan struct{}, cfg.MaxConns), ctx: ctx, cancel: cancel,
+	return &Proxy{cfg: cfg, budgets: newBudgets(cfg.Budgets), slots: make(chan struct{}, cfg.MaxConns), ctx: ctx, cancel: cancel,
 		listeners: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}}
 }
 
@@ -359,15 +364,17 @@ func (p *Proxy) handle(c net.Conn) {
 		// body; whatever the client sends after it (a pipelined request
 		// for another path or host) goes nowhere.
 		if _, err := up.Write(req.originHead()); err != nil {
+			respondBudget(c, err)
 			return
 		}
 		c.SetReadDeadline(time.Now().Add(p.cfg.IdleTimeout))
 		if err := req.copyBody(up, br); err != nil {
 			// The origin holds an incomplete message: reset rather than
 			// end it, so nothing reads it as a whole one.
-			if tc, ok := up.(*net.TCPConn); ok {
+			if tc, ok := up.(interface{ SetLinger(int) error }); ok {
 				tc.SetLinger(0)
 			}
+			respondBudget(c, err)
 			var be *bodyError
 			if errors.As(err, &be) {
 				ev.Time, ev.Decision, ev.Status, ev.Reason = time.Now(), "error", 400, "request body: "+be.msg
@@ -417,11 +424,11 @@ func (p *Proxy) connect(req *request) (_ net.Conn, _ int, _ policyengine.Decisio
 		}
 		unlisted = &d
 	}
+	url := ""
+	if !req.connect {
+		url = "http://" + authority(host, req.port, 80) + req.target
+	}
 	if pol := p.cfg.Policy; pol != nil {
-		url := ""
-		if !req.connect {
-			url = "http://" + authority(host, req.port, 80) + req.target
-		}
 		pd := pol.CheckRequest(req.method, url, host, req.port)
 		if pd.Action != policyengine.Allow {
 			if !p.askable(host, pd) {
@@ -473,12 +480,21 @@ func (p *Proxy) connect(req *request) (_ net.Conn, _ int, _ policyengine.Decisio
 		ctx, cancel = context.WithTimeout(p.ctx, p.cfg.DialTimeout)
 		defer cancel()
 	}
+	// The budget counts the request once everything allowed it (the ask
+	// channel's answer too), before it is dialled.
+	m, err := p.budgets.admit(host, req.port)
+	if err != nil {
+		return nil, 403, policyengine.Decision{Action: policyengine.Deny, Reason: err.Error(), Rule: "network.budget"}, asked
+	}
+	if m != nil {
+		m.ev, m.audit = Event{Method: req.method, Host: host, Port: req.port, URL: url, Rule: "network.budget"}, p.cfg.Audit
+	}
 	var lastErr error
 	for _, a := range addrs {
 		var dl net.Dialer
 		c, err := dl.DialContext(ctx, "tcp", netip.AddrPortFrom(a, uint16(req.port)).String())
 		if err == nil {
-			return c, 200, d, asked
+			return metered(c, m), 200, d, asked
 		}
 		lastErr = err
 		if ctx.Err() != nil {
@@ -562,7 +578,7 @@ func respond(w io.Writer, status int, reason string) {
 func copyIdle(dst, src net.Conn, idle time.Duration) {
 	for {
 		src.SetReadDeadline(time.Now().Add(idle))
-		n, err := io.CopyN(dst, src, 4<<20)
+		n, err := io.CopyN(dst, readSide(src), 4<<20)
 		if err != nil && !(isTimeout(err) && n > 0) {
 			return
 		}
@@ -581,7 +597,7 @@ func relay(client, up net.Conn, idle time.Duration) {
 	pipe := func(me int, dst, src net.Conn) {
 		for {
 			src.SetReadDeadline(time.Now().Add(idle))
-			n, err := io.CopyN(dst, src, 4<<20)
+			n, err := io.CopyN(dst, readSide(src), 4<<20)
 			if n > 0 {
 				idleDir[me].Store(false)
 			}

@@ -137,7 +137,7 @@ func (o *originals) Take(from netip.AddrPort) (netip.AddrPort, bool) {
 
 // redirected connects to the proxy as the supervisor would for a command
 // aiming at dest: the record first, then the connection.
-func redirected(t *testing.T, tp *testProxy, o *originals, dest netip.AddrPort) *net.TCPConn {
+func redirected(t *testing.T, tp *testProxy, o *originals, dest netip.AddrPort) (*net.TCPConn, error) {
 	t.Helper()
 	var d net.Dialer
 	// Bind first to learn the port, as the supervisor does.
@@ -153,9 +153,9 @@ func redirected(t *testing.T, tp *testProxy, o *originals, dest netip.AddrPort) 
 	o.mu.Unlock()
 	c, err := d.Dial("tcp4", tp.addr)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return c.(*net.TCPConn)
+	return c.(*net.TCPConn), nil
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -168,7 +168,10 @@ func TestTransparentByFakeName(t *testing.T) {
 	o := &originals{m: map[netip.AddrPort]netip.AddrPort{}}
 	tp := startProxy(t, Config{Engine: testEngine(t, "api.test:"+itoa(origin.port), "preset:loopback:"+itoa(origin.port)),
 		Resolver: pin("api.test", "127.0.0.1"), DNS: dns, Originals: o})
-	c := redirected(t, tp, o, netip.AddrPortFrom(ok, uint16(origin.port)))
+	c, err := redirected(t, tp, o, netip.AddrPortFrom(ok, uint16(origin.port)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	c.Write([]byte("hello"))
 	c.CloseWrite()
 	got, _ := io.ReadAll(c)
@@ -179,10 +182,14 @@ func TestTransparentByFakeName(t *testing.T) {
 		t.Errorf("event %+v", ev)
 	}
 	for _, dest := range []netip.AddrPort{netip.AddrPortFrom(bad, uint16(origin.port)), netip.AddrPortFrom(netip.MustParseAddr("198.18.200.1"), 80)} {
-		c := redirected(t, tp, o, dest)
-		c.SetDeadline(time.Now().Add(5 * time.Second))
-		if _, err := c.Read(make([]byte, 1)); err == nil || !strings.Contains(err.Error(), "reset") {
-			t.Errorf("%v: read %v, want a reset", dest, err)
+		// Reset at once: the dial or the first read sees it.
+		c, err := redirected(t, tp, o, dest)
+		if err == nil {
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			_, err = c.Read(make([]byte, 1))
+		}
+		if err == nil || !strings.Contains(err.Error(), "reset") {
+			t.Errorf("%v: %v, want a reset", dest, err)
 		}
 		if ev := tp.events.last(t); ev.Decision != "deny" {
 			t.Errorf("%v: event %+v", dest, ev)

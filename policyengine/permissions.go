@@ -40,6 +40,9 @@ type Permissions struct {
 	Env      []Entry `json:"env"`
 	Services []Entry `json:"services"` // "name:access"
 	Limits   Limits  `json:"limits"`
+	// Budgets are the skills' network.budget caps, one per skill that
+	// declared one; the proxy enforces every one (budget.go).
+	Budgets []Budget `json:"budgets,omitempty"`
 
 	// Declared lists the skills that declared a permissions block. When it
 	// is empty the default sandbox applies (see Default).
@@ -62,6 +65,7 @@ func (p Permissions) Merge(q Permissions) Permissions {
 		Env:          mergeEntries(p.Env, q.Env),
 		Services:     mergeEntries(p.Services, q.Services),
 		Limits:       p.Limits.merge(q.Limits),
+		Budgets:      mergeBudgets(p.Budgets, q.Budgets),
 		Declared:     unionStrings(p.Declared, q.Declared),
 		ExecDeclared: unionStrings(p.ExecDeclared, q.ExecDeclared),
 	}
@@ -173,5 +177,6 @@ func (p Permissions) Normalize() Permissions {
 	p.Read, p.Write, p.Network, p.Bind = fold(p.Read), fold(p.Write), fold(p.Network), fold(p.Bind)
 	p.Exec, p.Env, p.Services = fold(p.Exec), fold(p.Env), fold(p.Services)
 	p.Declared, p.ExecDeclared = unionStrings(nil, p.Declared), unionStrings(nil, p.ExecDeclared)
+	p.Budgets = mergeBudgets(nil, p.Budgets)
 	return p
 }

@@ -104,8 +104,9 @@ func (d *decoder) permissions(p *Permissions, n *yaml.Node, field string) error 
 		},
 		"network": func(n *yaml.Node, f string) error {
 			return d.mapping(n, f, map[string]func(*yaml.Node, string) error{
-				"allow": func(n *yaml.Node, f string) (err error) { p.Network, err = d.hosts(n, f); return err },
-				"bind":  func(n *yaml.Node, f string) (err error) { p.Bind, err = d.ports(n, f); return err },
+				"allow":  func(n *yaml.Node, f string) (err error) { p.Network, err = d.hosts(n, f); return err },
+				"bind":   func(n *yaml.Node, f string) (err error) { p.Bind, err = d.ports(n, f); return err },
+				"budget": func(n *yaml.Node, f string) error { return d.budget(&p.Budget, n, f) },
 			})
 		},
 		"exec":     func(n *yaml.Node, f string) (err error) { p.Exec, err = d.names(n, f, "program"); return err },

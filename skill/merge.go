@@ -97,6 +97,11 @@ func (s *Skill) expanded(vars Variables) (policyengine.Permissions, error) {
 	if p.Exec != nil {
 		out.ExecDeclared = []string{s.Name}
 	}
+	if !p.Budget.IsZero() {
+		b := p.Budget
+		b.From, b.Hosts = s.Name, slices.Clone(b.Hosts)
+		out.Budgets = []policyengine.Budget{b}
+	}
 	src := []string{s.Name}
 	if p.Limits.Memory > 0 {
 		out.Limits.Memory = policyengine.Limit[int64]{Value: p.Limits.Memory, From: src}

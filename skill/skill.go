@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"corral.dev/corral/policyengine"
 )
 
 // FileName is the file that makes a folder a skill.
@@ -46,6 +48,7 @@ type Permissions struct {
 	Env      []string
 	Services map[string]string // service name → access
 	Limits   Limits
+	Budget   policyengine.Budget // network.budget; From is filled in by Merge
 }
 
 // Limits as declared; zero means not set.

@@ -39,6 +39,7 @@ func main() {
 	flag.IntVar(&o.buf, "buf", 1<<20, "client and sink read/write buffer in bytes")
 	flag.IntVar(&o.iters, "iters", 2000, "new-connection latency samples per path")
 	flag.IntVar(&o.tunnels, "tunnels", 1000, "tunnels held open at once")
+	flag.Int64Var(&o.sentBudget, "sent-budget", 0, "a network.budget total sent cap in bytes for the proxy (0: none), to measure a metered tunnel")
 	flag.Parse()
 	if o.bytes <= 0 || o.reps <= 0 || o.buf <= 0 || o.iters <= 0 || o.tunnels <= 0 {
 		fmt.Fprintln(os.Stderr, "proxy: -bytes, -reps, -buf, -iters and -tunnels must be positive")
@@ -53,7 +54,7 @@ func main() {
 // options are the flags, and then what run set up: the servers' and the
 // proxy's addresses, the echo server's open connections, and the fd limit.
 type options struct {
-	bytes                         int64
+	bytes, sentBudget             int64
 	reps, buf, iters, tunnels     int
 	sinkAddr, echoAddr, proxyAddr string
 	echoActive                    *atomic.Int64
@@ -75,7 +76,7 @@ func run(o options) error {
 	if o.echoAddr, err = serve(echo, o.echoActive); err != nil {
 		return err
 	}
-	p, addr, err := startProxy(max(4096, o.tunnels+64))
+	p, addr, err := startProxy(max(4096, o.tunnels+64), o.sentBudget)
 	if err != nil {
 		return err
 	}
@@ -100,7 +101,7 @@ func run(o options) error {
 
 // startProxy serves a netns.Proxy that grants loopback, with the audit log
 // every real run has (JSON lines, here to io.Discard).
-func startProxy(maxConns int) (*netns.Proxy, string, error) {
+func startProxy(maxConns int, sentBudget int64) (*netns.Proxy, string, error) {
 	e, err := policyengine.New(policyengine.Permissions{
 		Network:  policyengine.NewEntries("bench", []string{"preset:loopback"}),
 		Declared: []string{"bench"},
@@ -112,7 +113,11 @@ func startProxy(maxConns int) (*netns.Proxy, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	p := netns.New(netns.Config{Engine: e, Audit: netns.NewAudit(io.Discard).Record, MaxConns: maxConns})
+	cfg := netns.Config{Engine: e, Audit: netns.NewAudit(io.Discard).Record, MaxConns: maxConns}
+	if sentBudget > 0 {
+		cfg.Budgets = []policyengine.Budget{{From: "bench", Total: policyengine.Cap{Sent: sentBudget}}}
+	}
+	p := netns.New(cfg)
 	go p.Serve(ln)
 	return p, ln.Addr().String(), nil
 }

@@ -273,6 +273,9 @@ func runExec(l *corral.Skills, nf *netFlags, lf *limitFlags, pf *policyFlags, ar
 		if s := denialSummary(res.Proxy); s != "" {
 			m.note(s)
 		}
+		if s := budgetSummary(res.NetworkBudgets); s != "" {
+			m.note(s)
+		}
 	}
 	var ce *corral.Error
 	if errors.As(err, &ce) {

@@ -153,6 +153,9 @@ func summarise(p policyengine.Permissions) []string {
 	} else if len(ports) > 0 {
 		out = append(out, "Listening: TCP ports "+strings.Join(policyengine.Values(p.Bind), ", ")+", reachable from inside the sandbox only (its own network namespace).")
 	}
+	if len(p.Budgets) > 0 {
+		out = append(out, fmt.Sprintf("Egress budgets: the proxy enforces the network.budget of %d skill(s) (above); a request over a cap is refused with 403 and a connection over a byte cap is cut.", len(p.Budgets)))
+	}
 	if p.ExecRestricted() {
 		out = append(out, "Programs: only "+orNone(policyengine.Values(p.Exec))+" (exec lists of "+strings.Join(p.ExecDeclared, ", ")+").")
 	} else {
@@ -202,6 +205,7 @@ func (x *explanation) writeText(w io.Writer) {
 	section("fs.write", p.Write)
 	section("network.allow", p.Network)
 	section("network.bind", p.Bind)
+	writeBudgets(w, p.Budgets)
 	section("exec", p.Exec)
 	section("env", p.Env)
 	section("services", p.Services)
@@ -216,6 +220,19 @@ func (x *explanation) writeText(w io.Writer) {
 		writePlan(w, x.Plan)
 	}
 	writeProtected(w, x.Protected)
+}
+
+// writeBudgets prints every skill's network.budget, a cap a line.
+func writeBudgets(w io.Writer, budgets []policyengine.Budget) {
+	fmt.Fprintf(w, "  network.budget (every skill's caps hold, per run; sent counts bytes to the host):\n")
+	if len(budgets) == 0 {
+		fmt.Fprintf(w, "    (none)\n")
+	}
+	for _, b := range budgets {
+		for _, l := range b.Lines() {
+			fmt.Fprintf(w, "    %-40s  from %s\n", l, b.From)
+		}
+	}
 }
 
 // writeText prints the skill, its Agent Skills fields and what each

@@ -49,11 +49,21 @@ func (n *netFlags) audit() (*netns.Audit, func() error, error) {
 }
 
 func (n *netFlags) config(l *corral.Skills, a *netns.Audit) netns.Config {
-	cfg := netns.Config{Engine: l.Engine, Audit: a.Record, HostAddrs: netns.SystemHostAddrs()}
+	cfg := netns.Config{Engine: l.Engine, Audit: a.Record, HostAddrs: netns.SystemHostAddrs(), Budgets: l.Perms.Budgets}
 	if len(n.pins) > 0 {
 		cfg.Resolver = &netns.Pinned{Names: n.pins, Next: netns.SystemResolver()}
 	}
 	return cfg
+}
+
+// budgetSummary is one stderr line per network.budget cap the run
+// reached.
+func budgetSummary(hits []netns.BudgetHit) string {
+	var b strings.Builder
+	for _, h := range hits {
+		fmt.Fprintf(&b, "corral: %s: %d request(s) refused or cut\n", printable.Line((&netns.BudgetError{Hit: h}).Error()), h.Refused)
+	}
+	return b.String()
 }
 
 // denialSummary is the stderr summary of the proxy's refusals.
@@ -145,6 +155,9 @@ func runProxy(sf *skillFlags, nf *netFlags, pf *policyFlags, listen string) erro
 	p.Serve(ln)
 	p.Close()
 	if s := denialSummary(a); s != "" {
+		fmt.Fprint(os.Stderr, printable.Text(s))
+	}
+	if s := budgetSummary(p.BudgetHits()); s != "" {
 		fmt.Fprint(os.Stderr, printable.Text(s))
 	}
 	return nil
