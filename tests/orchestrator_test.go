@@ -8,17 +8,22 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 )
 
 // TestOrchestratorExample runs examples/orchestrator/orchestrator.py with
-// the corral under test: five tool calls through the sample skills, each
-// with --report-fd and --log-fd. Each tool result must say what the
+// the corral under test: eight tool calls through the sample skills and
+// the example's own, each with --report-fd, --log-fd and an ask channel
+// (--ask-fd) the script answers. Each tool result must say what the
 // report says (the output; the refused program, file or host and what to
-// grant; the time limit), the commands' stderr must hold nothing of
-// corral's, and the local server the refused request named must get none.
+// grant; the time limit; what corral asked and what the orchestrator
+// answered), the commands' stderr must hold nothing of corral's, and the
+// local server must get requests only for the host the orchestrator
+// trusts: a loopback name no rule grants is refused without a question,
+// an untrusted host is asked about and denied.
 func TestOrchestratorExample(t *testing.T) {
 	t.Parallel()
 	// The example runs corral as an agent runtime would, without --tier:
@@ -39,13 +44,26 @@ func TestOrchestratorExample(t *testing.T) {
 	defer os.RemoveAll(root)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, python, filepath.Join("..", "examples", "orchestrator", "orchestrator.py"), "--corral", corralBin, "--root", root, "--json")
+	cmd := exec.CommandContext(ctx, python, filepath.Join("..", "examples", "orchestrator", "orchestrator.py"), "--corral", corralBin, "--root", root, "--trust", "api.test", "--json")
 	cmd.Env = defaultEnv()
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("orchestrator.py: %v\n%s\n%s", err, out, stderr.String())
+	}
+	type asked struct {
+		Question struct {
+			ID      string   `json:"id"`
+			Kind    string   `json:"kind"`
+			Host    string   `json:"host"`
+			Command string   `json:"command"`
+			Skills  []string `json:"skills"`
+		} `json:"question"`
+		Answer struct {
+			Answer string `json:"answer"`
+			By     string `json:"by"`
+		} `json:"answer"`
 	}
 	type toolResult struct {
 		ID             string `json:"tool_call_id"`
@@ -55,20 +73,35 @@ func TestOrchestratorExample(t *testing.T) {
 		Stage          string `json:"stage"`
 		Stderr         string `json:"stderr"`
 		CorralMessages string `json:"corral_messages"`
-		ServerRequests *int   `json:"local_server_requests"`
+		Asked          []asked
+		Answered       []struct {
+			Answer string `json:"answer"`
+			Sent   bool   `json:"sent"`
+		}
+		ServerRequests *int           `json:"local_server_requests"`
+		ServerHosts    map[string]int `json:"local_server_hosts"`
 	}
+	// What corral asked in each call: "network HOST answer" or "command
+	// PROGRAM answer", in any order (call-7's two come at once).
 	want := map[string]struct {
 		code          int
 		stage         string
 		ok            bool
 		says, corral  string
 		commandStderr string
+		asked         []string
 	}{
-		"call-1": {0, "command", true, "one.csv\t3", "", ""},
-		"call-2": {1, "command", false, `add "$WORK_DIR/notes.txt" to permissions.fs.write`, "", "notes.txt"},
-		"call-3": {126, "preflight", false, `curl is not in the exec list of skills python-data; to allow it, add "curl" to permissions.exec`, "not permitted", ""},
-		"call-4": {22, "command", false, "network proxy refused GET blocked.test:", "egress proxy refused", "403"},
-		"call-5": {124, "command", false, "stopped after 1s", "timed out", ""},
+		"call-1": {0, "command", true, "one.csv\t3", "", "", []string{"command python3 allow-once"}},
+		"call-2": {1, "command", false, `add "$WORK_DIR/notes.txt" to permissions.fs.write`, "", "notes.txt", []string{"command python3 allow-once"}},
+		"call-3": {126, "preflight", false, `curl is not in the exec list of skills python-data; to allow it, add "curl" to permissions.exec`, "not permitted", "", nil},
+		// Loopback under a name no rule grants: refused, never asked.
+		"call-4": {22, "command", false, "network proxy refused GET blocked.test:", "egress proxy refused", "403", nil},
+		"call-5": {124, "command", false, "stopped after 1s", "timed out", "", []string{"command python3 allow-once"}},
+		"call-6": {0, "command", true, "the local API's answer\ncorral asked may the command reach GET \"api.test:", "", "", []string{"network api.test allow-once"}},
+		"call-7": {22, "command", false, "answer: deny (by orchestrator): untrusted.test is not a host the orchestrator trusts", "GET untrusted.test:", "403",
+			[]string{"network api.test allow-once", "network untrusted.test deny"}},
+		"call-8": {126, "preflight", false, "The orchestrator did not confirm this command line, so it did not run", "answered deny (by orchestrator)", "",
+			[]string{"command sh deny"}},
 	}
 	seen := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
@@ -77,8 +110,15 @@ func TestOrchestratorExample(t *testing.T) {
 			t.Fatalf("not a JSON line: %q", line)
 		}
 		if r.ServerRequests != nil {
-			if *r.ServerRequests != 0 {
-				t.Errorf("the local server got %d request(s) the proxy should have refused", *r.ServerRequests)
+			// call-6 and call-7's allowed fetch; nothing for blocked.test
+			// (call-4) or untrusted.test (call-7).
+			if *r.ServerRequests != 2 || len(r.ServerHosts) != 1 {
+				t.Errorf("the local server got %d request(s) %v, want 2, all for api.test", *r.ServerRequests, r.ServerHosts)
+			}
+			for h := range r.ServerHosts {
+				if !strings.HasPrefix(h, "api.test:") {
+					t.Errorf("the local server got a request for %q", h)
+				}
 			}
 			continue
 		}
@@ -98,6 +138,35 @@ func TestOrchestratorExample(t *testing.T) {
 		}
 		if strings.Contains(r.Stderr, "corral") || !strings.Contains(r.Stderr, w.commandStderr) {
 			t.Errorf("%s: the command's stderr is not its own alone (want %q): %q", r.ID, w.commandStderr, r.Stderr)
+		}
+		// The report's asked list (what corral did) and the script's own
+		// log (what it answered, and that the answer went out).
+		var got []string
+		for _, a := range r.Asked {
+			q := a.Question
+			what := q.Host
+			if q.Kind == "command" {
+				what = strings.Fields(q.Command)[0]
+			}
+			got = append(got, q.Kind+" "+what+" "+a.Answer.Answer)
+			if a.Answer.By != "orchestrator" || q.ID == "" || len(q.Skills) != 1 {
+				t.Errorf("%s: asked %+v", r.ID, a)
+			}
+			if !strings.Contains(r.Content, "corral asked") {
+				t.Errorf("%s: the tool result does not say what was asked:\n%s", r.ID, r.Content)
+			}
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, w.asked) {
+			t.Errorf("%s: asked %q, want %q", r.ID, got, w.asked)
+		}
+		if len(r.Answered) != len(r.Asked) {
+			t.Errorf("%s: the orchestrator answered %d questions, the report has %d", r.ID, len(r.Answered), len(r.Asked))
+		}
+		for _, a := range r.Answered {
+			if !a.Sent {
+				t.Errorf("%s: an answer did not go out: %+v", r.ID, r.Answered)
+			}
 		}
 	}
 	if seen != len(want) {
