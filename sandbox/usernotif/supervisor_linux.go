@@ -237,7 +237,7 @@ func (s *Supervisor) dispatch(n *notif) {
 	switch {
 	case d.Arch != s.arch:
 	case d.Nr == unix.SYS_CONNECT && s.redir != nil:
-		go s.redirectConnect(*n)
+		s.redirectConnect(*n)
 		return
 	case d.Nr == unix.SYS_CONNECT:
 		s.connect(n)
