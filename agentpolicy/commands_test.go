@@ -275,6 +275,13 @@ func TestTunnelPolicy(t *testing.T) {
 	e := project(t, "url:\n  default: allow\n  deny: ['https://a.example/admin/*']\n")
 	wantDecision(t, "deny path", e.CheckRequest("CONNECT", "", "a.example", 443), policyengine.Deny, "-", projectLabel)
 	wantDecision(t, "other host", e.CheckRequest("CONNECT", "", "b.example", 443), policyengine.Allow, "-", "-")
+	// Any protocol can be spoken in a tunnel: an http:// deny rule denies
+	// the tunnel to its host and port (transparent egress sends plain
+	// HTTP to port 8080 as a tunnel), an https:// one a tunnel to port 80.
+	e = project(t, "url:\n  default: allow\n  deny: ['http://api.test:8080/admin/*', 'https://plain.test:80/x']\n")
+	wantDecision(t, "http deny, tunnel", e.CheckRequest("CONNECT", "", "api.test", 8080), policyengine.Deny, "-", projectLabel)
+	wantDecision(t, "https deny, port 80 tunnel", e.CheckRequest("CONNECT", "", "plain.test", 80), policyengine.Deny, "-", projectLabel)
+	wantDecision(t, "http deny, other port", e.CheckRequest("CONNECT", "", "api.test", 8081), policyengine.Allow, "-", "-")
 	e = project(t, "url:\n  default: deny\n  allow: ['https://api.example/v1/*', 'https://whole.example/*']\n")
 	d := e.CheckRequest("CONNECT", "", "api.example", 443)
 	wantDecision(t, "allow path", d, policyengine.Deny, "-", projectLabel)

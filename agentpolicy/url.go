@@ -324,7 +324,22 @@ func (c compiledURL) decideMode(u policyengine.URL, tunnel bool) policyengine.De
 			}
 			if tunnel && r.preset == policyengine.CatNone {
 				host, _ := canonicalParts(u)
-				matched = r.scheme.match(u.Scheme) && hostMatch(r.host, host) && !(r.host.wild() && u.Category != policyengine.CatNone)
+				matched = r.scheme.match(u.Scheme) && hostMatch(r.host, host)
+				if !matched && l.action == policyengine.Deny {
+					// Any protocol can be spoken inside a tunnel, whatever
+					// its port suggests: a deny rule applies to it under
+					// any scheme (http://api:8080/admin/* denies the
+					// tunnel to api:8080); an allow rule only under its
+					// own.
+					for s := range defaultPorts {
+						v := u
+						v.Scheme = s
+						if h, _ := canonicalParts(v); r.scheme.match(s) && hostMatch(r.host, h) {
+							matched = true
+						}
+					}
+				}
+				matched = matched && !(r.host.wild() && u.Category != policyengine.CatNone)
 				if matched && !r.allPaths() && l.action == policyengine.Allow {
 					skipped = append(skipped, r.text)
 					matched = false

@@ -442,6 +442,16 @@ func (p *Proxy) connect(req *request) (_ net.Conn, _ int, _ policyengine.Decisio
 			d.Layer = pd.Layer
 		}
 	}
+	if unlisted != nil {
+		// Asked before the name is resolved: a lookup of a name no rule
+		// lists would carry whatever the command put in it to the
+		// name's DNS servers, answer or not. An address category
+		// (loopback, metadata, the host's own) still refuses it after
+		// an allowing answer.
+		if d, asked = p.ask(req, host, *unlisted); d.Action != policyengine.Allow {
+			return nil, 403, d, asked
+		}
+	}
 	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.DialTimeout)
 	defer cancel()
 	var addrs []netip.Addr
@@ -470,15 +480,6 @@ func (p *Proxy) connect(req *request) (_ net.Conn, _ int, _ policyengine.Decisio
 		if p.isSelf(a, req.port) {
 			return nil, 403, policyengine.Decision{Action: policyengine.Deny, Reason: fmt.Sprintf("%s is the proxy itself; it never relays to itself", netip.AddrPortFrom(a, uint16(req.port)))}, nil
 		}
-	}
-	if unlisted != nil {
-		if d, asked = p.ask(req, host, *unlisted); d.Action != policyengine.Allow {
-			return nil, 403, d, asked
-		}
-		// The wait for the answer is not the dial's time.
-		cancel()
-		ctx, cancel = context.WithTimeout(p.ctx, p.cfg.DialTimeout)
-		defer cancel()
 	}
 	// The budget counts the request once everything allowed it (the ask
 	// channel's answer too), before it is dialled.

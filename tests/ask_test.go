@@ -292,8 +292,14 @@ func TestAskNeverHardDenied(t *testing.T) {
 	if len(codes(r.stdout)) != len(urls) {
 		t.Fatalf("want %d statuses:\n%s", len(urls), r)
 	}
-	if len(c.questions) != 0 {
-		t.Errorf("asked about hard-denied hosts: %+v", c.questions)
+	// A name no rule lists is asked about before it is resolved (a
+	// lookup could carry data out), so the names pinned to refused
+	// addresses are asked about; the answer allows them and their
+	// addresses still refuse them. An address is never asked about.
+	for _, q := range c.questions {
+		if !strings.HasSuffix(q.Host, ".test") {
+			t.Errorf("asked about a hard-denied address: %+v", q)
+		}
 	}
 }
 
