@@ -9,7 +9,9 @@ import (
 )
 
 // files turns the spec's streams into files the init can inherit,
-// copying through pipes where they are not files.
+// copying through pipes where they are not files, or are sockets of the
+// host's network (a TCP stream from inetd or socat, which the command
+// could disconnect and reconnect to anywhere: netSocket).
 func files(spec Spec) (sandbox.Stdio, func(), error) {
 	var s sandbox.Stdio
 	var closers []func()
@@ -29,26 +31,30 @@ func files(spec Spec) (sandbox.Stdio, func(), error) {
 	case nil:
 		s.Stdin = null
 	case *os.File:
+		if netSocket(in) {
+			s.Stdin, err = copyIn(in, &closers)
+			if err != nil {
+				done()
+				return s, nil, err
+			}
+			break
+		}
 		s.Stdin = in
 	default:
-		r, w, err := os.Pipe()
+		s.Stdin, err = copyIn(in, &closers)
 		if err != nil {
 			done()
 			return s, nil, err
 		}
-		s.Stdin = r
-		closers = append(closers, func() { r.Close() })
-		go func() {
-			io.Copy(w, in)
-			w.Close()
-		}()
 	}
 	out := func(dst io.Writer) (*os.File, error) {
 		switch o := dst.(type) {
 		case nil:
 			return null, nil
 		case *os.File:
-			return o, nil
+			if !netSocket(o) {
+				return o, nil
+			}
 		}
 		r, w, err := os.Pipe()
 		if err != nil {
@@ -74,4 +80,18 @@ func files(spec Spec) (sandbox.Stdio, func(), error) {
 		return s, nil, err
 	}
 	return s, done, nil
+}
+
+// copyIn is a pipe the command reads in's bytes from.
+func copyIn(in io.Reader, closers *[]func()) (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	*closers = append(*closers, func() { r.Close() })
+	go func() {
+		io.Copy(w, in)
+		w.Close()
+	}()
+	return r, nil
 }

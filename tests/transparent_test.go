@@ -225,3 +225,50 @@ git clone -q ssh://root@evil.test:%[2]d%[3]s cloned2 2>&1 | tail -1; test -d clo
 		t.Errorf("clone: %q, from a name no rule allows: %q; want TRANSPARENT-SSH-OK and refused\n%s\nsshd: %s", c["clone"], c["evil"], r, log.String())
 	}
 }
+
+// TestStdinSocketStaysOutside hands corral a TCP connection as stdin (as
+// inetd, systemd's Accept=yes or socat would): a socket of the host's
+// network namespace. The command must not be able to disconnect it and
+// connect it (or send by TCP Fast Open) to the host's services: corral
+// gives the command a pipe instead, and the connect supervisor refuses
+// to connect a socket from another namespace.
+func TestStdinSocketStaysOutside(t *testing.T) {
+	t.Parallel()
+	inetd, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inetd.Close()
+	host := newOrigin(t) // a host service the command must not reach
+	client, err := net.Dial("tcp4", inetd.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	server, err := inetd.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	stdin, err := server.(*net.TCPConn).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	f := transparentNet(t, asSelf, "api.test:443")
+	for _, mode := range []string{"", "tfo"} {
+		args := []string{"exec", "--work-dir", f.work, "--skill", f.skill, "--", f.probe, "stdin-reconnect", fmt.Sprintf("127.0.0.1:%d", host.port)}
+		if mode != "" {
+			args = append(args, mode)
+		}
+		cmd := exec.Command(corralBin, args...)
+		cmd.Dir, cmd.Stdin = f.work, stdin
+		out, _ := cmd.CombinedOutput()
+		if !strings.Contains(string(out), "OK stdin is not a socket") {
+			t.Errorf("stdin-reconnect %s: %s", mode, out)
+		}
+	}
+	if n := host.connections(t); n != 0 {
+		t.Errorf("the host's service got %d connections from the sandbox", n)
+	}
+}

@@ -323,15 +323,28 @@ void corral_tier_filter(struct plan *pl) {
 // corral_connect_filter loads the namespaces tier's filter for transparent
 // egress: every native connect goes to corral's supervisor, which makes the
 // ones aimed outside the sandbox land in the proxy and lets the rest go
-// ahead; anything else is left to the main filter, loaded later, which
-// also decides on other ABIs. It returns the listener.
+// ahead; TCP Fast Open (sendto, sendmsg and sendmmsg with MSG_FASTOPEN),
+// which connects without connect, is refused; anything else is left to
+// the main filter, loaded later, which also decides on other ABIs. It
+// returns the listener.
 int corral_connect_filter(void) {
 	struct bpf_asm a;
 	memset(&a, 0, sizeof a);
 	op(&a, BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
 	jump(&a, BPF_JMP | BPF_JEQ | BPF_K, CORRAL_AUDIT_ARCH, -1, L_ALLOW);
 	op(&a, BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+	jump(&a, BPF_JMP | BPF_JEQ | BPF_K, __NR_sendto, L_ARG3_FASTOPEN, -1);
+	jump(&a, BPF_JMP | BPF_JEQ | BPF_K, __NR_sendmmsg, L_ARG3_FASTOPEN, -1);
+	jump(&a, BPF_JMP | BPF_JEQ | BPF_K, __NR_sendmsg, L_ARG2_FASTOPEN, -1);
 	jump(&a, BPF_JMP | BPF_JEQ | BPF_K, __NR_connect, L_NOTIFY, L_ALLOW);
+	label(&a, L_ARG3_FASTOPEN);
+	op(&a, BPF_LD | BPF_W | BPF_ABS, ARG_LO(3));
+	jump(&a, BPF_JMP | BPF_JSET | BPF_K, MSG_FASTOPEN, L_DENY, L_ALLOW);
+	label(&a, L_ARG2_FASTOPEN);
+	op(&a, BPF_LD | BPF_W | BPF_ABS, ARG_LO(2));
+	jump(&a, BPF_JMP | BPF_JSET | BPF_K, MSG_FASTOPEN, L_DENY, L_ALLOW);
+	label(&a, L_DENY);
+	op(&a, BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
 	label(&a, L_ALLOW);
 	op(&a, BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
 	label(&a, L_NOTIFY);

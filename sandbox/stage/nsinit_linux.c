@@ -436,6 +436,19 @@ static void corral_early_start(int argc, char **argv, char **envp) {
 	for (int fd = 0; fd < 3; fd++)
 		if (fcntl(fd, F_GETFD) < 0)
 			return;
+	// A standard stream that is a TCP or UDP socket (inetd, systemd's
+	// Accept=yes, socat) is the host's network namespace's: the command
+	// could disconnect and reconnect it anywhere. Go copies such a
+	// stream through a pipe instead (corral's stdio.go), with an init
+	// it starts itself.
+	for (int fd = 0; fd < 3; fd++) {
+		struct stat st;
+		int domain;
+		socklen_t len = sizeof domain;
+		if (fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) &&
+		    (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) < 0 || domain != AF_UNIX))
+			return;
+	}
 	int plan[2], status[2], sock[2];
 	if (pipe2(plan, O_CLOEXEC) < 0)
 		return;

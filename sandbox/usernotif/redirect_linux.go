@@ -140,7 +140,35 @@ func (s *Supervisor) takeSocket(n notif) (sock int, errno unix.Errno, why string
 		unix.Close(sock)
 		return -1, 0, "" // connected already: the kernel says EISCONN
 	}
+	// Only a socket made in the sandbox's namespace is connected: one
+	// the command was handed from outside (a TCP stream as stdin) would
+	// be connected in the host's, to whatever listens on the proxy's
+	// port there.
+	if err := sameNetns(sock, int(n.Pid)); err != nil {
+		unix.Close(sock)
+		return -1, errnoRedirect, err.Error()
+	}
 	return sock, 0, ""
+}
+
+// sameNetns checks that sock is in pid's network namespace.
+func sameNetns(sock, pid int) error {
+	ns, err := unix.IoctlRetInt(sock, unix.SIOCGSKNS)
+	if err != nil {
+		return fmt.Errorf("cannot tell the socket's network namespace (SIOCGSKNS: %v)", err)
+	}
+	defer unix.Close(ns)
+	var have, want unix.Stat_t
+	if err := unix.Fstat(ns, &have); err != nil {
+		return err
+	}
+	if err := unix.Stat(fmt.Sprintf("/proc/%d/ns/net", pid), &want); err != nil {
+		return err
+	}
+	if have.Dev != want.Dev || have.Ino != want.Ino {
+		return errors.New("the socket is not in the sandbox's network namespace (it came from outside)")
+	}
+	return nil
 }
 
 // pidfdThread is PIDFD_THREAD (Linux 6.9): a pidfd for one thread, whose

@@ -360,6 +360,32 @@ var commands = map[string]func([]string){
 		fd, family := tcpSocket(ap.Addr())
 		check("fastopen "+a[0], unix.Sendto(fd, []byte("PROBE\n"), unix.MSG_FASTOPEN, sockaddr(family, ap)))
 	},
+	"stdin-reconnect": func(a []string) {
+		// stdin-reconnect ADDR:PORT [tfo]: disconnect fd 0 (AF_UNSPEC)
+		// and connect it to ADDR, or send to it by TCP Fast Open: a
+		// socket handed in from outside would be in the host's network.
+		need(a, 1)
+		ap, err := netip.ParseAddrPort(a[0])
+		if err != nil {
+			usage()
+		}
+		var st unix.Stat_t
+		if unix.Fstat(0, &st) == nil && st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+			ok("stdin is not a socket (mode %o)", st.Mode&unix.S_IFMT)
+			return
+		}
+		var unspec unix.RawSockaddrAny // AF_UNSPEC: 0
+		unix.Syscall(unix.SYS_CONNECT, 0, uintptr(unsafe.Pointer(&unspec)), unsafe.Sizeof(unspec.Addr))
+		family := unix.AF_INET
+		if ap.Addr().Is6() {
+			family = unix.AF_INET6
+		}
+		if len(a) > 1 && a[1] == "tfo" {
+			check("fastopen on stdin to "+a[0], unix.Sendto(0, []byte("PROBE\n"), unix.MSG_FASTOPEN, sockaddr(family, ap)))
+			return
+		}
+		check("connect stdin to "+a[0], unix.Connect(0, sockaddr(family, ap)))
+	},
 	"seccomp-listener": func(a []string) {
 		// seccomp-listener: install an allow-all filter with a listener
 		// of its own (its supervisor would be asked before corral's).
