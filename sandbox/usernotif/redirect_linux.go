@@ -100,6 +100,13 @@ func (s *Supervisor) redirectConnect(n notif) {
 func (s *Supervisor) finishRedirect(n notif, sock int, dest netip.AddrPort) {
 	defer unix.Close(sock)
 	errno, why := s.redirect(sock, dest)
+	// The connect may have waited: the listener is held open (not
+	// closed under the answer) only while answering.
+	s.closing.RLock()
+	defer s.closing.RUnlock()
+	if s.closed {
+		return
+	}
 	switch errno {
 	case 0, unix.EINPROGRESS:
 		if respond(s.fd, n.ID, errno) == nil {

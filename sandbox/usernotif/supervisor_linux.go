@@ -53,6 +53,10 @@ type Supervisor struct {
 	redir    *Redirect
 	read     func(pid int, ptr uint64, n int) ([]byte, error)
 	logMu    sync.Mutex
+	// closing guards the listener's fd for the redirects that answer
+	// from goroutines of their own (finishRedirect).
+	closing sync.RWMutex
+	closed  bool
 	logged   int // refusals so far
 
 	wakeR, wakeW int // Stop writes to wakeW to end serve's poll
@@ -176,7 +180,14 @@ func (s *Supervisor) Stats() (allowed, refused int) {
 // thread blocked in it.
 func (s *Supervisor) serve() {
 	defer close(s.done)
-	defer s.listener.Close()
+	defer func() {
+		// A redirect still connecting answers nothing once the
+		// listener is closed (its fd number may be another file's).
+		s.closing.Lock()
+		s.closed = true
+		s.listener.Close()
+		s.closing.Unlock()
+	}()
 	for {
 		stop, err := s.wait()
 		if err == nil && !stop {
