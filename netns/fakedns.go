@@ -31,7 +31,7 @@ var FakePool = netip.MustParsePrefix("198.18.0.0/15")
 
 // maxFakeNames caps the names one run may have resolved: each costs a
 // map entry for the run's life. Past it, a new name gets SERVFAIL.
-const maxFakeNames = 1 << 16
+const maxFakeNames = 1 << 14
 
 // fakeTTL is the time to live of an answer, in seconds.
 const fakeTTL = 60
