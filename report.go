@@ -63,6 +63,8 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	orEmpty(&r.Removed)
 	orEmpty(&r.Quarantined)
 	orEmpty(&r.Replaced)
+	orEmpty(&r.FSDenials)
+	orEmpty(&r.DenialsUnobservable)
 	return json.Marshal(struct {
 		SchemaVersion int `json:"schema_version"`
 		resultFields

@@ -115,6 +115,7 @@ struct plan {
 	struct held_file *held;
 	size_t nheld;
 	int proxy_port; // 0: no proxy
+	unsigned landlock_log; // landlock_restrict_self's flags: log the command's denials for corral
 	int hold; // wait after the exit report until corral read the cgroup (read_late)
 	int cgroup_fds[MAX_CGROUP_FDS]; // the first njoin: the run's cgroup; the rest: its parent
 	size_t ncgroup_fds, njoin;
@@ -177,7 +178,7 @@ void corral_load_seccomp(struct plan *pl);
 void corral_loopback_up(void);
 void corral_proxy_listeners(int port);
 void corral_read_late(struct plan *pl);
-void corral_restrict_landlock(int rs);
+void corral_restrict_landlock(int rs, unsigned flags);
 
 // ---- init_tier_linux.c ----
 
