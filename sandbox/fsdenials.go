@@ -14,11 +14,17 @@ const (
 	// UnseenAbsent: paths outside the grants, which the namespaces tier's
 	// new root does not hold (ENOENT).
 	UnseenAbsent = "absent-paths"
+	// UnseenReadOnly: writes under the namespaces tier's read-only binds
+	// (the system baseline, fs.read grants), refused with EROFS.
+	UnseenReadOnly = "read-only-mounts"
 )
 
 // whyAbsentUnseen says why the namespaces tier cannot report lookups of
 // paths its root does not hold.
 const whyAbsentUnseen = "the sandbox's root holds only granted paths, so a path outside them is absent (ENOENT): the lookup fails inside the kernel's path walk, before any Landlock or LSM hook, audit record, fanotify mark or seccomp filter could see it (seccomp sees the call, not its result; tracing it needs kprobes or eBPF on host-wide state)"
+
+// whyReadOnlyUnseen says why writes under read-only binds are not seen.
+const whyReadOnlyUnseen = "a write, create or delete under a read-only bind (the system folders, fs.read grants) fails with EROFS when the kernel checks the mount, before Landlock is asked, so no audit record names it"
 
 // FSDenials are the file accesses the kernel refused the command, as far
 // as the host lets corral see them.
@@ -44,7 +50,7 @@ type Unobservable struct {
 // from runs nobody reads). The kinds it cannot see go in e.out.
 func (e *execution) watchDenials(plan *Plan) *fsaudit.Reader {
 	if plan.Tier.Name != TierLandlock {
-		e.out.FS.Unobservable = append(e.out.FS.Unobservable, Unobservable{UnseenAbsent, whyAbsentUnseen})
+		e.out.FS.Unobservable = append(e.out.FS.Unobservable, Unobservable{UnseenAbsent, whyAbsentUnseen}, Unobservable{UnseenReadOnly, whyReadOnlyUnseen})
 	}
 	if plan.Landlock.ABI == 0 {
 		e.out.FS.Unobservable = append(e.out.FS.Unobservable, Unobservable{UnseenLandlock, "Landlock is not applied to this run"})

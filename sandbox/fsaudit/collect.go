@@ -154,3 +154,11 @@ func (c *collector) result() (kept []Denial, more int, lost bool) {
 	}
 	return c.kept, c.more, c.lost
 }
+
+// progress says whether a denial of the run came, and whether its
+// domain's deallocation record (after all its denials) came too.
+func (c *collector) progress() (seen, freed bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ours != "", c.freed
+}

@@ -23,14 +23,21 @@ var ErrUnobservable = errors.New("cannot read Landlock's denials")
 // execve, whose denials Landlock does not log by default.
 const LogNewExecOn = 1 << 1
 
-// drainIdle bounds the wait after the run for records still on their way
-// from the kernel's audit thread: reading stops once this long passes
-// without one (the records of a denial are queued before the denied call
-// returns, so they are normally there before corral learns the command
-// ended). The domain's deallocation record, which counts its denials,
-// comes tens of milliseconds later: it is used when it is there, never
-// waited for.
-const drainIdle = 2 * time.Millisecond
+// After the run, corral reads on for the records still on their way from
+// the kernel's audit thread, which sends them in order, at its own pace
+// (a burst of a thousand takes it 100-200 ms here):
+//   - no denial of the run seen: until drainIdle passes without a
+//     record (the records of a denial are queued before the denied call
+//     returns, so they are normally there before corral learns the
+//     command ended);
+//   - one seen: until the domain's deallocation record, which comes after
+//     all of them and counts them, or drainQuiet without a record of the
+//     run, or drainMax in all.
+const (
+	drainIdle  = 2 * time.Millisecond
+	drainQuiet = 100 * time.Millisecond
+	drainMax   = 2 * time.Second
+)
 
 // Reader reads the audit multicast group for one run.
 type Reader struct {
@@ -39,6 +46,10 @@ type Reader struct {
 	c    *collector
 	done chan struct{}
 	once sync.Once
+	// lostBefore is audit's count of records it dropped (its backlog
+	// full) when reading started: a higher count at the end means
+	// records, perhaps the run's, never reached corral.
+	lostBefore uint32
 }
 
 // Open joins the audit multicast group, or says why it cannot: abi is
@@ -51,7 +62,7 @@ func Open(abi int) (*Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: the kernel has no audit (socket(NETLINK_AUDIT): %v)", ErrUnobservable, err)
 	}
-	enabled, err := auditEnabled()
+	enabled, lost, err := auditStatus()
 	if err != nil {
 		unix.Close(fd)
 		return nil, fmt.Errorf("%w: reading the kernel's audit records needs root (CAP_AUDIT_CONTROL and CAP_AUDIT_READ in the initial user namespace), which corral (uid %d) is not here (%v)", ErrUnobservable, os.Getuid(), err)
@@ -67,7 +78,7 @@ func Open(abi int) (*Reader, error) {
 	// Room for a burst (root may go past rmem_max); an overrun is ENOBUFS,
 	// reported as lost records.
 	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 8<<20)
-	r := &Reader{fd: fd, c: newCollector(), done: make(chan struct{})}
+	r := &Reader{fd: fd, c: newCollector(), done: make(chan struct{}), lostBefore: lost}
 	if err := unix.Pipe2(r.wake[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
 		unix.Close(fd)
 		return nil, fmt.Errorf("%w: %v", ErrUnobservable, err)
@@ -126,31 +137,44 @@ func (r *Reader) Finish() (denials []Denial, more int, lost bool) {
 		unix.Close(r.fd)
 		unix.Close(r.wake[0])
 		unix.Close(r.wake[1])
+		if _, lost, err := auditStatus(); err != nil || lost != r.lostBefore {
+			r.c.mu.Lock()
+			r.c.lost = true
+			r.c.mu.Unlock()
+		}
 	})
 	return r.c.result()
 }
 
-// read takes records until Finish, then until drainIdle passes without
-// one.
+// read takes records until Finish, then drains (drainIdle, drainQuiet,
+// drainMax).
 func (r *Reader) read() {
 	defer close(r.done)
 	buf := make([]byte, 1<<16)
 	fds := []unix.PollFd{{Fd: int32(r.fd), Events: unix.POLLIN}, {Fd: int32(r.wake[0]), Events: unix.POLLIN}}
-	finishing := false
+	var end time.Time // set once Finish asked
 	for {
 		timeout := -1
-		if finishing {
-			timeout = int(drainIdle.Milliseconds())
+		if !end.IsZero() {
+			seen, freed := r.c.progress()
+			switch {
+			case freed || time.Now().After(end):
+				return
+			case seen:
+				timeout = int(drainQuiet.Milliseconds())
+			default:
+				timeout = int(drainIdle.Milliseconds())
+			}
 		}
 		n, err := unix.Poll(fds, timeout)
 		if err == unix.EINTR {
 			continue
 		}
-		if err != nil || (n == 0 && finishing) {
+		if err != nil || (n == 0 && !end.IsZero()) {
 			return
 		}
-		if !finishing && fds[1].Revents != 0 {
-			finishing = true
+		if end.IsZero() && fds[1].Revents != 0 {
+			end = time.Now().Add(drainMax)
 			fds[1].Fd = -1 // poll ignores it from now on
 		}
 		if fds[0].Revents&unix.POLLIN != 0 {
@@ -184,44 +208,46 @@ func (r *Reader) recv(buf []byte) {
 	}
 }
 
-// auditEnabled asks the kernel for audit's status (AUDIT_GET).
-func auditEnabled() (uint32, error) {
+// auditStatus asks the kernel for audit's status (AUDIT_GET): whether it
+// is enabled, and how many records it dropped so far.
+func auditStatus() (enabled, lost uint32, err error) {
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_AUDIT)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer unix.Close(fd)
 	req := make([]byte, unix.NLMSG_HDRLEN)
 	hdr := (*unix.NlMsghdr)(unsafe.Pointer(&req[0]))
 	*hdr = unix.NlMsghdr{Len: uint32(len(req)), Type: unix.AUDIT_GET, Flags: unix.NLM_F_REQUEST | unix.NLM_F_ACK, Seq: 1}
 	if err := unix.Sendto(fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	buf := make([]byte, 8192)
 	for range 4 {
 		n, _, err := unix.Recvfrom(fd, buf, 0)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		msgs, err := syscall.ParseNetlinkMessage(buf[:n])
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		for _, m := range msgs {
 			switch m.Header.Type {
 			case unix.NLMSG_ERROR:
 				if len(m.Data) >= 4 {
 					if e := *(*int32)(unsafe.Pointer(&m.Data[0])); e != 0 {
-						return 0, unix.Errno(-e)
+						return 0, 0, unix.Errno(-e)
 					}
 				}
 			case unix.AUDIT_GET:
-				if len(m.Data) >= 8 {
-					// struct audit_status: mask, then enabled.
-					return *(*uint32)(unsafe.Pointer(&m.Data[4])), nil
+				if len(m.Data) >= 28 {
+					// struct audit_status: mask, enabled, failure, pid,
+					// rate_limit, backlog_limit, lost, ...
+					return *(*uint32)(unsafe.Pointer(&m.Data[4])), *(*uint32)(unsafe.Pointer(&m.Data[24])), nil
 				}
 			}
 		}
 	}
-	return 0, errors.New("no answer to AUDIT_GET")
+	return 0, 0, errors.New("no answer to AUDIT_GET")
 }
