@@ -2,6 +2,9 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
+	"strings"
+	"time"
 
 	"corral.dev/corral/sandbox/fsaudit"
 )
@@ -49,6 +52,8 @@ type Unobservable struct {
 // command's denials (only then: a host's audit log gets nothing more
 // from runs nobody reads). The kinds it cannot see go in e.out.
 func (e *execution) watchDenials(plan *Plan) *fsaudit.Reader {
+	start := time.Now()
+	defer func() { e.trace(fmt.Sprintf("fs audit: %d µs", time.Since(start).Microseconds())) }()
 	if plan.Tier.Name != TierLandlock {
 		e.out.FS.Unobservable = append(e.out.FS.Unobservable, Unobservable{UnseenAbsent, whyAbsentUnseen}, Unobservable{UnseenReadOnly, whyReadOnlyUnseen})
 	}
@@ -58,11 +63,7 @@ func (e *execution) watchDenials(plan *Plan) *fsaudit.Reader {
 	}
 	r, err := fsaudit.Open(plan.Landlock.ABI)
 	if err != nil {
-		msg := err.Error()
-		if errors.Is(err, fsaudit.ErrUnobservable) {
-			msg = msg[len(fsaudit.ErrUnobservable.Error())+2:]
-		}
-		e.out.FS.Unobservable = append(e.out.FS.Unobservable, Unobservable{UnseenLandlock, msg})
+		e.out.FS.Unobservable = append(e.out.FS.Unobservable, Unobservable{UnseenLandlock, unobservableReason(err)})
 		return nil
 	}
 	plan.Landlock.LogFlags = fsaudit.LogNewExecOn
@@ -74,6 +75,21 @@ func (e *execution) finishDenials(r *fsaudit.Reader) {
 	if r == nil {
 		return
 	}
-	e.out.FS.Denials, e.out.FS.More, e.out.FS.Lost = r.Finish()
-	e.trace("fs denials read")
+	start := time.Now()
+	res := r.Finish()
+	e.trace(fmt.Sprintf("fs denials read: %d µs", time.Since(start).Microseconds()))
+	if res.Err != nil {
+		e.out.FS.Unobservable = append(e.out.FS.Unobservable, Unobservable{UnseenLandlock, unobservableReason(res.Err)})
+		return
+	}
+	e.out.FS.Denials, e.out.FS.More, e.out.FS.Lost = res.Denials, res.More, res.Lost
+}
+
+// unobservableReason is err's reason without the sentinel's words.
+func unobservableReason(err error) string {
+	msg := err.Error()
+	if errors.Is(err, fsaudit.ErrUnobservable) {
+		msg = strings.TrimPrefix(msg, fsaudit.ErrUnobservable.Error()+": ")
+	}
+	return msg
 }

@@ -33,6 +33,8 @@ type collector struct {
 	total   int               // denials=N of its deallocation record (-1: not seen)
 	freed   bool              // its deallocation record came
 	lost    bool              // records were dropped (socket overrun, bounds)
+	self    int               // corral's pid, whose marker ends the reading
+	marker  int               // 0: none expected; 1: expected; 2: came
 }
 
 type pendingDenial struct {
@@ -40,8 +42,29 @@ type pendingDenial struct {
 	d      Denial
 }
 
-func newCollector() *collector {
-	return &collector{open: map[string]*event{}, domains: map[string]int{}, seen: map[string]bool{}, total: -1}
+func newCollector(self int) *collector {
+	return &collector{open: map[string]*event{}, domains: map[string]int{}, seen: map[string]bool{}, total: -1, self: self}
+}
+
+// expectMarker says the marker is on its way: the next op=connect
+// listener record of corral's pid.
+func (c *collector) expectMarker() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.marker = 1
+}
+
+// expecting and marked say whether the marker is expected, and came.
+func (c *collector) expecting() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.marker != 0
+}
+
+func (c *collector) marked() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.marker == 2
 }
 
 // attribute names the run's processes one of which, its init, creates
@@ -57,12 +80,18 @@ func (c *collector) attribute(pids []int) {
 
 // record takes one netlink message (type and text).
 func (c *collector) record(typ int, text string) {
-	if typ != typeSyscall && typ != typeEOE && typ != typeAccess && typ != typeDomain {
+	if typ != typeSyscall && typ != typeEOE && typ != typeAccess && typ != typeDomain && typ != typeListener {
 		return
 	}
 	serial, kv := fields(text)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if typ == typeListener {
+		if c.marker == 1 && kv["op"] == "connect" && kv["pid"] == strconv.Itoa(c.self) {
+			c.marker = 2
+		}
+		return
+	}
 	if typ == typeDomain && kv["status"] == "deallocated" && c.ours != "" && kv["domain"] == c.ours {
 		c.freed = true
 		c.total, _ = strconv.Atoi(kv["denials"])
@@ -153,12 +182,4 @@ func (c *collector) result() (kept []Denial, more int, lost bool) {
 		c.lost = true // the kernel logged more than reached corral
 	}
 	return c.kept, c.more, c.lost
-}
-
-// progress says whether a denial of the run came, and whether its
-// domain's deallocation record (after all its denials) came too.
-func (c *collector) progress() (seen, freed bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.ours != "", c.freed
 }

@@ -39,7 +39,7 @@ func feed(c *collector, serial int, domain string, creator, pid int, path string
 }
 
 func TestCollectorAttributes(t *testing.T) {
-	c := newCollector()
+	c := newCollector(1234)
 	c.attribute([]int{100, 101})
 	feed(c, 1, "d1", 101, 500, "/mine", true)   // the run's init made d1
 	feed(c, 2, "d2", 200, 600, "/theirs", true) // another run
@@ -62,7 +62,7 @@ func TestCollectorAttributes(t *testing.T) {
 // Records that come before the run's init is known are attributed at the
 // end; records without an end of event are finished at the end.
 func TestCollectorPending(t *testing.T) {
-	c := newCollector()
+	c := newCollector(1234)
 	a := "audit(1.0:7): "
 	c.record(typeAccess, a+`domain=d9 blockers=fs.make_reg path="/etc" dev="vda" ino=1`)
 	c.record(typeDomain, a+`domain=d9 status=allocated mode=enforcing pid=77 uid=0 exe="/x" comm="x"`)
@@ -74,7 +74,7 @@ func TestCollectorPending(t *testing.T) {
 }
 
 func TestCollectorBounded(t *testing.T) {
-	c := newCollector()
+	c := newCollector(1234)
 	c.attribute([]int{1})
 	for i := range maxKept + 5 {
 		feed(c, i+1, "d", 1, 2, fmt.Sprintf("/p%d", i), i == 0)
@@ -85,11 +85,34 @@ func TestCollectorBounded(t *testing.T) {
 	}
 	// The deallocation record counts what the kernel logged: more than
 	// reached corral means records were lost.
-	c = newCollector()
+	c = newCollector(1234)
 	c.attribute([]int{1})
 	feed(c, 1, "d", 1, 2, "/a", true)
 	c.record(typeDomain, "audit(1.0:9): domain=d status=deallocated denials=3")
 	if _, _, lost := c.result(); !lost {
 		t.Fatal("3 logged, 1 seen: not reported lost")
+	}
+}
+
+// The marker is corral's own op=connect listener record, once expected:
+// not another process's, not a disconnect, not one before Finish.
+func TestCollectorMarker(t *testing.T) {
+	c := newCollector(1234)
+	rec := func(pid int, op string) {
+		c.record(typeListener, fmt.Sprintf(`audit(1.0:1): pid=%d uid=0 auid=4294967295 tty=(none) ses=4294967295 comm="corral" exe="/x" nl-mcgrp=1 op=%s res=1`, pid, op))
+	}
+	rec(1234, "connect") // Open's own join
+	if c.marked() || c.expecting() {
+		t.Fatal("marked before Finish")
+	}
+	c.expectMarker()
+	rec(99, "connect")
+	rec(1234, "disconnect")
+	if c.marked() {
+		t.Fatal("marked by another process or a disconnect")
+	}
+	rec(1234, "connect")
+	if !c.marked() {
+		t.Fatal("the marker did not mark")
 	}
 }

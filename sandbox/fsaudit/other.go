@@ -21,5 +21,13 @@ func Open(abi int) (*Reader, error) {
 // Attribute does nothing.
 func (r *Reader) Attribute(pid int) {}
 
+// Result is what the records said of one run.
+type Result struct {
+	Denials []Denial
+	More    int
+	Lost    bool
+	Err     error
+}
+
 // Finish returns nothing.
-func (r *Reader) Finish() ([]Denial, int, bool) { return nil, 0, false }
+func (r *Reader) Finish() Result { return Result{} }

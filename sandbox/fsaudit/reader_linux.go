@@ -23,21 +23,20 @@ var ErrUnobservable = errors.New("cannot read Landlock's denials")
 // execve, whose denials Landlock does not log by default.
 const LogNewExecOn = 1 << 1
 
-// After the run, corral reads on for the records still on their way from
+// After the run, corral reads on for the records still on its way from
 // the kernel's audit thread, which sends them in order, at its own pace
-// (a burst of a thousand takes it 100-200 ms here):
-//   - no denial of the run seen: until drainIdle passes without a
-//     record (the records of a denial are queued before the denied call
-//     returns, so they are normally there before corral learns the
-//     command ended);
-//   - one seen: until the domain's deallocation record, which comes after
-//     all of them and counts them, or drainQuiet without a record of the
-//     run, or drainMax in all.
-const (
-	drainIdle  = 2 * time.Millisecond
-	drainQuiet = 100 * time.Millisecond
-	drainMax   = 2 * time.Second
-)
+// (a burst of a thousand takes it 100-200 ms here). It knows when it has
+// them all by a marker: it joins the group with a second socket, which
+// has the kernel queue an AUDIT_EVENT_LISTENER record (op=connect, its
+// pid) behind every record the run caused; once that record comes, no
+// record of the run is on its way. markerWait bounds the wait.
+const markerWait = 2 * time.Second
+
+// status is what AUDIT_GET said.
+type status struct {
+	enabled, lost uint32
+	err           error
+}
 
 // Reader reads the audit multicast group for one run.
 type Reader struct {
@@ -46,14 +45,31 @@ type Reader struct {
 	c    *collector
 	done chan struct{}
 	once sync.Once
-	// lostBefore is audit's count of records it dropped (its backlog
-	// full) when reading started: a higher count at the end means
-	// records, perhaps the run's, never reached corral.
-	lostBefore uint32
+	// before is audit's status when reading started (asked for while the
+	// sandbox launches: AUDIT_GET costs 40 µs and more): whether audit is
+	// on, and its count of records it dropped with its backlog full: a
+	// higher count at the end means records, perhaps the run's, never
+	// reached corral.
+	before chan status
+	res    Result
+}
+
+// Result is what the records said of one run.
+type Result struct {
+	// Denials are the run's distinct denials (at most 1000); More counts
+	// the rest; Lost says records may never have reached corral.
+	Denials []Denial
+	More    int
+	Lost    bool
+	// Err, wrapping ErrUnobservable, says why the run's denials could not
+	// be read after all (audit turned out to be off).
+	Err error
 }
 
 // Open joins the audit multicast group, or says why it cannot: abi is
-// the host's Landlock ABI (audit records came with ABI 7).
+// the host's Landlock ABI (audit records came with ABI 7). Whether audit
+// is on is asked meanwhile and known by Finish, which says so: the
+// Landlock log flags do nothing while it is off.
 func Open(abi int) (*Reader, error) {
 	if abi < 7 {
 		return nil, fmt.Errorf("%w: Landlock ABI %d has no audit records (ABI 7, Linux 6.15, added them)", ErrUnobservable, abi)
@@ -62,27 +78,23 @@ func Open(abi int) (*Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: the kernel has no audit (socket(NETLINK_AUDIT): %v)", ErrUnobservable, err)
 	}
-	enabled, lost, err := auditStatus()
-	if err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("%w: reading the kernel's audit records needs root (CAP_AUDIT_CONTROL and CAP_AUDIT_READ in the initial user namespace), which corral (uid %d) is not here (%v)", ErrUnobservable, os.Getuid(), err)
-	}
-	if enabled == 0 {
-		unix.Close(fd)
-		return nil, fmt.Errorf("%w: audit is disabled on this host; `auditctl -e 1` (or audit=1 on the kernel command line) enables it, for every process", ErrUnobservable)
-	}
 	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK, Groups: groupReadLog}); err != nil {
 		unix.Close(fd)
-		return nil, fmt.Errorf("%w: reading audit records needs CAP_AUDIT_READ in the initial user namespace, which corral (uid %d) lacks (%v)", ErrUnobservable, os.Getuid(), err)
+		return nil, fmt.Errorf("%w: reading the kernel's audit records needs root (CAP_AUDIT_READ in the initial user namespace), which corral (uid %d) is not here (%v)", ErrUnobservable, os.Getuid(), err)
 	}
 	// Room for a burst (root may go past rmem_max); an overrun is ENOBUFS,
 	// reported as lost records.
 	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 8<<20)
-	r := &Reader{fd: fd, c: newCollector(), done: make(chan struct{}), lostBefore: lost}
+	r := &Reader{fd: fd, c: newCollector(os.Getpid()), done: make(chan struct{}), before: make(chan status, 1)}
 	if err := unix.Pipe2(r.wake[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
 		unix.Close(fd)
 		return nil, fmt.Errorf("%w: %v", ErrUnobservable, err)
 	}
+	go func() {
+		var st status
+		st.enabled, st.lost, st.err = auditStatus()
+		r.before <- st
+	}()
 	go r.read()
 	return r, nil
 }
@@ -92,6 +104,41 @@ func Open(abi int) (*Reader, error) {
 // cgroup: denials of the Landlock domain it or one of its children
 // creates are the run's. Its children are read now, while they live.
 func (r *Reader) Attribute(pid int) { r.c.attribute(append(children(pid), pid)) }
+
+// Finish stops reading once every record the run caused has come (the
+// marker above) and returns what they said.
+func (r *Reader) Finish() Result {
+	r.once.Do(func() {
+		before := <-r.before
+		switch {
+		case before.err != nil:
+			r.res.Err = fmt.Errorf("%w: reading audit's status needs root (CAP_AUDIT_CONTROL in the initial user namespace), which corral (uid %d) is not here (%v)", ErrUnobservable, os.Getuid(), before.err)
+		case before.enabled == 0:
+			r.res.Err = fmt.Errorf("%w: audit is disabled on this host; `auditctl -e 1` (or audit=1 on the kernel command line) enables it, for every process", ErrUnobservable)
+		default:
+			r.c.expectMarker()
+			if m, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_AUDIT); err == nil {
+				unix.Bind(m, &unix.SockaddrNetlink{Family: unix.AF_NETLINK, Groups: groupReadLog})
+				defer unix.Close(m)
+			}
+		}
+		unix.Write(r.wake[1], []byte{1})
+		<-r.done
+		unix.Close(r.fd)
+		unix.Close(r.wake[0])
+		unix.Close(r.wake[1])
+		if r.res.Err != nil {
+			return
+		}
+		if _, lost, err := auditStatus(); err != nil || lost != before.lost || !r.c.marked() {
+			r.c.mu.Lock()
+			r.c.lost = true
+			r.c.mu.Unlock()
+		}
+		r.res.Denials, r.res.More, r.res.Lost = r.c.result()
+	})
+	return r.res
+}
 
 // children are pid's children (CONFIG_PROC_CHILDREN's file, else a scan
 // of /proc).
@@ -127,27 +174,8 @@ func children(pid int) []int {
 	return out
 }
 
-// Finish stops reading once the records the kernel still sends have come
-// (drainIdle) and returns the run's distinct denials, how
-// many more there were, and whether some may be missing.
-func (r *Reader) Finish() (denials []Denial, more int, lost bool) {
-	r.once.Do(func() {
-		unix.Write(r.wake[1], []byte{1})
-		<-r.done
-		unix.Close(r.fd)
-		unix.Close(r.wake[0])
-		unix.Close(r.wake[1])
-		if _, lost, err := auditStatus(); err != nil || lost != r.lostBefore {
-			r.c.mu.Lock()
-			r.c.lost = true
-			r.c.mu.Unlock()
-		}
-	})
-	return r.c.result()
-}
-
-// read takes records until Finish, then drains (drainIdle, drainQuiet,
-// drainMax).
+// read takes records until Finish, then, if Finish expects the marker,
+// until it comes or markerWait passes.
 func (r *Reader) read() {
 	defer close(r.done)
 	buf := make([]byte, 1<<16)
@@ -156,25 +184,21 @@ func (r *Reader) read() {
 	for {
 		timeout := -1
 		if !end.IsZero() {
-			seen, freed := r.c.progress()
-			switch {
-			case freed || time.Now().After(end):
+			left := time.Until(end)
+			if r.c.marked() || !r.c.expecting() || left <= 0 {
 				return
-			case seen:
-				timeout = int(drainQuiet.Milliseconds())
-			default:
-				timeout = int(drainIdle.Milliseconds())
 			}
+			timeout = int(left.Milliseconds()) + 1
 		}
-		n, err := unix.Poll(fds, timeout)
+		_, err := unix.Poll(fds, timeout)
 		if err == unix.EINTR {
 			continue
 		}
-		if err != nil || (n == 0 && !end.IsZero()) {
+		if err != nil {
 			return
 		}
 		if end.IsZero() && fds[1].Revents != 0 {
-			end = time.Now().Add(drainMax)
+			end = time.Now().Add(markerWait)
 			fds[1].Fd = -1 // poll ignores it from now on
 		}
 		if fds[0].Revents&unix.POLLIN != 0 {

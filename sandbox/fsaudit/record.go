@@ -13,6 +13,7 @@ const (
 	typeEOE      = 1320 // AUDIT_EOE: end of a multi-record event
 	typeAccess   = 1423 // AUDIT_LANDLOCK_ACCESS: domain, blockers, path
 	typeDomain   = 1424 // AUDIT_LANDLOCK_DOMAIN: domain status, creator pid
+	typeListener = 1335 // AUDIT_EVENT_LISTENER: a process joined or left the group
 	groupReadLog = 1    // AUDIT_NLGRP_READLOG
 )
 
