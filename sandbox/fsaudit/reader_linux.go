@@ -90,12 +90,7 @@ func Open(abi int) (*Reader, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("%w: %v", ErrUnobservable, err)
 	}
-	go func() {
-		var st status
-		st.enabled, st.lost, st.err = auditStatus()
-		r.before <- st
-	}()
-	go r.read()
+	go r.run()
 	return r, nil
 }
 
@@ -172,6 +167,20 @@ func children(pid int) []int {
 		}
 	}
 	return out
+}
+
+// run asks audit's status, then reads the records if it is on (the
+// socket keeps them meanwhile); where it is off, no thread waits on a
+// socket that stays empty.
+func (r *Reader) run() {
+	var st status
+	st.enabled, st.lost, st.err = auditStatus()
+	r.before <- st
+	if st.err != nil || st.enabled == 0 {
+		close(r.done)
+		return
+	}
+	r.read()
 }
 
 // read takes records until Finish, then, if Finish expects the marker,
