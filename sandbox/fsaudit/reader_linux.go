@@ -210,7 +210,7 @@ func (r *Reader) read() {
 			end = time.Now().Add(markerWait)
 			fds[1].Fd = -1 // poll ignores it from now on
 		}
-		if fds[0].Revents&unix.POLLIN != 0 {
+		if fds[0].Revents != 0 { // POLLERR too: recv clears an overrun (ENOBUFS)
 			r.recv(buf)
 		}
 	}
