@@ -94,6 +94,16 @@ func Open(abi int) (*Reader, error) {
 	return r, nil
 }
 
+// Observable says why a run's Landlock denials could not be read here
+// (nil: they can), as Open would, without reading (corral doctor).
+func Observable(abi int) error {
+	r, err := Open(abi)
+	if err != nil {
+		return err
+	}
+	return r.Finish().Err
+}
+
 // Attribute names the process corral started for the run (the stage
 // that becomes or forks the sandbox's init), while it waits for its
 // cgroup: denials of the Landlock domain it or one of its children
