@@ -65,6 +65,8 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	orEmpty(&r.Quarantined)
 	orEmpty(&r.Replaced)
 	orEmpty(&r.Asked)
+	orEmpty(&r.FSDenials)
+	orEmpty(&r.DenialsUnobservable)
 	return json.Marshal(struct {
 		SchemaVersion int `json:"schema_version"`
 		resultFields

@@ -74,6 +74,10 @@ func fullResult() corral.Result {
 			Decision: "deny", Status: 403, Rule: "r", Layer: "l", Reason: "not allowed"}},
 		ProxyDenialsMore: 2, Warnings: []string{"w"}, Created: []string{"/c"}, Removed: []string{"/r"},
 		Quarantined: []corral.Quarantined{{Path: "/q", To: "/q.corral-quarantined-x", Why: "hook"}}, Replaced: []string{"/p"},
+		FSDenials: []corral.FSDenial{{Path: "/etc/shadow", Access: "read", Rights: []string{"fs.read_file"}, Program: "cat", Exe: "/usr/bin/cat",
+			Grant: `add "/etc/shadow" to permissions.fs.read`, Source: "landlock"}},
+		FSDenialsMore: 1, FSDenialsLost: true,
+		DenialsUnobservable: []sandbox.Unobservable{{Kind: sandbox.UnseenAbsent, Reason: "r"}},
 	}
 }
 

@@ -148,6 +148,16 @@ type Result struct {
 	// entry per cap, with how many requests it refused or cut.
 	NetworkBudgets []netns.BudgetHit `json:"network_budgets"`
 
+	// FSDenials are the file accesses the sandbox refused the command
+	// (at most 1000 distinct ones; FSDenialsMore counts the rest): the
+	// preflight's exec refusals and what the kernel's Landlock audit
+	// records said. FSDenialsLost: some records never reached corral.
+	FSDenials     []FSDenial `json:"fs_denials"`
+	FSDenialsMore int        `json:"fs_denials_more"`
+	FSDenialsLost bool       `json:"fs_denials_lost"`
+	// DenialsUnobservable are the kinds of file denial this run could
+	// not see, and why (docs/denials.md).
+	DenialsUnobservable []sandbox.Unobservable `json:"denials_unobservable"`
 	// Proxy is the egress proxy's audit, for a summary of its refusals.
 	Proxy *netns.Audit `json:"-"`
 }
@@ -295,6 +305,7 @@ func run(ctx context.Context, spec Spec, r *Result) error {
 		}
 	}
 	r.Created, r.Removed, r.Replaced = append(r.Created, out.Created...), out.Removed, out.Replaced
+	keepFSDenials(r, out.FS, sk.Vars)
 	if out.Plan != nil && out.Result != nil {
 		r.Quarantined = quarantine(out.Plan.Quarantine, warn)
 		if out.Result.Started {
@@ -321,6 +332,9 @@ func preflight(ctx context.Context, spec Spec, r *Result, audit *auditLog, asker
 		d.Reason = printable.Clip(d.Reason, MaxLogged)
 		den := Denial{Time: time.Now(), Agent: spec.Agent, Permission: permission, Context: printable.Clip(context, MaxLogged), Decision: d}
 		r.Denials = append(r.Denials, den)
+		if permission == "exec" && d.Layer == "" { // the skills' exec list
+			r.FSDenials = append(r.FSDenials, preflightFSDenial(spec.Argv[0], den))
+		}
 		audit.write(den)
 		if d.NotFound {
 			return &Error{Code: ExitNotFound, Err: errors.New(d.Reason)}

@@ -14,6 +14,7 @@ import (
 	"corral.dev/corral/policyengine"
 	"corral.dev/corral/printable"
 	"corral.dev/corral/sandbox/cgroup"
+	"corral.dev/corral/sandbox/fsaudit"
 	"corral.dev/corral/sandbox/usernotif"
 )
 
@@ -128,6 +129,9 @@ type Outcome struct {
 	// Replaced are protected paths the host replaced while the sandbox
 	// ran: their read-only bind went with the old file.
 	Replaced []string
+	// FS are the file accesses the kernel refused the command, and the
+	// kinds this host cannot show (fsdenials.go).
+	FS FSDenials
 }
 
 // ErrGivenUp means the run was given up before its plan for a reason
@@ -161,6 +165,7 @@ type execution struct {
 	trace      func(string)
 	warn       func(string)
 	cgroupMade func() cgroupResult
+	fsAudit    *fsaudit.Reader // the run's Landlock audit records (nil: not read)
 	// super redirects connects (transparent egress), and refused are
 	// its refusals, said once after the run.
 	super   *usernotif.Supervisor
@@ -289,10 +294,12 @@ func (e *execution) run(ctx context.Context) error {
 	held := Hold(plan.Protected)
 	defer held.Close()
 	e.out.Stage = StageLaunch
+	e.fsAudit = e.watchDenials(plan)
 	res, err := launch.Run(plan, RunOptions{Seccomp: prepared, Cgroup: e.joinCgroup, Trace: e.req.Trace, Timeout: limits.Timeout,
 		KillGrace: limits.KillGrace, Done: ctx.Done(), Held: held.Files(), Serve: serve})
 	e.out.Result = res
 	e.stopSupervisor()
+	e.finishDenials(e.fsAudit)
 	if res != nil && res.Started && res.Stage == nil {
 		e.out.Stage = StageCommand
 	}
@@ -311,6 +318,9 @@ func (e *execution) run(ctx context.Context) error {
 // mounts (Launch.Run calls this once the plan is on its way), so making it
 // overlaps them.
 func (e *execution) joinCgroup(initPid int) (*cgroup.Group, error) {
+	if e.fsAudit != nil {
+		e.fsAudit.Attribute(initPid) // it waits for the cgroup: alive
+	}
 	limits := e.req.Spec.Limits
 	cgr := e.cgroupMade()
 	if cgr.err == nil {

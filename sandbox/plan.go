@@ -117,6 +117,9 @@ type Landlock struct {
 	Scoped     uint64     `json:"scoped"`
 	Rules      []PathRule `json:"rules"`
 	PortRules  []PortRule `json:"port_rules,omitempty"`
+	// LogFlags are landlock_restrict_self's log flags: set at launch
+	// when corral reads the run's audit records (package fsaudit).
+	LogFlags uint32 `json:"log_flags,omitempty"`
 }
 
 // PortRule grants Access (TCP bind or connect) on a TCP port.

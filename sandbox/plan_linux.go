@@ -96,6 +96,9 @@ func encodePlan(p *Plan, held []HeldFile) (data, mounts []byte) {
 			rec(stage.RecEgress, strconv.Itoa(p.Proxy.DNSPort))
 		}
 	}
+	if l.LogFlags != 0 {
+		rec(stage.RecLandlockLog, strconv.FormatUint(uint64(l.LogFlags), 10))
+	}
 	binary.LittleEndian.PutUint32(b, uint32(len(b)-4))
 	return b, b[start:end:end]
 }

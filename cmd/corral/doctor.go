@@ -10,6 +10,7 @@ import (
 
 	"corral.dev/corral/sandbox"
 	"corral.dev/corral/sandbox/cgroup"
+	"corral.dev/corral/sandbox/fsaudit"
 )
 
 var doctorCommand = command{
@@ -47,7 +48,8 @@ var doctorCommand = command{
 			if *asJSON {
 				enc := json.NewEncoder(os.Stdout)
 				enc.SetIndent("", "  ")
-				return enc.Encode(map[string]any{"facts": kernelFacts(facts), "tier": plan.Tier, "protections": plan.Protections, "program_index": idx})
+				return enc.Encode(map[string]any{"facts": kernelFacts(facts), "tier": plan.Tier, "protections": plan.Protections, "program_index": idx,
+					"file_denials": fileDenials(facts.LandlockABI)})
 			}
 			fmt.Printf("host: uid %d, Landlock ABI %d, seccomp %v\n", facts.Uid, facts.LandlockABI, facts.Seccomp)
 			if facts.UserNSErr != "" {
@@ -67,6 +69,7 @@ var doctorCommand = command{
 			default:
 				fmt.Printf("walked in %d ms, not saved (this user can write neither /run/corral nor $XDG_RUNTIME_DIR/corral): every exec with an exec allowlist walks again until root runs corral doctor\n", took.Milliseconds())
 			}
+			fmt.Printf("file denials: %s\n", fileDenials(facts.LandlockABI))
 			fmt.Printf("tier: %s", plan.Tier.Name)
 			if plan.Tier.Name == sandbox.TierLandlock {
 				fmt.Printf(" (no namespaces: Landlock, seccomp and corral's connect supervisor enforce the permissions on the host's own namespaces; README's protection table has a column for it)")
@@ -94,4 +97,13 @@ var doctorCommand = command{
 func kernelFacts(f *sandbox.Facts) map[string]any {
 	return map[string]any{"uid": f.Uid, "landlock_abi": f.LandlockABI, "landlock_error": f.LandlockErr,
 		"userns_error": f.UserNSErr, "seccomp": f.Seccomp}
+}
+
+// fileDenials says whether exec's report can list what Landlock refuses
+// the command (docs/denials.md).
+func fileDenials(abi int) string {
+	if err := fsaudit.Observable(abi); err != nil {
+		return "the report lists the preflight's refusals only: " + strings.TrimPrefix(err.Error(), fsaudit.ErrUnobservable.Error()+": ")
+	}
+	return "the report lists what Landlock refuses the command (the kernel's audit records)"
 }

@@ -277,6 +277,11 @@ func runExec(l *corral.Skills, nf *netFlags, lf *limitFlags, pf *policyFlags, ar
 			m.note(s)
 		}
 	}
+	if res != nil {
+		if s := fsDenialSummary(res); s != "" {
+			m.note(s)
+		}
+	}
 	var ce *corral.Error
 	if errors.As(err, &ce) {
 		return &exitError{Code: ce.Code, Err: ce.Err}

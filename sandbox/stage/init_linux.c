@@ -88,7 +88,7 @@ static void lock_down(struct plan *pl, int ruleset) {
 		corral_step("cgroup");
 		corral_keep_children();
 		corral_drop_privileges();
-		corral_restrict_landlock(ruleset);
+		corral_restrict_landlock(ruleset, pl->landlock_log);
 		corral_clear_capabilities();
 		corral_step("landlock");
 		return;
@@ -108,7 +108,7 @@ static void lock_down(struct plan *pl, int ruleset) {
 		corral_fail("hostname", errno, "sethostname");
 	corral_step("proxy, hostname");
 	corral_drop_privileges();
-	corral_restrict_landlock(ruleset);
+	corral_restrict_landlock(ruleset, pl->landlock_log);
 	corral_clear_capabilities();
 	corral_step("landlock");
 }

@@ -291,11 +291,15 @@ int corral_build_landlock(struct plan *pl, int root) {
 	return rs;
 }
 
-// corral_restrict_landlock applies the ruleset to PID 1 (and so to the command).
-void corral_restrict_landlock(int rs) {
+// corral_restrict_landlock applies the ruleset to PID 1 (and so to the
+// command). flags are the log flags corral asked for: the command is a
+// new execve after this, whose denials Landlock logs only when told to
+// (LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON), and only corral reading the
+// audit records asks, so a host's audit log gets no more than before.
+void corral_restrict_landlock(int rs, unsigned flags) {
 	if (rs < 0)
 		return;
-	if (syscall(SYS_landlock_restrict_self, rs, 0) < 0)
+	if (syscall(SYS_landlock_restrict_self, rs, flags) < 0)
 		corral_fail("landlock", errno, "landlock_restrict_self");
 	close(rs);
 }

@@ -116,6 +116,7 @@ struct plan {
 	size_t nheld;
 	int proxy_port; // 0: no proxy
 	int dns_port;   // transparent egress (0: none): the fake resolver's UDP port
+	unsigned landlock_log; // landlock_restrict_self's flags: log the command's denials for corral
 	int hold; // wait after the exit report until corral read the cgroup (read_late)
 	int cgroup_fds[MAX_CGROUP_FDS]; // the first njoin: the run's cgroup; the rest: its parent
 	size_t ncgroup_fds, njoin;
@@ -178,7 +179,7 @@ void corral_load_seccomp(struct plan *pl);
 void corral_loopback_up(void);
 void corral_proxy_listeners(struct plan *pl);
 void corral_read_late(struct plan *pl);
-void corral_restrict_landlock(int rs);
+void corral_restrict_landlock(int rs, unsigned flags);
 
 // ---- init_tier_linux.c ----
 

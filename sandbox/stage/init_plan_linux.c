@@ -198,6 +198,9 @@ void corral_parse_plan(struct plan *pl, const char *buf, size_t len, int only_mo
 		case CORRAL_REC_EGRESS:
 			pl->dns_port = atoi(next(&p, end));
 			break;
+		case CORRAL_REC_LANDLOCK_LOG:
+			pl->landlock_log = (unsigned)strtoul(next(&p, end), NULL, 10);
+			break;
 		default:
 			corral_fail("plan", 0, "unknown record %c", tag);
 		}

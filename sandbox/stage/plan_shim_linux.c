@@ -76,6 +76,8 @@ static void summarize(FILE *f, const struct plan *pl) {
 	}
 	snprintf(a, sizeof a, "%d", pl->proxy_port);
 	put(f, CORRAL_REC_PROXY, 1, a);
+	snprintf(a, sizeof a, "%u", pl->landlock_log);
+	put(f, CORRAL_REC_LANDLOCK_LOG, 1, a);
 }
 
 // corral_parse_shim parses len bytes of buf as a plan (only_mounts: as a

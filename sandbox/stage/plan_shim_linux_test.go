@@ -108,6 +108,8 @@ func model(data []byte) (want [][]string, block [2]int) {
 			last[tag] = []string{num(fs[0], plainInt), num(fs[1], plainLong), num(fs[2], plainLong), num(fs[3], plainLong)}
 		case RecProxy:
 			last[tag] = []string{num(fs[0], plainInt)}
+		case RecLandlockLog:
+			last[tag] = []string{num(fs[0], plainInt)}
 		case RecArg, RecEnv:
 			lists[tag] = append(lists[tag], []string{fs[0]})
 		case RecMount:
@@ -166,6 +168,11 @@ func model(data []byte) (want [][]string, block [2]int) {
 		put(RecProxy, fs...)
 	} else {
 		put(RecProxy, "0")
+	}
+	if fs, ok := last[RecLandlockLog]; ok {
+		put(RecLandlockLog, fs...)
+	} else {
+		put(RecLandlockLog, "0")
 	}
 	if inBlock && !scattered {
 		block = [2]int{first, end}

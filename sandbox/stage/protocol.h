@@ -37,6 +37,7 @@
 #define CORRAL_REC_HELD 'H'          // path, held (0/1), major, minor, inode
 #define CORRAL_REC_PROXY 'P'         // the proxy's port
 #define CORRAL_REC_EGRESS 'E'        // transparent egress: the sandbox resolver's port
+#define CORRAL_REC_LANDLOCK_LOG 'L'  // landlock_restrict_self's log flags (corral reads the audit records)
 
 // The kind field of a mount record.
 #define CORRAL_MOUNT_TMPFS 't'

@@ -32,6 +32,7 @@ const (
 	RecHeld         = C.CORRAL_REC_HELD
 	RecProxy        = C.CORRAL_REC_PROXY
 	RecEgress       = C.CORRAL_REC_EGRESS
+	RecLandlockLog  = C.CORRAL_REC_LANDLOCK_LOG
 )
 
 // The tiers an init runs in (spawned: argv[2]).

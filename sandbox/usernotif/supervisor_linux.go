@@ -57,7 +57,7 @@ type Supervisor struct {
 	// from goroutines of their own (finishRedirect).
 	closing sync.RWMutex
 	closed  bool
-	logged   int // refusals so far
+	logged  int // refusals so far
 
 	wakeR, wakeW int // Stop writes to wakeW to end serve's poll
 	done         chan struct{}
