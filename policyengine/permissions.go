@@ -30,8 +30,12 @@ type Limits struct {
 // variables already expanded. Every list is sorted by Value and holds each
 // value once; Merge keeps it that way.
 type Permissions struct {
-	Read     []Entry `json:"read"`
-	Write    []Entry `json:"write"`
+	Read  []Entry `json:"read"`
+	Write []Entry `json:"write"`
+	// Deny are fs.deny globs: a path they match is neither read nor
+	// written inside the Read and Write grants (the system baseline
+	// outside them is not carved).
+	Deny     []Entry `json:"deny,omitempty"`
 	Network  []Entry `json:"network"`
 	Exec     []Entry `json:"exec"`
 	Env      []Entry `json:"env"`
@@ -53,6 +57,7 @@ func (p Permissions) Merge(q Permissions) Permissions {
 	return Permissions{
 		Read:         mergeEntries(p.Read, q.Read),
 		Write:        mergeEntries(p.Write, q.Write),
+		Deny:         mergeEntries(p.Deny, q.Deny),
 		Network:      mergeEntries(p.Network, q.Network),
 		Exec:         mergeEntries(p.Exec, q.Exec),
 		Env:          mergeEntries(p.Env, q.Env),
@@ -166,7 +171,7 @@ func (p Permissions) Normalize() Permissions {
 		}
 		return out
 	}
-	p.Read, p.Write, p.Network = fold(p.Read), fold(p.Write), fold(p.Network)
+	p.Read, p.Write, p.Deny, p.Network = fold(p.Read), fold(p.Write), fold(p.Deny), fold(p.Network)
 	p.Exec, p.Env, p.Services = fold(p.Exec), fold(p.Env), fold(p.Services)
 	p.Declared, p.ExecDeclared = unionStrings(nil, p.Declared), unionStrings(nil, p.ExecDeclared)
 	return p

@@ -143,8 +143,12 @@ func BuildPlan(p policyengine.Permissions, spec Spec, facts *Facts) (*Plan, erro
 	b.finishMounts()
 	tier := tierOf(spec, facts)
 	b.plan.Tier = TierInfo{Name: tier, Why: spec.TierWhy}
+	if tier != TierLandlock {
+		b.deny()
+	}
 	if tier == TierLandlock {
 		b.landlockTier()
+		b.landlockDeny()
 		why := spec.TierWhy
 		if why == "" {
 			why = orText(facts.UserNSErr, "asked for")

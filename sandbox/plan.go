@@ -71,6 +71,11 @@ type Plan struct {
 	// git folders for the user's, whose files count as changed only
 	// when they changed themselves, not because git ran there.
 	SweepKnown []string `json:"sweep_known,omitempty"`
+	// Deny are the fs.deny globs and DenyWithin the grants' bases they
+	// carve paths out of (policyengine.GrantBases): check answers from
+	// them, exec masks what they match at launch (MountMask).
+	Deny       []DenyRule `json:"deny,omitempty"`
+	DenyWithin []string   `json:"deny_within,omitempty"`
 	// Warnings are places where the kernel's rule differs from the glob
 	// it came from, and other things a user should know.
 	Warnings []string `json:"warnings,omitempty"`
@@ -95,6 +100,7 @@ const (
 	MountDir    MountKind = "dir"  // an empty folder, unless one is already there
 	MountCopy   MountKind = "copy" // a read-only copy of a small system file (cheaper than a bind)
 	MountFile   MountKind = "file" // a small file with the content Source, made for the sandbox
+	MountMask   MountKind = "mask" // an empty, read-only, mode-000 file (or folder, Dir) over Target: fs.deny
 )
 
 // Mount is one step of the sandbox's mount namespace set-up, applied in

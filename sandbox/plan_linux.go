@@ -26,6 +26,7 @@ var mountKinds = map[MountKind]byte{
 	MountDir:    stage.MountDir,
 	MountCopy:   stage.MountCopy,
 	MountFile:   stage.MountFile,
+	MountMask:   stage.MountMask,
 }
 
 func encodePlan(p *Plan, held []HeldFile) (data, mounts []byte) {

@@ -40,6 +40,7 @@ type Requires struct {
 type Permissions struct {
 	Read     []string
 	Write    []string
+	Deny     []string // fs.deny: globs carved out of Read and Write
 	Network  []string
 	Exec     []string
 	Env      []string

@@ -46,6 +46,7 @@
 #define CORRAL_MOUNT_DIR 'd'     // an empty folder
 #define CORRAL_MOUNT_COPY 'c'    // a copy of source's content
 #define CORRAL_MOUNT_FILE 'w'    // a file holding source (the text itself)
+#define CORRAL_MOUNT_MASK 'k'    // an empty, read-only, mode-000 file (folder: flag D) over target
 
 // Letters of a mount record's flags field (which starts with '-').
 #define CORRAL_MOUNT_FLAG_RO 'r'

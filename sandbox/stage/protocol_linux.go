@@ -50,6 +50,7 @@ const (
 	MountDir     = C.CORRAL_MOUNT_DIR
 	MountCopy    = C.CORRAL_MOUNT_COPY
 	MountFile    = C.CORRAL_MOUNT_FILE
+	MountMask    = C.CORRAL_MOUNT_MASK
 )
 
 // The letters of a mount record's flags.

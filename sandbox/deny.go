@@ -1,0 +1,203 @@
+package sandbox
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"corral.dev/corral/policyengine"
+	"corral.dev/corral/printable"
+)
+
+// fs.deny in the plan. In the namespaces tier every path a deny glob
+// matches inside a granted tree at launch gets a mask (MountMask): an
+// empty, read-only, mode-000 file or folder mounted over it, which no
+// path to it gets past. No mount can keep a name from being made, so a
+// deny glob that could match a new path inside a write grant is refused
+// (the command could make the name, or rename a folder holding a mask
+// away and make it again), unless the masks already hold every such
+// name: the glob's base folder is masked and cannot be moved (it is
+// the write grant's root or right inside it). The landlock tier has no
+// mounts: it refuses every deny glob that reaches into a grant.
+
+// maxDenyMasks bounds the masks of one run: each is a mount (about
+// 10 µs to place), and a glob that matches thousands of files is better
+// narrowed or made a folder.
+const maxDenyMasks = 512
+
+// DeniedPath is a path inside a granted tree that an fs.deny glob matches
+// at launch (Facts.Denied).
+type DeniedPath struct {
+	Path string `json:"path"` // real, clean, absolute
+	Dir  bool   `json:"dir,omitempty"`
+	Glob string `json:"glob"`
+}
+
+// DenyRule is one fs.deny glob and the skills that declared it.
+type DenyRule struct {
+	Glob string `json:"glob"`
+	From string `json:"from"`
+}
+
+// denyWhy is the Why of a mask, naming the glob and its skills.
+func (b *builder) denyWhy(glob string) string {
+	for _, e := range b.perms.Deny {
+		if e.Value == glob {
+			return "fs.deny " + glob + " (" + strings.Join(e.From, ", ") + ")"
+		}
+	}
+	return "fs.deny " + glob
+}
+
+// deny puts the deny globs in the plan and masks what they match; it
+// runs after finishMounts, so the masks go on top of every bind.
+func (b *builder) deny() {
+	if !b.denyRules() {
+		return
+	}
+	for _, cut := range b.facts.DenyCut {
+		b.errs = append(b.errs, fmt.Sprintf("fs.deny: the search of the granted trees for paths to mask stopped at %s; narrow the grant or the deny glob (corral refuses rather than leave a match unmasked)", printable.String(cut)))
+	}
+	var masks []Mount
+	for _, d := range b.facts.Denied {
+		if m := b.plan.topMount(d.Path); m == nil || m.Kind != MountBind {
+			continue // not in the sandbox: nothing to mask
+		}
+		masks = append(masks, Mount{Kind: MountMask, Target: d.Path, Dir: d.Dir, ReadOnly: true, Why: b.denyWhy(d.Glob)})
+	}
+	if len(masks) > maxDenyMasks {
+		b.errs = append(b.errs, fmt.Sprintf("fs.deny matches %d paths in the granted trees, more than the %d masks corral places; deny the folders that hold them instead", len(masks), maxDenyMasks))
+		return
+	}
+	b.plan.Mounts = append(b.plan.Mounts, masks...)
+	if n := len(masks); n > 0 {
+		b.warn("fs.deny: %d path(s) matching at launch are masked (empty, read-only, mode 000)", n)
+	}
+	for _, e := range b.perms.Deny {
+		if w := b.creatable(e.Value); w != "" {
+			b.errs = append(b.errs, fmt.Sprintf("fs.deny %s (%s) could match a path the command makes inside the write grant %s, and no mount can keep a name from being made: narrow the write grant, deny a folder that exists at launch right inside it, or run without this deny", e.Value, strings.Join(e.From, ", "), printable.String(w)))
+		}
+	}
+}
+
+// creatable returns the writable root in which the deny glob could
+// match a path made during the run, or "". Such a path is below the
+// glob's base folder; it cannot be made there only when that folder is
+// masked and cannot be moved.
+func (b *builder) creatable(glob string) string {
+	g, err := policyengine.CompileGlob(glob)
+	if err != nil {
+		return ""
+	}
+	base := g.Base()
+	real := base
+	if info := b.facts.file(base); info.Exists {
+		real = info.Real
+	}
+	for _, w := range b.writeMountRoots() {
+		if !isUnder(real, w) && !isUnder(w, real) && !isUnder(base, w) && !isUnder(w, base) {
+			continue
+		}
+		if b.pinnedMask(real, g) {
+			continue
+		}
+		return w
+	}
+	return ""
+}
+
+// pinnedMask reports whether the glob's base p is masked as a whole and
+// cannot be renamed away: it is a mount point (busy), and so is the
+// folder holding it (the root of a bind), so the path keeps the mask.
+func (b *builder) pinnedMask(p string, g *policyengine.Glob) bool {
+	masked := slices.ContainsFunc(b.plan.Mounts, func(m Mount) bool { return m.Kind == MountMask && m.Target == p })
+	if !masked || !(g.Literal() || g.Match(p)) {
+		return false
+	}
+	parent := path.Dir(p)
+	return slices.ContainsFunc(b.plan.Mounts, func(m Mount) bool { return m.Kind == MountBind && m.Dir && m.Target == parent })
+}
+
+// writeMountRoots are the targets of the writable binds (and the
+// private HOME's grants bound on it): where the command can make names.
+func (b *builder) writeMountRoots() []string {
+	var out []string
+	for _, m := range b.plan.Mounts {
+		if m.Kind == MountBind && !m.ReadOnly && m.Dir {
+			out = append(out, m.Target)
+		}
+	}
+	return out
+}
+
+// denyRules puts the deny globs and where they apply in the plan, for
+// check and explain; false when there are none.
+func (b *builder) denyRules() bool {
+	if len(b.perms.Deny) == 0 {
+		return false
+	}
+	for _, e := range b.perms.Deny {
+		b.plan.Deny = append(b.plan.Deny, DenyRule{Glob: e.Value, From: strings.Join(e.From, ", ")})
+	}
+	for _, base := range policyengine.GrantBases(b.perms) {
+		b.plan.DenyWithin = append(b.plan.DenyWithin, base)
+		if info := b.facts.file(base); info.Exists && info.Real != base {
+			b.plan.DenyWithin = append(b.plan.DenyWithin, info.Real)
+		}
+	}
+	return true
+}
+
+// landlockDeny refuses, in the landlock tier, every deny glob that
+// reaches into a grant: with no mounts, Landlock grants whole trees and
+// cannot carve a path out of one, nor keep a name from being made.
+func (b *builder) landlockDeny() {
+	if !b.denyRules() {
+		return
+	}
+	for _, e := range b.perms.Deny {
+		g, err := policyengine.CompileGlob(e.Value)
+		if err != nil {
+			continue
+		}
+		var hit []string
+		for _, d := range b.facts.Denied {
+			if d.Glob == e.Value {
+				hit = append(hit, d.Path)
+			}
+		}
+		w := ""
+		for _, r := range b.writableReal {
+			if isUnder(g.Base(), r) || isUnder(r, g.Base()) {
+				w = r
+				break
+			}
+		}
+		switch {
+		case len(hit) > 0:
+			b.errs = append(b.errs, fmt.Sprintf("fs.deny %s matches %s inside a grant: the landlock tier has no mounts to mask it with, and Landlock cannot carve a path out of a granted tree (run where user namespaces are allowed, or narrow the grant)", e.Value, printable.String(hit[0])))
+		case w != "":
+			b.errs = append(b.errs, fmt.Sprintf("fs.deny %s could match a path the command makes inside the write grant %s: the landlock tier cannot keep a name from being made (run where user namespaces are allowed, or narrow the grant)", e.Value, printable.String(w)))
+		}
+	}
+}
+
+// deniedBy returns the deny rule that carves real out of the grants, as
+// policyengine decides it: a glob matching real or a folder above it,
+// inside a grant's base.
+func (p *Plan) deniedBy(real string) (DenyRule, bool) {
+	if len(p.Deny) == 0 || !slices.ContainsFunc(p.DenyWithin, func(r string) bool { return isUnder(real, r) }) {
+		return DenyRule{}, false
+	}
+	for q := real; ; q = path.Dir(q) {
+		for _, d := range p.Deny {
+			if g, err := policyengine.CompileGlob(d.Glob); err == nil && g.Match(q) {
+				return d, true
+			}
+		}
+		if q == "/" {
+			return DenyRule{}, false
+		}
+	}
+}
