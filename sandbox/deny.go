@@ -176,9 +176,9 @@ func (b *builder) landlockDeny() {
 		}
 		switch {
 		case len(hit) > 0:
-			b.errs = append(b.errs, fmt.Sprintf("fs.deny %s matches %s inside a grant: the landlock tier has no mounts to mask it with, and Landlock cannot carve a path out of a granted tree (run where user namespaces are allowed, or narrow the grant)", e.Value, printable.String(hit[0])))
+			b.errs = append(b.errs, fmt.Sprintf("fs.deny %s (%s) matches %s inside a grant: the landlock tier cannot carve fs.deny out of a grant (it has no mounts to mask with, and Landlock grants whole trees); run where user namespaces are allowed, or narrow the grant", e.Value, strings.Join(e.From, ", "), printable.String(hit[0])))
 		case w != "":
-			b.errs = append(b.errs, fmt.Sprintf("fs.deny %s could match a path the command makes inside the write grant %s: the landlock tier cannot keep a name from being made (run where user namespaces are allowed, or narrow the grant)", e.Value, printable.String(w)))
+			b.errs = append(b.errs, fmt.Sprintf("fs.deny %s (%s) could match a path the command makes inside the write grant %s: the landlock tier cannot carve fs.deny out of a grant (nor keep a name from being made); run where user namespaces are allowed, or narrow the grant", e.Value, strings.Join(e.From, ", "), printable.String(w)))
 		}
 	}
 }
