@@ -28,6 +28,9 @@ type Config struct {
 	// are compared as they are: a path with a symlink in it matches
 	// nothing.
 	Writable []string
+	// Create, if not nil, supervises the syscalls that make a name
+	// (CreatePolicy says what the caller must have done first).
+	Create *CreatePolicy
 	// Log, if not nil, gets one line per refusal (what and why), for
 	// the report; at most maxLogged of them per Supervisor.
 	Log func(string)
@@ -49,6 +52,9 @@ type Supervisor struct {
 	log      func(string)
 	read     func(pid int, ptr uint64, n int) ([]byte, error)
 	logged   int // refusals so far; only serve's goroutine touches it
+
+	createPolicy *CreatePolicy // nil: no creating syscall is supervised
+	work         *worker       // makes the names, with the command's rights
 
 	wakeR, wakeW int // Stop writes to wakeW to end serve's poll
 	done         chan struct{}
@@ -109,14 +115,25 @@ func newSupervisor(listener *os.File, cfg Config, read func(int, uint64, int) ([
 	if err := checkListener(fd); err != nil {
 		return nil, fmt.Errorf("fd %d is not a seccomp listener: %w", fd, err)
 	}
+	var work *worker
+	if cfg.Create != nil {
+		var err error
+		if work, err = newWorker(); err != nil {
+			return nil, fmt.Errorf("the thread that makes names: %w", err)
+		}
+	}
 	var p [2]int
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+		if work != nil {
+			work.stop()
+		}
 		return nil, err
 	}
 	s := &Supervisor{
 		listener: listener, fd: fd, arch: arch, dial: cfg.Dial,
 		writable: append([]string(nil), cfg.Writable...), euid: uint32(os.Geteuid()),
 		log: cfg.Log, read: read, wakeR: p[0], wakeW: p[1], done: make(chan struct{}),
+		createPolicy: cfg.Create, work: work,
 	}
 	if cfg.Proxy.IsValid() {
 		// An IPv4 proxy given as ::ffff:a.b.c.d is matched as a.b.c.d.
@@ -134,6 +151,16 @@ func checkConfig(cfg Config) error {
 		}
 		if cfg.Dial == nil {
 			return errors.New("no dial func")
+		}
+	}
+	if c := cfg.Create; c != nil {
+		if c.Deny == nil {
+			return errors.New("a create policy without a deny func")
+		}
+		for _, r := range c.Rules {
+			if !filepath.IsAbs(r.Path) || filepath.Clean(r.Path) != r.Path {
+				return fmt.Errorf("rule path %q is not absolute and clean", r.Path)
+			}
 		}
 	}
 	for _, w := range cfg.Writable {
@@ -169,6 +196,9 @@ func (s *Supervisor) Stats() (allowed, refused int) {
 func (s *Supervisor) serve() {
 	defer close(s.done)
 	defer s.listener.Close()
+	if s.work != nil {
+		defer s.work.stop()
+	}
 	for {
 		stop, err := s.wait()
 		if err == nil && !stop {
@@ -234,9 +264,12 @@ func (s *Supervisor) dispatch(n *notif) {
 	case isChmod(d.Nr):
 		s.chmod(n)
 		return
+	case s.createPolicy != nil && isCreate(d.Nr):
+		s.create(n)
+		return
 	}
 	what := fmt.Sprintf("syscall %d arch %#x", d.Nr, d.Arch)
-	s.refuse(n, errnoOther, what, "only connect and chmod are supervised")
+	s.refuse(n, errnoOther, what, "only connect, chmod and (with fs.deny) the calls that make a name are supervised")
 }
 
 // refuse answers n with errno and reports what was refused and why.

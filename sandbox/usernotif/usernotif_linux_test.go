@@ -48,6 +48,7 @@ type step struct {
 	UseFD  bool   // pass FD instead of a new socket
 	FD     uint64
 	Chmod  *chmodStep
+	Create *createStep
 }
 
 type stepResult struct {
@@ -73,13 +74,18 @@ type raceResult struct {
 }
 
 type childSpec struct {
-	Steps     []step
+	// Create restricts the child with Landlock to make no name at all
+	// and notifies the calls that make one (create_linux_test.go).
+	Create     bool
+	CreateRace *createRace
+	Steps      []step
 	Race      *race
 	ChmodRace *chmodRace
 }
 
 type childOutput struct {
-	Steps []stepResult
+	CreateRace map[int]int // errnos of the create race
+	Steps      []stepResult
 	Race  *raceResult
 	Chmod map[int]int // errnos of the chmod race
 }
@@ -90,7 +96,14 @@ func childMain(specJSON string) int {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		return 2
 	}
-	if err := installAndSend(); err != nil {
+	if spec.Create {
+		runtime.LockOSThread()
+		if err := noNames(); err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			return 2
+		}
+	}
+	if err := installAndSend(spec.Create); err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		return 2
 	}
@@ -105,6 +118,9 @@ func childMain(specJSON string) int {
 	if spec.ChmodRace != nil {
 		out.Chmod = runChmodRace(*spec.ChmodRace)
 	}
+	if spec.CreateRace != nil {
+		out.CreateRace = runCreateRace(*spec.CreateRace)
+	}
 	if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
 		return 2
 	}
@@ -113,7 +129,7 @@ func childMain(specJSON string) int {
 
 // installAndSend installs the filter on every thread and sends its
 // listener to the parent over fd 3.
-func installAndSend() error {
+func installAndSend(create bool) error {
 	arch, _ := nativeArch()
 	const (
 		ld  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
@@ -123,6 +139,9 @@ func installAndSend() error {
 	notified := []uint32{unix.SYS_CONNECT, unix.SYS_GETPRIORITY, unix.SYS_FCHMOD, unix.SYS_FCHMODAT, unix.SYS_FCHMODAT2}
 	if nr := int64(sysChmod); nr >= 0 { // a variable: -1 is no uint32 constant
 		notified = append(notified, uint32(nr))
+	}
+	if create {
+		notified = append(notified, createSyscalls()...)
 	}
 	prog := []unix.SockFilter{
 		{Code: ld, K: 4}, // arch
@@ -155,6 +174,10 @@ func runStep(st step) stepResult {
 	r := stepResult{Name: st.Name}
 	if st.Chmod != nil {
 		r.Errno = runChmod(st.Op, *st.Chmod)
+		return r
+	}
+	if st.Create != nil {
+		r.Errno = runCreate(*st.Create)
 		return r
 	}
 	if st.Op == "getpriority" {
