@@ -79,15 +79,15 @@ type childSpec struct {
 	Create     bool
 	CreateRace *createRace
 	Steps      []step
-	Race      *race
-	ChmodRace *chmodRace
+	Race       *race
+	ChmodRace  *chmodRace
 }
 
 type childOutput struct {
 	CreateRace map[int]int // errnos of the create race
 	Steps      []stepResult
-	Race  *raceResult
-	Chmod map[int]int // errnos of the chmod race
+	Race       *raceResult
+	Chmod      map[int]int // errnos of the chmod race
 }
 
 func childMain(specJSON string) int {
