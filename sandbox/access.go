@@ -209,7 +209,13 @@ func (p *Plan) landlockAccess(h HostPath, op FileOp) FileAnswer {
 	}
 	var have uint64
 	var from []string
-	for _, r := range p.Landlock.Rules {
+	rules := p.Landlock.Rules
+	if len(p.CreateRules) > 0 {
+		// The supervisor makes the names the rules as they were allow
+		// (fs.deny in the landlock tier): it answers for the make rights.
+		rules = p.CreateRules
+	}
+	for _, r := range rules {
 		if isUnder(real, r.Path) {
 			have |= r.Access
 			from = append(from, r.From+" on "+r.Path)

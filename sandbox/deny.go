@@ -149,13 +149,39 @@ func (b *builder) denyRules() bool {
 	return true
 }
 
-// landlockDeny refuses, in the landlock tier, every deny glob that
-// reaches into a grant: with no mounts, Landlock grants whole trees and
-// cannot carve a path out of one, nor keep a name from being made.
+// NotifyRule is a syscall the landlock tier's filter sends to corral's
+// supervisor: always (Arg -1), or when argument Arg has a bit of Mask.
+type NotifyRule struct {
+	Syscall string `json:"syscall"`
+	Arg     int    `json:"arg"`
+	Mask    uint64 `json:"mask,omitempty"`
+}
+
+// oCreat is O_CREAT (the same on every architecture corral builds for).
+const oCreat = 0o100
+
+// createNotify are the calls that may make a name (the plain forms are
+// left out where the architecture has none).
+var createNotify = []NotifyRule{
+	{"open", 1, oCreat}, {"openat", 2, oCreat}, {"openat2", -1, 0}, {"creat", -1, 0},
+	{"mkdir", -1, 0}, {"mkdirat", -1, 0}, {"mknod", -1, 0}, {"mknodat", -1, 0},
+	{"symlink", -1, 0}, {"symlinkat", -1, 0}, {"link", -1, 0}, {"linkat", -1, 0},
+	{"rename", -1, 0}, {"renameat", -1, 0}, {"renameat2", -1, 0},
+}
+
+// makeRights are the Landlock rights that make a name.
+const makeRights = fsMakeReg | fsMakeDir | fsMakeSym | fsMakeFifo | fsMakeSock | fsMakeChar | fsMakeBlock
+
+// landlockDeny enforces fs.deny in the landlock tier, which has no mounts:
+// a deny glob that matches a path inside a grant at launch is refused
+// (Landlock grants whole trees and cannot carve one out); one that could
+// match a name made in a write grant gets the supervisor, which makes
+// every name itself: the kernel rules lose their make rights.
 func (b *builder) landlockDeny() {
 	if !b.denyRules() {
 		return
 	}
+	supervise := false
 	for _, e := range b.perms.Deny {
 		g, err := policyengine.CompileGlob(e.Value)
 		if err != nil {
@@ -178,9 +204,20 @@ func (b *builder) landlockDeny() {
 		case len(hit) > 0:
 			b.errs = append(b.errs, fmt.Sprintf("fs.deny %s (%s) matches %s inside a grant: the landlock tier cannot carve fs.deny out of a grant (it has no mounts to mask with, and Landlock grants whole trees); run where user namespaces are allowed, or narrow the grant", e.Value, strings.Join(e.From, ", "), printable.String(hit[0])))
 		case w != "":
-			b.errs = append(b.errs, fmt.Sprintf("fs.deny %s (%s) could match a path the command makes inside the write grant %s: the landlock tier cannot carve fs.deny out of a grant (nor keep a name from being made); run where user namespaces are allowed, or narrow the grant", e.Value, strings.Join(e.From, ", "), printable.String(w)))
+			supervise = true
 		}
 	}
+	if !supervise || len(b.errs) > 0 {
+		return
+	}
+	p := b.plan
+	p.Notify = createNotify
+	p.CreateRules = slices.Clone(p.Landlock.Rules)
+	for i := range p.Landlock.Rules {
+		p.Landlock.Rules[i].Access &^= makeRights
+		p.Landlock.Rules[i].Rights = rightsString(p.Landlock.Rules[i].Access)
+	}
+	b.warn("fs.deny in the landlock tier: corral's supervisor makes every new file, folder, link and rename's name itself (the kernel rules hold no make right) and refuses the names fs.deny matches")
 }
 
 // deniedBy returns the deny rule that carves real out of the grants, as

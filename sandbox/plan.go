@@ -76,6 +76,14 @@ type Plan struct {
 	// them, exec masks what they match at launch (MountMask).
 	Deny       []DenyRule `json:"deny,omitempty"`
 	DenyWithin []string   `json:"deny_within,omitempty"`
+	// Notify are the syscalls the landlock tier's filter sends to
+	// corral's supervisor besides connect and the chmods: with fs.deny,
+	// the calls that make a name (the kernel's rules then hold no make
+	// right: CreateRules keeps them as they were, for the supervisor,
+	// which makes the names it allows itself). The full tier's filter
+	// does not read it yet, and refuses what needs it.
+	Notify      []NotifyRule `json:"notify,omitempty"`
+	CreateRules []PathRule   `json:"create_rules,omitempty"`
 	// Warnings are places where the kernel's rule differs from the glob
 	// it came from, and other things a user should know.
 	Warnings []string `json:"warnings,omitempty"`

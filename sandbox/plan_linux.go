@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"corral.dev/corral/sandbox/stage"
+	"corral.dev/corral/sandbox/usernotif"
 )
 
 // encodePlan writes the plan in the init stage's wire format (protocol.h;
@@ -93,6 +94,11 @@ func encodePlan(p *Plan, held []HeldFile) (data, mounts []byte) {
 	}
 	if p.Proxy != nil {
 		rec(stage.RecProxy, strconv.Itoa(p.Proxy.Port))
+	}
+	for _, n := range p.Notify {
+		if nr, ok := usernotif.CreateSyscall(n.Syscall); ok {
+			rec(stage.RecNotify, strconv.Itoa(nr), strconv.Itoa(n.Arg), strconv.FormatUint(n.Mask, 10))
+		}
 	}
 	binary.LittleEndian.PutUint32(b, uint32(len(b)-4))
 	return b, b[start:end:end]

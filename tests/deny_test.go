@@ -231,3 +231,82 @@ func TestDenyExplain(t *testing.T) {
 		}
 	}
 }
+
+// TestDenyNoCreateLandlockTier: in the landlock tier, where Landlock
+// cannot refuse a name that does not exist, corral's supervisor makes
+// every name itself and refuses the ones fs.deny matches, by every call
+// that makes one; nothing denied appears on the host, and the neighbours
+// are made, written, renamed and linked as usual. check agrees.
+func TestDenyNoCreateLandlockTier(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "fs", "make a name fs.deny matches in the landlock tier")
+		work := newDir(t, u, "work")
+		writeFile(t, filepath.Join(work, "readme"), "NEIGHBOUR\n", 0o644)
+		writeFile(t, filepath.Join(work, "pack/x"), "x\n", 0o644)
+		own(t, u, work)
+		skills := newDir(t, asSelf, "skills")
+		sk := writeSkill(t, skills, "guard", "  fs:\n    write: [\"$WORK_DIR/**\"]\n    deny: [\"**/.env\", \"$WORK_DIR/keys/**\"]\n")
+		writeFile(t, filepath.Join(work, "attack.sh"), `
+try() { if "$@" >/dev/null 2>&1; then echo "DID $*"; fi; }
+f=.env
+try sh -c 'echo X > .env'
+try sh -c 'echo X >> sub/.env'
+try touch $f
+try mkdir $f
+try mkdir -p a/b/$f
+try mkdir keys
+try ln -s readme $f
+try ln readme $f
+try cp readme $f
+try mv pack $f
+try mv pack keys
+try sh -c 'mkdir m && echo s > m/.envx && mv m/.envx m/.env'
+try python3 -c 'import os; os.open(".env", os.O_CREAT|os.O_WRONLY)'
+try mkfifo $f
+echo new > new && echo MADE
+mkdir -p d1/d2 && echo MADE-DIRS
+echo more >> readme && echo APPENDED
+mv new new2 && ln new2 new3 && ln -s new2 new4 && mv pack pack2 && echo MOVED
+echo `+attackDone+`
+`, 0o644)
+		own(t, u, filepath.Join(work, "attack.sh"))
+		r := u.run(t, runOpts{args: []string{"exec", "--tier", "landlock", "--work-dir", work, "--skill", sk, "--", "sh", "attack.sh"}, dir: work, keepRefusal: true})
+		if !strings.Contains(r.stdout, attackDone) {
+			t.Fatalf("the script did not run to its end:\n%s", r)
+		}
+		if strings.Contains(r.stdout, "DID ") {
+			t.Errorf("the sandbox made a denied name:\n%s", r)
+		}
+		for _, s := range []string{"MADE\n", "MADE-DIRS", "APPENDED", "MOVED"} {
+			if !strings.Contains(r.stdout, s) {
+				t.Errorf("a neighbour failed (%s):\n%s", s, r)
+			}
+		}
+		filepath.Walk(work, func(p string, _ os.FileInfo, _ error) error {
+			if filepath.Base(p) == ".env" || strings.HasPrefix(p, work+"/keys") {
+				t.Errorf("%s exists on the host after the run", p)
+			}
+			return nil
+		})
+		if got := readFile(t, filepath.Join(work, "readme")); got != "NEIGHBOUR\nmore\n" {
+			t.Errorf("readme: %q", got)
+		}
+		for _, p := range []string{"new2", "new3", "new4", "d1/d2", "pack2/x"} {
+			if !exists(filepath.Join(work, p)) {
+				t.Errorf("%s is missing on the host", p)
+			}
+		}
+		check := func(op, p string, want int) {
+			c := u.run(t, runOpts{args: []string{"check", "--tier", "landlock", "--work-dir", work, "--skill", sk, op, p}, dir: work, keepRefusal: true})
+			if c.code != want {
+				t.Errorf("check %s %s: exit %d, want %d\n%s", op, p, c.code, want, c)
+			}
+		}
+		check("write", work+"/.env", 1)
+		check("write", work+"/d1/.env", 1)
+		check("read", work+"/keys/id", 1)
+		check("write", work+"/another", 0)
+		check("write", work+"/readme", 0)
+	})
+}

@@ -103,6 +103,13 @@ struct held_file {
 	uint64_t ino;
 };
 
+// notify_rule is a syscall the landlock tier's filter notifies: always
+// (arg -1), or when its argument arg has a bit of mask set.
+struct notify_rule {
+	int nr, arg;
+	uint64_t mask;
+};
+
 struct plan {
 	const char *hostname, *dir, *path;
 	const char **argv, **env;
@@ -118,6 +125,8 @@ struct plan {
 	struct held_file *held;
 	size_t nheld;
 	int proxy_port; // 0: no proxy
+	struct notify_rule *notify; // more syscalls the landlock tier's filter notifies
+	size_t nnotify;
 	int hold; // wait after the exit report until corral read the cgroup (read_late)
 	int cgroup_fds[MAX_CGROUP_FDS]; // the first njoin: the run's cgroup; the rest: its parent
 	size_t ncgroup_fds, njoin;

@@ -36,6 +36,8 @@
 #define CORRAL_REC_PORT_RULE 'n'     // access, port
 #define CORRAL_REC_HELD 'H'          // path, held (0/1), major, minor, inode
 #define CORRAL_REC_PROXY 'P'         // the proxy's port
+#define CORRAL_REC_NOTIFY 'U'        // syscall number, argument (-1: none), mask: the landlock tier's filter
+                                     // sends it to corral's supervisor (when the argument has a bit of mask)
 
 // The kind field of a mount record.
 #define CORRAL_MOUNT_TMPFS 't'

@@ -31,6 +31,7 @@ const (
 	RecPortRule     = C.CORRAL_REC_PORT_RULE
 	RecHeld         = C.CORRAL_REC_HELD
 	RecProxy        = C.CORRAL_REC_PROXY
+	RecNotify       = C.CORRAL_REC_NOTIFY
 )
 
 // The tiers an init runs in (spawned: argv[2]).

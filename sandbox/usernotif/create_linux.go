@@ -539,3 +539,19 @@ func quoteShort(p string) string {
 	}
 	return strconv.Quote(p)
 }
+
+// createNumbers are the numbers of the calls that may make a name on
+// this architecture (-1: it has no such call).
+var createNumbers = map[string]int64{
+	"open": sysOpen, "creat": sysCreat, "openat": unix.SYS_OPENAT, "openat2": unix.SYS_OPENAT2,
+	"mkdir": sysMkdir, "mkdirat": unix.SYS_MKDIRAT, "mknod": sysMknod, "mknodat": unix.SYS_MKNODAT,
+	"symlink": sysSymlink, "symlinkat": unix.SYS_SYMLINKAT, "link": sysLink, "linkat": unix.SYS_LINKAT,
+	"rename": sysRename, "renameat": unix.SYS_RENAMEAT, "renameat2": unix.SYS_RENAMEAT2,
+}
+
+// CreateSyscall is the number of the named call that may make a name,
+// false when it is not one or this architecture does not have it.
+func CreateSyscall(name string) (int, bool) {
+	nr, ok := createNumbers[name]
+	return int(nr), ok && nr >= 0
+}
