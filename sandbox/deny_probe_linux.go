@@ -66,10 +66,13 @@ func (f *Facts) walkDenied(p policyengine.Permissions) {
 // visit matches the file or folder real (reached as alias, the path the
 // grant names it by) and walks a folder that does not match.
 func (w *denyWalk) visit(real, alias string, dir bool, depth int) {
-	if w.seen[real] {
-		return
+	if dir {
+		// Only folders can be reached twice (by two grants).
+		if w.seen[real] {
+			return
+		}
+		w.seen[real] = true
 	}
-	w.seen[real] = true
 	if i := w.match(real, alias); i >= 0 {
 		w.f.Denied = append(w.f.Denied, DeniedPath{Path: real, Dir: dir, Glob: w.entries[i].Value})
 		return
@@ -100,18 +103,30 @@ func (w *denyWalk) visit(real, alias string, dir bool, depth int) {
 		if t&os.ModeSymlink != 0 {
 			continue // judged by where it leads, as the kernel and check do
 		}
-		w.visit(path.Join(real, e.Name()), path.Join(alias, e.Name()), t.IsDir(), depth+1)
+		// Entry names hold no "/" and are never "." or "..": the
+		// joined paths are clean as they are.
+		w.visit(join(real, e.Name()), join(alias, e.Name()), t.IsDir(), depth+1)
 	}
 }
 
-// match returns the index of the first glob that matches real or alias.
+// match returns the index of the first glob that matches real or alias
+// (the same name ends both).
 func (w *denyWalk) match(real, alias string) int {
+	name := path.Base(real)
 	for i, g := range w.globs {
-		if g.Match(real) || g.Match(alias) {
+		if g.NameMayMatch(name) && (g.Match(real) || alias != real && g.Match(alias)) {
 			return i
 		}
 	}
 	return -1
+}
+
+// join joins a clean folder path and an entry name.
+func join(dir, name string) string {
+	if dir == "/" {
+		return "/" + name
+	}
+	return dir + "/" + name
 }
 
 // below reports whether a deny glob could match something below the

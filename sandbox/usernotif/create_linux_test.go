@@ -5,10 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -360,4 +362,56 @@ func TestCreateNeedsDeny(t *testing.T) {
 func exists(p string) bool {
 	_, err := os.Lstat(p)
 	return !errors.Is(err, os.ErrNotExist)
+}
+
+// createMany makes N new files in Dir, one openat each, and reports
+// how long they took.
+type createMany struct {
+	Dir string
+	N   int
+}
+
+func runCreateMany(m createMany) int64 {
+	start := time.Now()
+	for i := range m.N {
+		fd, err := unix.Open(filepath.Join(m.Dir, "f"+strconv.Itoa(i)), unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+		if err != nil {
+			return -1
+		}
+		unix.Close(fd)
+	}
+	return int64(time.Since(start))
+}
+
+// BenchmarkCreate times an open that makes a file under the supervisor,
+// against the same open without the filter's notification.
+func BenchmarkCreate(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("needs root")
+	}
+	for _, supervised := range []bool{false, true} {
+		name := "plain"
+		if supervised {
+			name = "supervised"
+		}
+		b.Run(name, func(b *testing.B) {
+			dir := b.TempDir()
+			tr := createTree{ws: dir}
+			spec := childSpec{Create: supervised, CreateMany: &createMany{Dir: dir, N: b.N}}
+			c := startChild(b, spec)
+			h := &harness{}
+			cfg := tr.config()
+			cfg.Log = h.log
+			s, err := StartConfig(c.listener, cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			out := c.wait(b)
+			s.Stop()
+			if out.CreateMany < 0 {
+				b.Fatal("the child could not make its files")
+			}
+			b.ReportMetric(float64(out.CreateMany)/float64(b.N), "ns/create")
+		})
+	}
 }

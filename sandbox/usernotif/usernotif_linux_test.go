@@ -78,6 +78,7 @@ type childSpec struct {
 	// and notifies the calls that make one (create_linux_test.go).
 	Create     bool
 	CreateRace *createRace
+	CreateMany *createMany
 	Steps      []step
 	Race       *race
 	ChmodRace  *chmodRace
@@ -85,6 +86,7 @@ type childSpec struct {
 
 type childOutput struct {
 	CreateRace map[int]int // errnos of the create race
+	CreateMany int64       // ns the files took (-1: failed)
 	Steps      []stepResult
 	Race       *raceResult
 	Chmod      map[int]int // errnos of the chmod race
@@ -120,6 +122,9 @@ func childMain(specJSON string) int {
 	}
 	if spec.CreateRace != nil {
 		out.CreateRace = runCreateRace(*spec.CreateRace)
+	}
+	if spec.CreateMany != nil {
+		out.CreateMany = runCreateMany(*spec.CreateMany)
 	}
 	if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
 		return 2
@@ -388,7 +393,7 @@ type child struct {
 	stderr   bytes.Buffer
 }
 
-func startChild(t *testing.T, spec childSpec) *child {
+func startChild(t testing.TB, spec childSpec) *child {
 	t.Helper()
 	js, err := json.Marshal(spec)
 	if err != nil {
@@ -420,7 +425,7 @@ func startChild(t *testing.T, spec childSpec) *child {
 	return c
 }
 
-func recvListener(t *testing.T, sock *os.File, c *child) *os.File {
+func recvListener(t testing.TB, sock *os.File, c *child) *os.File {
 	t.Helper()
 	conn, err := net.FileConn(sock)
 	if err != nil {
@@ -446,7 +451,7 @@ func recvListener(t *testing.T, sock *os.File, c *child) *os.File {
 }
 
 // wait waits for the child to exit and decodes what it printed.
-func (c *child) wait(t *testing.T) childOutput {
+func (c *child) wait(t testing.TB) childOutput {
 	t.Helper()
 	if err := c.cmd.Wait(); err != nil {
 		t.Fatalf("child: %v; stderr: %s", err, c.stderr.String())
