@@ -518,15 +518,23 @@ func result(err error) outcome {
 	return outcome{fd: -1}
 }
 
-// readUmask reads the target's umask from /proc; 077 when it cannot.
+// readUmask reads the target's umask from /proc (the second line of
+// status, so one short read); 077 when it cannot.
 func readUmask(pid int) int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err == nil {
-		for line := range strings.SplitSeq(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "Umask:"); ok {
-				if m, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32); err == nil {
-					return int(m)
-				}
+	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/status", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0o077
+	}
+	defer unix.Close(fd)
+	var buf [256]byte
+	n, err := unix.Read(fd, buf[:])
+	if err != nil || n <= 0 {
+		return 0o077
+	}
+	for line := range strings.SplitSeq(string(buf[:n]), "\n") {
+		if v, ok := strings.CutPrefix(line, "Umask:"); ok {
+			if m, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32); err == nil {
+				return int(m)
 			}
 		}
 	}

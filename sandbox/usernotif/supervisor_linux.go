@@ -97,7 +97,29 @@ func start(listener *os.File, cfg Config, read func(int, uint64, int) ([]byte, e
 		listener.Close()
 		return nil, fmt.Errorf("usernotif: %w", err)
 	}
-	go s.serve()
+	if cfg.Create == nil {
+		go s.serve()
+		return s, nil
+	}
+	// Making names, serve runs on a thread of its own without
+	// capabilities (worker).
+	ready := make(chan error)
+	go func() {
+		w, err := newWorker()
+		s.work = w
+		ready <- err
+		if err != nil {
+			s.listener.Close()
+			close(s.done)
+			return
+		}
+		s.serve()
+	}()
+	if err := <-ready; err != nil {
+		unix.Close(s.wakeR)
+		unix.Close(s.wakeW)
+		return nil, fmt.Errorf("usernotif: the thread that makes names: %w", err)
+	}
 	return s, nil
 }
 
@@ -115,25 +137,15 @@ func newSupervisor(listener *os.File, cfg Config, read func(int, uint64, int) ([
 	if err := checkListener(fd); err != nil {
 		return nil, fmt.Errorf("fd %d is not a seccomp listener: %w", fd, err)
 	}
-	var work *worker
-	if cfg.Create != nil {
-		var err error
-		if work, err = newWorker(); err != nil {
-			return nil, fmt.Errorf("the thread that makes names: %w", err)
-		}
-	}
 	var p [2]int
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
-		if work != nil {
-			work.stop()
-		}
 		return nil, err
 	}
 	s := &Supervisor{
 		listener: listener, fd: fd, arch: arch, dial: cfg.Dial,
 		writable: append([]string(nil), cfg.Writable...), euid: uint32(os.Geteuid()),
 		log: cfg.Log, read: read, wakeR: p[0], wakeW: p[1], done: make(chan struct{}),
-		createPolicy: cfg.Create, work: work,
+		createPolicy: cfg.Create,
 	}
 	if cfg.Proxy.IsValid() {
 		// An IPv4 proxy given as ::ffff:a.b.c.d is matched as a.b.c.d.
@@ -196,9 +208,6 @@ func (s *Supervisor) Stats() (allowed, refused int) {
 func (s *Supervisor) serve() {
 	defer close(s.done)
 	defer s.listener.Close()
-	if s.work != nil {
-		defer s.work.stop()
-	}
 	for {
 		stop, err := s.wait()
 		if err == nil && !stop {

@@ -7,34 +7,27 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// worker runs the names the supervisor makes for the sandbox on one OS
-// thread of its own, which holds no capability and has a umask of its own
-// (unshared CLONE_FS): the kernel then checks each folder's permissions,
-// sticky bits and protected hard links as it would for the command, which
-// has the same uid and no capability either. (corral as root would
-// otherwise make names where the command's root, without
-// CAP_DAC_OVERRIDE, cannot.) The thread is never given back to Go's
-// scheduler: it ends with the worker.
-type worker struct {
-	jobs chan func()
-}
+// worker is the OS thread the supervisor serves on when it makes names
+// for the sandbox: locked, holding no capability and with a umask of its
+// own (unshared CLONE_FS). The kernel then checks each folder's
+// permissions, sticky bits and protected hard links as it would for the
+// command, which has the same uid and no capability either (corral as
+// root would otherwise make names where the command's root, without
+// CAP_DAC_OVERRIDE, cannot). Serving there needs no capability either:
+// reading the command's memory and /proc entries takes only the same uid
+// and a command whose capabilities are a subset of none, which the
+// sandbox's init makes sure of. The thread is never given back to Go's
+// scheduler: it ends with serve's goroutine. (A thread of its own that
+// serve hands each job to cost twice as much per name: two wake-ups.)
+type worker struct{}
 
+// newWorker turns the calling goroutine's thread into the worker; the
+// goroutine must be the one that serves, and stays locked.
 func newWorker() (*worker, error) {
-	w := &worker{jobs: make(chan func())}
-	ready := make(chan error)
-	go func() {
-		runtime.LockOSThread()
-		// No UnlockOSThread: the thread ends with this goroutine.
-		if err := w.setup(); err != nil {
-			ready <- err
-			return
-		}
-		ready <- nil
-		for job := range w.jobs {
-			job()
-		}
-	}()
-	if err := <-ready; err != nil {
+	runtime.LockOSThread()
+	// No UnlockOSThread: the thread ends with this goroutine.
+	w := &worker{}
+	if err := w.setup(); err != nil {
 		return nil, err
 	}
 	return w, nil
@@ -53,18 +46,11 @@ func (w *worker) setup() error {
 	return nil
 }
 
-// do runs job on the worker's thread with the target's umask and waits.
+// do runs job with the target's umask, on the worker's thread (serve's).
 func (w *worker) do(umask int, job func()) {
-	done := make(chan struct{})
-	w.jobs <- func() {
-		unix.Umask(umask)
-		job()
-		close(done)
-	}
-	<-done
+	unix.Umask(umask)
+	job()
 }
-
-func (w *worker) stop() { close(w.jobs) }
 
 type osError struct {
 	call string
