@@ -148,12 +148,12 @@ func BuildPlan(p policyengine.Permissions, spec Spec, facts *Facts) (*Plan, erro
 	}
 	if tier == TierLandlock {
 		b.landlockTier()
-		b.landlockDeny()
 		why := spec.TierWhy
 		if why == "" {
 			why = orText(facts.UserNSErr, "asked for")
 		}
 		b.landlockProtections(why)
+		b.landlockDeny()
 	}
 	if len(b.errs) > 0 {
 		return nil, fmt.Errorf("%w: %s", ErrUnsafeGrant, strings.Join(b.errs, "; "))

@@ -74,6 +74,8 @@ func (b *builder) deny() {
 	if n := len(masks); n > 0 {
 		b.warn("fs.deny: %d path(s) matching at launch are masked (empty, read-only, mode 000)", n)
 	}
+	b.plan.Protections = append(b.plan.Protections, Protection{Name: "fs-deny", Enforced: true,
+		Detail: fmt.Sprintf("%d fs.deny glob(s): the %d path(s) they match inside the grants at launch are masked (empty, read-only, mode 000); no write grant can make a name they match", len(b.perms.Deny), len(masks))})
 	for _, e := range b.perms.Deny {
 		if w := b.creatable(e.Value); w != "" {
 			b.errs = append(b.errs, fmt.Sprintf("fs.deny %s (%s) could match a path the command makes inside the write grant %s, and no mount can keep a name from being made: narrow the write grant, deny a folder that exists at launch right inside it, or run without this deny", e.Value, strings.Join(e.From, ", "), printable.String(w)))
@@ -207,10 +209,17 @@ func (b *builder) landlockDeny() {
 			supervise = true
 		}
 	}
-	if !supervise || len(b.errs) > 0 {
+	if len(b.errs) > 0 {
+		return
+	}
+	if !supervise {
+		b.plan.Protections = append(b.plan.Protections, Protection{Name: "fs-deny", Enforced: true,
+			Detail: fmt.Sprintf("%d fs.deny glob(s): nothing matches inside the grants at launch, and no write grant can make a name they match", len(b.perms.Deny))})
 		return
 	}
 	p := b.plan
+	p.Protections = append(p.Protections, Protection{Name: "fs-deny", Enforced: true,
+		Detail: fmt.Sprintf("%d fs.deny glob(s): nothing matches inside the grants at launch; corral's seccomp supervisor makes every new name itself and refuses the ones they match", len(b.perms.Deny))})
 	p.Notify = createNotify
 	p.CreateRules = slices.Clone(p.Landlock.Rules)
 	for i := range p.Landlock.Rules {
