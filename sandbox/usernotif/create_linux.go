@@ -272,7 +272,8 @@ func openParent(pid, base int, p string, dirOK bool) (int, string, error) {
 	}
 	flags := unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC
 	if base < 0 {
-		fd, err := unix.Open(inTarget(path.Clean(dir), pid), flags, 0)
+		// Not cleaned: ".." after a symlink is the kernel's to resolve.
+		fd, err := unix.Open(inTarget(dir, pid), flags, 0)
 		return fd, name, err
 	}
 	if dir == "" {
@@ -402,7 +403,21 @@ func (s *Supervisor) makeName(c *createCall, pid, base int, p string, oldBase in
 // makeFile makes the file an open with O_CREAT names and opens it with
 // the target's flags; O_EXCL makes sure it is the supervisor's new file.
 func (s *Supervisor) makeFile(c *createCall, parent int, name, full string) outcome {
-	if s.rights(path.Dir(full))&unix.LANDLOCK_ACCESS_FS_MAKE_REG == 0 {
+	// The new file gets the folder's rights: Landlock would also check
+	// the open's own access to it.
+	need := uint64(unix.LANDLOCK_ACCESS_FS_MAKE_REG)
+	switch c.flags & unix.O_ACCMODE {
+	case unix.O_RDONLY:
+		need |= unix.LANDLOCK_ACCESS_FS_READ_FILE
+	case unix.O_WRONLY:
+		need |= unix.LANDLOCK_ACCESS_FS_WRITE_FILE
+	default:
+		need |= unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE
+	}
+	if c.flags&unix.O_TRUNC != 0 {
+		need |= unix.LANDLOCK_ACCESS_FS_TRUNCATE
+	}
+	if s.rights(path.Dir(full))&need != need {
 		return goAhead
 	}
 	if o, bad := s.denied(full); bad {

@@ -204,6 +204,7 @@ func newCreateTree(t *testing.T) createTree {
 	file(t, filepath.Join(tr.pack, "key"))
 	mkdir(t, filepath.Join(tr.ws, "plain"))
 	file(t, filepath.Join(tr.ws, "plain", "f"))
+	symlink(t, mkdir(t, filepath.Join(tr.out, "sub")), filepath.Join(tr.ws, "up"))
 	return tr
 }
 
@@ -249,6 +250,9 @@ func createCases(tr createTree) []createCase {
 		{"openat existing", createStep{Op: "openat", Path: tr.existing, Flags: wr}, 0, tr.existing, ""},
 		{"openat O_EXCL existing", createStep{Op: "openat", Path: tr.existing, Flags: wr | unix.O_EXCL}, unix.EEXIST, "", ""},
 		{"openat outside the grant", createStep{Op: "openat", Path: j(out, "new"), Flags: wr, Mode: 0o644}, unix.EACCES, "", j(out, "new")},
+		// ".." after a symlink is resolved by the kernel, not cleaned
+		// away: ws/up/.. is out, where nothing may be made.
+		{"openat .. after a symlink", createStep{Op: "openat", Path: ws + "/up/../dotdot", Flags: wr, Mode: 0o644}, unix.EACCES, "", j(ws, "dotdot")},
 		{"openat no parent", createStep{Op: "openat", Path: j(ws, "nope/new"), Flags: wr, Mode: 0o644}, unix.ENOENT, "", ""},
 		{"openat2 denied", createStep{Op: "openat2", Path: j(ws, ".env"), Flags: wr, Mode: 0o644}, unix.EACCES, "", j(ws, ".env")},
 		{"openat2 new", createStep{Op: "openat2", Path: j(ws, "new2"), Flags: wr, Mode: 0o644}, 0, j(ws, "new2"), ""},
