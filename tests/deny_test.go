@@ -315,3 +315,44 @@ echo `+attackDone+`
 		check("write", work+"/readme", 0)
 	})
 }
+
+// TestDenyMountCache: masks go through the mount cache like any mount. A
+// root built ahead from a cached block keeps them; a masked file the host
+// removed fails only the build ahead (the plan's own build goes on); and
+// a cached block without a mask is never used for a plan that has one.
+func TestDenyMountCache(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		namespacesOnly(t, "the mount cache")
+		attack(t, "fs", "a root built ahead of the plan without an fs.deny mask")
+		work := newDir(t, u, "work")
+		secret := token("SECRET")
+		writeFile(t, filepath.Join(work, ".env"), secret+"\n", 0o644)
+		own(t, u, work)
+		sk := writeSkill(t, newDir(t, asSelf, "skills"), "guard", "  fs:\n    read: [\"$WORK_DIR/**\"]\n    deny: [\"**/.env\"]\n")
+		env := mountCacheEnv(t, u)
+		script := "cat .env 2>/dev/null; echo READ-DONE"
+		run := func(what string) cacheRun {
+			r := cachedRun(t, u, work, []string{sk}, env, script)
+			if r.code != 0 || !strings.Contains(r.stdout, "READ-DONE") {
+				t.Fatalf("%s: exit %d\n%s", what, r.code, r.result)
+			}
+			noSecret(t, r.result, secret, what)
+			return r
+		}
+		run("first run")
+		if r := run("second run"); r.ahead != "built" || !strings.Contains(r.mounts, work+"/.env ") {
+			t.Errorf("second run: ahead %q, want the cached root with the mask:\n%s", r.ahead, r.mounts)
+		}
+		os.Remove(filepath.Join(work, ".env"))
+		if r := run("the masked file gone"); strings.Contains(r.mounts, work+"/.env ") {
+			t.Errorf("a mask over a file that is gone:\n%s", r.mounts)
+		}
+		run("cache without the mask")
+		writeFile(t, filepath.Join(work, ".env"), secret+"\n", 0o644)
+		own(t, u, filepath.Join(work, ".env"))
+		if r := run("the file back"); !strings.Contains(r.mounts, work+"/.env ") {
+			t.Errorf("no mask after the file came back:\n%s", r.mounts)
+		}
+	})
+}

@@ -495,6 +495,9 @@ static int staging_fd = -1; // the staging tmpfs's root, to remove MASKS from
 
 // masks_prepare mounts the masks' tmpfs when the plan has a mask.
 static void masks_prepare(const struct plan *pl) {
+	// A build ahead of the plan that failed (longjmp) may have left
+	// these set; its fds are closed (corral_drop_ahead).
+	mask_fs = staging_fd = -1;
 	size_t i = 0;
 	while (i < pl->nmounts && pl->mounts[i].kind != CORRAL_MOUNT_MASK)
 		i++;
