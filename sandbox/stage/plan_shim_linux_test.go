@@ -126,6 +126,8 @@ func model(data []byte) (want [][]string, block [2]int) {
 			lists[tag] = append(lists[tag], []string{num(fs[0], plainLong), fs[1]})
 		case RecPortRule:
 			lists[tag] = append(lists[tag], []string{num(fs[0], plainLong), num(fs[1], plainLong)})
+		case RecNotify:
+			lists[tag] = append(lists[tag], []string{num(fs[0], plainInt), num(fs[1], plainInt), num(fs[2], plainLong)})
 		case RecHeld:
 			held := "0"
 			if strings.HasPrefix(fs[1], "1") {
@@ -166,6 +168,9 @@ func model(data []byte) (want [][]string, block [2]int) {
 		put(RecProxy, fs...)
 	} else {
 		put(RecProxy, "0")
+	}
+	for _, fs := range lists[RecNotify] {
+		put(RecNotify, fs...)
 	}
 	if inBlock && !scattered {
 		block = [2]int{first, end}
@@ -257,6 +262,7 @@ func samplePlan() []byte {
 		record(RecPortRule, "8", "8080"),
 		record(RecHeld, "/ws/.bashrc", "1", "8", "1", "42"),
 		record(RecProxy, "8080"),
+		record(RecNotify, "257", "2", "64"), record(RecNotify, "83", "-1", "0"),
 	)
 }
 
