@@ -96,6 +96,9 @@ func TestDenyInWriteGrant(t *testing.T) {
 try() { if "$@" >/dev/null 2>&1; then echo "DID $*"; fi; }
 f=.env
 try cat $f
+try chmod 644 $f
+try chmod 755 secrets
+try cat $f
 try sh -c 'echo X >> .env'
 try truncate -s0 $f
 try mv $f moved
