@@ -16,6 +16,8 @@ type Engine struct {
 	workDir string
 	read    globIndex             // fs.read, fs.write (write implies read) and the system baseline
 	write   globIndex             // fs.write and the writable system baseline
+	deny    []globRule            // fs.deny
+	granted []string              // the bases of fs.read and fs.write: where fs.deny applies
 	hosts   []hostRule            // wildcard, IP and preset rules, tried in turn
 	exact   map[string][]hostRule // exact-name rules by host
 	exec    map[string]Entry      // program name or absolute path → its entry
@@ -126,6 +128,9 @@ func New(p Permissions, opts Options) (*Engine, error) {
 	if e.write, err = compileGlobs(p.Write, systemWrite); err != nil {
 		return nil, err
 	}
+	if e.deny, e.granted, err = compileDeny(p); err != nil {
+		return nil, err
+	}
 	for _, h := range p.Network {
 		hp, err := ParseHostPattern(h.Value)
 		if err != nil {
@@ -228,6 +233,10 @@ func (e *Engine) checkPath(p, verb string, index globIndex, declaredBy string) D
 		return Decision{Action: Deny, Reason: "an empty path names nothing"}
 	}
 	clean := e.abs(p)
+	if r, ok := e.denied(clean); ok {
+		return Decision{Action: Deny, Reason: clean + " may not be " + pastTense(verb) + ": it matches the fs.deny glob " + r.entry.Value +
+			" (from " + strings.Join(r.entry.From, ", ") + "), which carves it out of the fs grants", Rule: r.entry.Value}
+	}
 	hiddenFromBaseline := systemHidden(clean)
 	near, rooted := index.candidates(clean)
 	for _, rules := range [2][]globRule{near, rooted} {

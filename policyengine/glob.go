@@ -453,3 +453,15 @@ func (g *Glob) Segments() []GlobSegment {
 	}
 	return out
 }
+
+// NameMayMatch reports whether a path whose last segment is name can
+// match g: false only when g's last segment is not "**" and does not
+// match name. It is a cheap filter before Match for callers that walk
+// folders (the sandbox's search for fs.deny matches).
+func (g *Glob) NameMayMatch(name string) bool {
+	if len(g.segs) == 0 {
+		return true
+	}
+	last := &g.segs[len(g.segs)-1]
+	return last.kind == segDoubleStar || last.match(name)
+}

@@ -30,8 +30,12 @@ type Limits struct {
 // variables already expanded. Every list is sorted by Value and holds each
 // value once; Merge keeps it that way.
 type Permissions struct {
-	Read    []Entry `json:"read"`
-	Write   []Entry `json:"write"`
+	Read  []Entry `json:"read"`
+	Write []Entry `json:"write"`
+	// Deny are fs.deny globs: a path they match is neither read nor
+	// written inside the Read and Write grants (the system baseline
+	// outside them is not carved).
+	Deny    []Entry `json:"deny,omitempty"`
 	Network []Entry `json:"network"`
 	// Bind are the TCP ports ("8080") the command may listen on inside
 	// its network namespace, or "*" for any: network.bind.
@@ -59,6 +63,7 @@ func (p Permissions) Merge(q Permissions) Permissions {
 	return Permissions{
 		Read:         mergeEntries(p.Read, q.Read),
 		Write:        mergeEntries(p.Write, q.Write),
+		Deny:         mergeEntries(p.Deny, q.Deny),
 		Network:      mergeEntries(p.Network, q.Network),
 		Bind:         mergeEntries(p.Bind, q.Bind),
 		Exec:         mergeEntries(p.Exec, q.Exec),
@@ -174,7 +179,7 @@ func (p Permissions) Normalize() Permissions {
 		}
 		return out
 	}
-	p.Read, p.Write, p.Network, p.Bind = fold(p.Read), fold(p.Write), fold(p.Network), fold(p.Bind)
+	p.Read, p.Write, p.Deny, p.Network, p.Bind = fold(p.Read), fold(p.Write), fold(p.Deny), fold(p.Network), fold(p.Bind)
 	p.Exec, p.Env, p.Services = fold(p.Exec), fold(p.Env), fold(p.Services)
 	p.Declared, p.ExecDeclared = unionStrings(nil, p.Declared), unionStrings(nil, p.ExecDeclared)
 	p.Budgets = mergeBudgets(nil, p.Budgets)

@@ -71,6 +71,11 @@ func (p *Plan) FileAccess(h HostPath, op FileOp, view View) FileAnswer {
 	if h.Err != "" {
 		return FileAnswer{Kind: "missing", Reason: h.Path + " names no file: " + h.Err}
 	}
+	if d, ok := p.deniedBy(real); ok {
+		return FileAnswer{Kind: "denied", Rule: d.Glob,
+			Reason: real + " is carved out of the grants by fs.deny " + d.Glob + " (from " + d.From + "): the sandbox neither reads nor writes it",
+			Advice: "remove " + d.Glob + " from fs.deny of " + d.From + " to reach it"}
+	}
 	if op == OpWrite && slices.Contains(p.MustNotAppear, real) {
 		return FileAnswer{Kind: "removed", Rule: real,
 			Reason: real + " would send git to a config and hooks the command chose: corral removes it after the run, so a write there does not last",
@@ -204,7 +209,13 @@ func (p *Plan) landlockAccess(h HostPath, op FileOp) FileAnswer {
 	}
 	var have uint64
 	var from []string
-	for _, r := range p.Landlock.Rules {
+	rules := p.Landlock.Rules
+	if len(p.CreateRules) > 0 {
+		// The supervisor makes the names the rules as they were allow
+		// (fs.deny in the landlock tier): it answers for the make rights.
+		rules = p.CreateRules
+	}
+	for _, r := range rules {
 		if isUnder(real, r.Path) {
 			have |= r.Access
 			from = append(from, r.From+" on "+r.Path)

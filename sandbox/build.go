@@ -144,6 +144,9 @@ func BuildPlan(p policyengine.Permissions, spec Spec, facts *Facts) (*Plan, erro
 	b.finishMounts()
 	tier := tierOf(spec, facts)
 	b.plan.Tier = TierInfo{Name: tier, Why: spec.TierWhy}
+	if tier != TierLandlock {
+		b.deny()
+	}
 	if tier == TierLandlock {
 		b.landlockTier()
 		why := spec.TierWhy
@@ -151,6 +154,7 @@ func BuildPlan(p policyengine.Permissions, spec Spec, facts *Facts) (*Plan, erro
 			why = orText(facts.UserNSErr, "asked for")
 		}
 		b.landlockProtections(why)
+		b.landlockDeny()
 	}
 	if len(b.errs) > 0 {
 		return nil, fmt.Errorf("%w: %s", ErrUnsafeGrant, strings.Join(b.errs, "; "))

@@ -75,6 +75,9 @@ func (r *landlockRun) serve(e *execution, files []*os.File) {
 		r.refused = append(r.refused, s)
 		r.mu.Unlock()
 	}}
+	if plan := e.out.Plan; len(plan.Notify) > 0 {
+		cfg.Create = createPolicy(plan)
+	}
 	if r.own != nil {
 		proxy := r.ln.Addr().(*net.TCPAddr).AddrPort()
 		cfg.Proxy, cfg.Dial = proxy, func(int) (*os.File, error) { return r.own.dial(proxy) }
@@ -90,6 +93,20 @@ func (r *landlockRun) serve(e *execution, files []*os.File) {
 	}
 }
 
+// createPolicy is what the supervisor needs to make names for a plan with
+// fs.deny: the Landlock rules as they were before the make rights were
+// taken out, and the same deny decision check gives.
+func createPolicy(plan *Plan) *usernotif.CreatePolicy {
+	c := &usernotif.CreatePolicy{Handled: plan.Landlock.HandledFS, Deny: func(p string) (string, bool) {
+		d, ok := plan.deniedBy(p)
+		return d.Glob, ok
+	}}
+	for _, r := range plan.CreateRules {
+		c.Rules = append(c.Rules, usernotif.Rule{Path: r.Path, Access: r.Access})
+	}
+	return c
+}
+
 // close stops the supervisor, says what it refused, closes the listener
 // and removes the TMPDIR.
 func (r *landlockRun) close(warn func(string)) {
@@ -97,7 +114,7 @@ func (r *landlockRun) close(warn func(string)) {
 		r.super.Stop()
 	}
 	if n := len(r.refused); n > 0 {
-		warn(fmt.Sprintf("the seccomp supervisor refused %d connect or mode change(s): %s", n, strings.Join(r.refused[:min(n, 3)], "; ")))
+		warn(fmt.Sprintf("the seccomp supervisor refused %d connect(s), mode change(s) or name(s) fs.deny matches: %s", n, strings.Join(r.refused[:min(n, 3)], "; ")))
 	}
 	if r.ln != nil {
 		r.ln.Close()

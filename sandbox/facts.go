@@ -52,6 +52,11 @@ type Facts struct {
 	// hold private keys, when a grant reaches them: the sandbox sees them
 	// empty.
 	SSHSecrets []string `json:"ssh_secrets,omitempty"`
+	// Denied are the paths inside the granted trees that fs.deny globs
+	// match at launch; DenyCut says where the walk for them stopped
+	// short (the plan then refuses to run).
+	Denied  []DeniedPath `json:"denied,omitempty"`
+	DenyCut []string     `json:"deny_cut,omitempty"`
 
 	resolver *resolver           // Linux: cached symlink resolution while probing
 	workDir  string              // where a relative command path starts from

@@ -71,6 +71,19 @@ type Plan struct {
 	// git folders for the user's, whose files count as changed only
 	// when they changed themselves, not because git ran there.
 	SweepKnown []string `json:"sweep_known,omitempty"`
+	// Deny are the fs.deny globs and DenyWithin the grants' bases they
+	// carve paths out of (policyengine.GrantBases): check answers from
+	// them, exec masks what they match at launch (MountMask).
+	Deny       []DenyRule `json:"deny,omitempty"`
+	DenyWithin []string   `json:"deny_within,omitempty"`
+	// Notify are the syscalls the landlock tier's filter sends to
+	// corral's supervisor besides connect and the chmods: with fs.deny,
+	// the calls that make a name (the kernel's rules then hold no make
+	// right: CreateRules keeps them as they were, for the supervisor,
+	// which makes the names it allows itself). The full tier's filter
+	// does not read it yet, and refuses what needs it.
+	Notify      []NotifyRule `json:"notify,omitempty"`
+	CreateRules []PathRule   `json:"create_rules,omitempty"`
 	// Warnings are places where the kernel's rule differs from the glob
 	// it came from, and other things a user should know.
 	Warnings []string `json:"warnings,omitempty"`
@@ -95,6 +108,7 @@ const (
 	MountDir    MountKind = "dir"  // an empty folder, unless one is already there
 	MountCopy   MountKind = "copy" // a read-only copy of a small system file (cheaper than a bind)
 	MountFile   MountKind = "file" // a small file with the content Source, made for the sandbox
+	MountMask   MountKind = "mask" // an empty, read-only, mode-000 file (or folder, Dir) over Target: fs.deny
 )
 
 // Mount is one step of the sandbox's mount namespace set-up, applied in

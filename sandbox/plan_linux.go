@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"corral.dev/corral/sandbox/stage"
+	"corral.dev/corral/sandbox/usernotif"
 )
 
 // encodePlan writes the plan in the init stage's wire format (protocol.h;
@@ -26,6 +27,7 @@ var mountKinds = map[MountKind]byte{
 	MountDir:    stage.MountDir,
 	MountCopy:   stage.MountCopy,
 	MountFile:   stage.MountFile,
+	MountMask:   stage.MountMask,
 }
 
 func encodePlan(p *Plan, held []HeldFile) (data, mounts []byte) {
@@ -98,6 +100,11 @@ func encodePlan(p *Plan, held []HeldFile) (data, mounts []byte) {
 	}
 	if l.LogFlags != 0 {
 		rec(stage.RecLandlockLog, strconv.FormatUint(uint64(l.LogFlags), 10))
+	}
+	for _, n := range p.Notify {
+		if nr, ok := usernotif.CreateSyscall(n.Syscall); ok {
+			rec(stage.RecNotify, strconv.Itoa(nr), strconv.Itoa(n.Arg), strconv.FormatUint(n.Mask, 10))
+		}
 	}
 	binary.LittleEndian.PutUint32(b, uint32(len(b)-4))
 	return b, b[start:end:end]

@@ -68,6 +68,7 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 	f.workDir = spec.WorkDir
 	f.stat(spec.WorkDir)
 	f.statGrants(p)
+	f.walkDenied(p)
 	for _, e := range p.Write {
 		g, err := policyengine.CompileGlob(e.Value)
 		if err != nil {

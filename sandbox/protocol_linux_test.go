@@ -16,7 +16,7 @@ import (
 // TestMountKindLetters: every MountKind has a letter of its own in
 // protocol.h (a new kind without one would be encoded as NUL).
 func TestMountKindLetters(t *testing.T) {
-	kinds := []MountKind{MountTmpfs, MountProc, MountBind, MountDev, MountSymlnk, MountDir, MountCopy, MountFile}
+	kinds := []MountKind{MountTmpfs, MountProc, MountBind, MountDev, MountSymlnk, MountDir, MountCopy, MountFile, MountMask}
 	var letters []byte
 	for _, k := range kinds {
 		l, ok := mountKinds[k]

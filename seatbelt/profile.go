@@ -99,6 +99,9 @@ func Render(p policyengine.Permissions, opts Options) (*Profile, error) {
 		return nil, err
 	}
 	r.exec()
+	if err := r.deny(); err != nil {
+		return nil, err
+	}
 	r.network()
 	r.bind()
 	if err := r.services(); err != nil {

@@ -100,6 +100,7 @@ func (d *decoder) permissions(p *Permissions, n *yaml.Node, field string) error 
 			return d.mapping(n, f, map[string]func(*yaml.Node, string) error{
 				"read":  func(n *yaml.Node, f string) (err error) { p.Read, err = d.globs(n, f); return err },
 				"write": func(n *yaml.Node, f string) (err error) { p.Write, err = d.globs(n, f); return err },
+				"deny":  func(n *yaml.Node, f string) (err error) { p.Deny, err = d.list(n, f, checkDenyGlob); return err },
 			})
 		},
 		"network": func(n *yaml.Node, f string) error {

@@ -71,6 +71,14 @@ func (s *Skill) expanded(vars Variables) (policyengine.Permissions, error) {
 	if err != nil {
 		return policyengine.Permissions{}, err
 	}
+	denyGlobs := make([]string, len(p.Deny))
+	for i, g := range p.Deny {
+		denyGlobs[i] = denyPath(g)
+	}
+	deny, err := paths("deny", denyGlobs)
+	if err != nil {
+		return policyengine.Permissions{}, err
+	}
 	network := make([]string, 0, len(p.Network))
 	for _, h := range p.Network {
 		hp, err := policyengine.ParseHostPattern(h)
@@ -87,6 +95,7 @@ func (s *Skill) expanded(vars Variables) (policyengine.Permissions, error) {
 	out := policyengine.Permissions{
 		Read:     read,
 		Write:    write,
+		Deny:     deny,
 		Network:  policyengine.NewEntries(s.Name, network),
 		Bind:     policyengine.NewEntries(s.Name, p.Bind),
 		Exec:     policyengine.NewEntries(s.Name, p.Exec),

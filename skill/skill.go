@@ -42,6 +42,7 @@ type Requires struct {
 type Permissions struct {
 	Read     []string
 	Write    []string
+	Deny     []string // fs.deny: globs carved out of Read and Write
 	Network  []string
 	Bind     []string // network.bind: TCP ports, or "*"
 	Exec     []string

@@ -170,6 +170,27 @@ func checkPathGlob(v string) error {
 	return err
 }
 
+// DenyAnywhere is how a deny glob that names no folder starts: "**/.env"
+// is any .env, and is read as "/**/.env".
+const DenyAnywhere = "**/"
+
+// denyPath makes a deny glob written as "**/NAME" absolute; every other
+// deny glob is a path glob like those of fs.read.
+func denyPath(v string) string {
+	if strings.HasPrefix(v, DenyAnywhere) {
+		return "/" + v
+	}
+	return v
+}
+
+// checkDenyGlob validates an fs.deny glob as written.
+func checkDenyGlob(v string) error {
+	if v == "**" || v == "/**" {
+		return fmt.Errorf("%q denies every path; remove the grants instead", v)
+	}
+	return checkPathGlob(denyPath(v))
+}
+
 // ExpandPath expands the variables of a path written outside a skill (an
 // agent policy's caps): $WORK_DIR, $HOME, $TMPDIR, $DATA_DIR (the parent of
 // every skill's data folder) and a leading "~".

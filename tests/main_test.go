@@ -269,7 +269,7 @@ func tierRefusal(r result) bool {
 	default:
 		return false
 	}
-	for _, s := range []string{"in the landlock tier (", "the landlock tier has no read-only bind", "the landlock tier cannot hide"} {
+	for _, s := range []string{"in the landlock tier (", "the landlock tier has no read-only bind", "the landlock tier cannot hide", "the landlock tier cannot carve"} {
 		if strings.Contains(out, s) {
 			return true
 		}

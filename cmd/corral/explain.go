@@ -143,6 +143,9 @@ func summarise(p policyengine.Permissions) []string {
 	}
 	out = append(out, fmt.Sprintf("Files: read %s; write %s; the system baseline (%d paths such as /usr/** and /etc/ssl/certs/**, but not /usr/etc or /usr/local/etc) is read-only.",
 		orNone(policyengine.Values(p.Read)), orNone(policyengine.Values(p.Write)), len(policyengine.SystemRead)))
+	if len(p.Deny) > 0 {
+		out = append(out, "Denied inside those grants, for read and write (fs.deny): "+strings.Join(policyengine.Values(p.Deny), ", ")+"; what matches at launch is masked (empty, read-only, mode 000; the landlock tier refuses it), and a name that could match made in a write grant is refused (the landlock tier's supervisor refuses the name instead).")
+	}
 	if len(p.Network) == 0 {
 		out = append(out, "Network: none (no TCP, no UDP, no DNS).")
 	} else {
@@ -203,6 +206,9 @@ func (x *explanation) writeText(w io.Writer) {
 	}
 	section("fs.read", p.Read)
 	section("fs.write", p.Write)
+	if len(p.Deny) > 0 {
+		section("fs.deny", p.Deny)
+	}
 	section("network.allow", p.Network)
 	section("network.bind", p.Bind)
 	writeBudgets(w, p.Budgets)
@@ -327,6 +333,19 @@ func writePlan(w io.Writer, p *sandbox.Plan) {
 			src = " <- " + m.Source
 		}
 		fmt.Fprintf(w, "    %-8s %s%s%s  (%s)\n", m.Kind, m.Target, src, flags, m.Why)
+	}
+	if len(p.Deny) > 0 {
+		fmt.Fprintf(w, "  fs.deny (read and write refused inside %s; the mounts of kind mask above hide what matches at launch):\n", strings.Join(p.DenyWithin, ", "))
+		for _, d := range p.Deny {
+			fmt.Fprintf(w, "    %-40s  from %s\n", d.Glob, d.From)
+		}
+	}
+	if len(p.Notify) > 0 {
+		names := make([]string, len(p.Notify))
+		for i, n := range p.Notify {
+			names[i] = n.Syscall
+		}
+		fmt.Fprintf(w, "  supervised (fs.deny: corral makes every new name, the kernel rules hold no make right): %s\n", strings.Join(names, ", "))
 	}
 	if len(p.Quarantine) > 0 {
 		fmt.Fprintf(w, "  protected paths missing at launch, renamed to NAME%s-RANDOM after the run if the command creates them:\n", sandbox.QuarantineSuffix)

@@ -478,6 +478,92 @@ static void place_bind(struct plan *pl, size_t i, const char *target, int cloned
 	}
 }
 
+// ---- fs.deny masks ----
+
+// The masks come from one small read-only tmpfs of the init's own,
+// mounted at MASKS in the staging root before anything is bound there
+// and gone from it before the pivot: an empty file and an empty folder,
+// both mode 000. Each mask is a read-only clone of one of them moved over
+// its target, so what the plan denies reads as "permission denied" and
+// cannot be written, truncated, renamed or removed (a mount point is
+// busy), by any path that reaches it: a symlink, "..", /proc/self/root or
+// a hard link (which leads to the mounted-over name as well). Mode 000
+// binds the command as root too: it holds no CAP_DAC_OVERRIDE.
+#define MASKS "/.corral-masks"
+static int mask_fs = -1;    // the masks' tmpfs, O_PATH
+static int staging_fd = -1; // the staging tmpfs's root, to remove MASKS from
+
+// masks_prepare mounts the masks' tmpfs when the plan has a mask.
+static void masks_prepare(const struct plan *pl) {
+	// A build ahead of the plan that failed (longjmp) may have left
+	// these set; its fds are closed (corral_drop_ahead).
+	mask_fs = staging_fd = -1;
+	size_t i = 0;
+	while (i < pl->nmounts && pl->mounts[i].kind != CORRAL_MOUNT_MASK)
+		i++;
+	if (i == pl->nmounts)
+		return;
+	char dir[4096];
+	snprintf(dir, sizeof dir, "%s%s", STAGING, MASKS);
+	staging_fd = open(STAGING, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (staging_fd < 0 || mkdir(dir, 0700) < 0 ||
+	    mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700,size=4k,nr_inodes=8") < 0)
+		corral_fail("mounts", errno, "mounting the fs.deny masks");
+	mask_fs = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int fd = mask_fs < 0 ? -1 : openat(mask_fs, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int f = fd < 0 ? -1 : openat(fd, "f", O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0);
+	if (f < 0 || fchmod(f, 0) < 0 || mkdirat(fd, "d", 0) < 0 || fchmodat(fd, "d", 0, 0) < 0)
+		corral_fail("mounts", errno, "making the fs.deny masks");
+	close(f);
+	close(fd);
+}
+
+// masks_remove takes the masks' tmpfs out of the new root (the clones
+// keep it alive) and its mount point with it.
+static void masks_remove(void) {
+	if (mask_fs < 0)
+		return;
+	char self[64];
+	snprintf(self, sizeof self, "/proc/self/fd/%d", mask_fs);
+	if (umount2(self, MNT_DETACH) < 0)
+		corral_fail("mounts", errno, "unmounting the fs.deny masks");
+	close(mask_fs);
+	mask_fs = -1;
+	if (unlinkat(staging_fd, MASKS + 1, AT_REMOVEDIR) < 0)
+		corral_fail("mounts", errno, "removing %s", MASKS);
+	close(staging_fd);
+	staging_fd = -1;
+}
+
+// place_mask moves a read-only clone of the empty file (or folder) over
+// target, opened without following any symlink (a folder on the way the
+// host or another run swapped for a link since the walk would move the
+// mask elsewhere). A target removed, linked or changed between file and
+// folder since the plan fails the run: a mask left out is a denied path
+// the command could read. (open_tree and mount_setattr are older than
+// Landlock, which every tier needs, so there is no legacy path here.)
+static void place_mask(const struct mount_step *m, const char *target) {
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC | O_NOFOLLOW, .resolve = RESOLVE_NO_SYMLINKS};
+	int t = (int)syscall(SYS_openat2, AT_FDCWD, target, &how, sizeof how);
+	struct stat st;
+	if (t < 0 || fstat(t, &st) < 0)
+		corral_fail("mounts", errno, "fs.deny mask over %s (it existed, without symlinks, when the plan was built)", m->target);
+	if (!!S_ISDIR(st.st_mode) != !!m->dir || S_ISLNK(st.st_mode))
+		corral_fail("mounts", 0, "fs.deny mask over %s: it changed type since the plan", m->target);
+	if (mask_fs < 0)
+		corral_fail("mounts", 0, "fs.deny mask over %s without the masks' tmpfs", m->target);
+	int clone = (int)syscall(SYS_open_tree, mask_fs, m->dir ? "d" : "f", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (clone < 0)
+		corral_fail("mounts", errno, "open_tree for the fs.deny mask over %s", m->target);
+	struct mount_attr_v0 ro = {MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, 0, 0, 0};
+	if (syscall(SYS_mount_setattr, clone, "", AT_EMPTY_PATH, &ro, sizeof ro) < 0)
+		corral_fail("mounts", errno, "making the fs.deny mask over %s read-only", m->target);
+	if (syscall(SYS_move_mount, clone, "", t, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		corral_fail("mounts", errno, "placing the fs.deny mask over %s", m->target);
+	close(clone);
+	close(t);
+}
+
 // corral_setup_staging builds, on a tmpfs over /tmp, a new root holding only the
 // plan's mounts (corral_enter_root pivots into it). Bind sources are opened
 // first, so the staging tmpfs cannot hide a work dir under /tmp.
@@ -521,6 +607,7 @@ void corral_setup_staging(struct plan *pl) {
 	if (mount("tmpfs", STAGING, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") < 0)
 		corral_fail("mounts", errno, "mounting the new root");
 	own_tmpfs_mounted(STAGING);
+	masks_prepare(pl);
 	for (size_t i = 0; i < pl->nmounts; i++) {
 		struct mount_step *m = &pl->mounts[i];
 		struct stat st;
@@ -560,10 +647,14 @@ void corral_setup_staging(struct plan *pl) {
 			if (m->fd >= 0)
 				place_bind(pl, i, target, cloned);
 			break;
+		case CORRAL_MOUNT_MASK:
+			place_mask(m, target);
+			break;
 		default:
 			corral_fail("mounts", 0, "unknown mount kind %c", m->kind);
 		}
 	}
+	masks_remove();
 	if (cloned)
 		set_root_flags(STAGING, pl);
 	else
@@ -574,6 +665,7 @@ void corral_setup_staging(struct plan *pl) {
 	if (corral_host_tmp >= 0)
 		close(corral_host_tmp); // nothing of the host's stays open in PID 1
 	corral_host_tmp = -1;
+
 }
 
 // corral_enter_root pivots into the new root and detaches the old one.

@@ -48,6 +48,9 @@
 #ifndef OPEN_TREE_CLOEXEC
 #define OPEN_TREE_CLOEXEC O_CLOEXEC
 #endif
+#ifndef MOVE_MOUNT_T_EMPTY_PATH
+#define MOVE_MOUNT_T_EMPTY_PATH 0x00000040
+#endif
 #ifndef MOVE_MOUNT_F_EMPTY_PATH
 #define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
 #endif
@@ -100,6 +103,13 @@ struct held_file {
 	uint64_t ino;
 };
 
+// notify_rule is a syscall the landlock tier's filter notifies: always
+// (arg -1), or when its argument arg has a bit of mask set.
+struct notify_rule {
+	int nr, arg;
+	uint64_t mask;
+};
+
 struct plan {
 	const char *hostname, *dir, *path;
 	const char **argv, **env;
@@ -117,6 +127,8 @@ struct plan {
 	int proxy_port; // 0: no proxy
 	int dns_port;   // transparent egress (0: none): the fake resolver's UDP port
 	unsigned landlock_log; // landlock_restrict_self's flags: log the command's denials for corral
+	struct notify_rule *notify; // more syscalls the landlock tier's filter notifies
+	size_t nnotify;
 	int hold; // wait after the exit report until corral read the cgroup (read_late)
 	int cgroup_fds[MAX_CGROUP_FDS]; // the first njoin: the run's cgroup; the rest: its parent
 	size_t ncgroup_fds, njoin;

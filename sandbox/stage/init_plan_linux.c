@@ -201,6 +201,12 @@ void corral_parse_plan(struct plan *pl, const char *buf, size_t len, int only_mo
 		case CORRAL_REC_LANDLOCK_LOG:
 			pl->landlock_log = (unsigned)strtoul(next(&p, end), NULL, 10);
 			break;
+		case CORRAL_REC_NOTIFY:
+			pl->notify = grow(pl->notify, pl->nnotify, sizeof *pl->notify);
+			pl->notify[pl->nnotify].nr = atoi(next(&p, end));
+			pl->notify[pl->nnotify].arg = atoi(next(&p, end));
+			pl->notify[pl->nnotify++].mask = strtoull(next(&p, end), NULL, 10);
+			break;
 		default:
 			corral_fail("plan", 0, "unknown record %c", tag);
 		}

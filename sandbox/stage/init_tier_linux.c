@@ -137,14 +137,16 @@ int corral_scope_command(const struct plan *pl) {
 #endif
 
 // A small assembler for classic BPF with forward jumps to labels.
-enum { L_DENY, L_ALLOW, L_NOTIFY, L_SOCKET, L_SOCKETPAIR, L_IOCTL, L_INET, L_CONNECT, L_ARG3_FASTOPEN, L_ARG2_FASTOPEN, L_SECCOMP, L_NLABELS };
+enum { L_DENY, L_ALLOW, L_NOTIFY, L_SOCKET, L_SOCKETPAIR, L_IOCTL, L_INET, L_CONNECT, L_ARG3_FASTOPEN, L_ARG2_FASTOPEN, L_SECCOMP,
+       L_NOTIFY_ARG0, L_NOTIFY_ARG5 = L_NOTIFY_ARG0 + 5, L_NLABELS };
+#define MAX_NOTIFY 32
 struct bpf_asm {
-	struct sock_filter f[96];
+	struct sock_filter f[96 + 3 * MAX_NOTIFY];
 	int n;
 	int at[L_NLABELS];
 	struct {
 		int insn, t, f;
-	} fix[64];
+	} fix[64 + 2 * MAX_NOTIFY];
 	int nfix;
 };
 
@@ -189,7 +191,7 @@ static void link_jumps(struct bpf_asm *a) {
 // (sendto and sendmsg with MSG_FASTOPEN connect too); no seccomp filter
 // with a listener of its own (a newer filter's supervisor is asked first,
 // and could let a connect through); nothing but the native ABI.
-static int corral_tier_program(struct bpf_asm *a, int network) {
+static int corral_tier_program(struct bpf_asm *a, int network, const struct plan *pl) {
 	memset(a, 0, sizeof *a);
 	op(a, BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
 	jump(a, BPF_JMP | BPF_JEQ | BPF_K, CORRAL_AUDIT_ARCH, -1, L_DENY);
@@ -231,7 +233,27 @@ static int corral_tier_program(struct bpf_asm *a, int network) {
 	jump(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_sendto, L_ARG3_FASTOPEN, -1);
 	jump(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_sendmmsg, L_ARG3_FASTOPEN, -1);
 	jump(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_sendmsg, L_ARG2_FASTOPEN, -1);
+	// The plan's own notified syscalls (fs.deny: the calls that make a
+	// name, opens only with O_CREAT): each argument tested has one mask.
+	uint64_t masks[6] = {0};
+	if (pl->nnotify > MAX_NOTIFY)
+		corral_fail("seccomp", 0, "more than %d notified syscalls", MAX_NOTIFY);
+	for (size_t i = 0; i < pl->nnotify; i++) {
+		const struct notify_rule *r = &pl->notify[i];
+		if (r->arg < -1 || r->arg > 5 || (r->arg >= 0 && (r->mask == 0 || r->mask > 0xffffffffu || (masks[r->arg] && masks[r->arg] != r->mask))))
+			corral_fail("seccomp", 0, "notified syscall %d: bad argument %d or mask %#llx", r->nr, r->arg, (unsigned long long)r->mask);
+		if (r->arg >= 0)
+			masks[r->arg] = r->mask;
+		jump(a, BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)r->nr, r->arg < 0 ? L_NOTIFY : L_NOTIFY_ARG0 + r->arg, -1);
+	}
 	jump(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_seccomp, L_SECCOMP, L_ALLOW);
+	for (int i = 0; i < 6; i++) {
+		if (!masks[i])
+			continue;
+		label(a, L_NOTIFY_ARG0 + i);
+		op(a, BPF_LD | BPF_W | BPF_ABS, ARG_LO(i));
+		jump(a, BPF_JMP | BPF_JSET | BPF_K, (uint32_t)masks[i], L_NOTIFY, L_ALLOW);
+	}
 
 	label(a, L_SOCKET);
 	if (!network) {
@@ -310,7 +332,7 @@ static int corral_send_fd(int fd) {
 void corral_tier_filter(struct plan *pl) {
 	struct bpf_asm a;
 	int network = pl->proxy_port != 0;
-	int n = corral_tier_program(&a, network);
+	int n = corral_tier_program(&a, network, pl);
 	struct sock_fprog prog = {(unsigned short)n, a.f};
 	long fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
 	if (fd < 0)

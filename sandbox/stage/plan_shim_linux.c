@@ -76,8 +76,16 @@ static void summarize(FILE *f, const struct plan *pl) {
 	}
 	snprintf(a, sizeof a, "%d", pl->proxy_port);
 	put(f, CORRAL_REC_PROXY, 1, a);
+	snprintf(a, sizeof a, "%d", pl->dns_port);
+	put(f, CORRAL_REC_EGRESS, 1, a);
 	snprintf(a, sizeof a, "%u", pl->landlock_log);
 	put(f, CORRAL_REC_LANDLOCK_LOG, 1, a);
+	for (size_t i = 0; i < pl->nnotify; i++) {
+		snprintf(a, sizeof a, "%d", pl->notify[i].nr);
+		snprintf(b, sizeof b, "%d", pl->notify[i].arg);
+		snprintf(c, sizeof c, "%llu", (unsigned long long)pl->notify[i].mask);
+		put(f, CORRAL_REC_NOTIFY, 3, a, b, c);
+	}
 }
 
 // corral_parse_shim parses len bytes of buf as a plan (only_mounts: as a

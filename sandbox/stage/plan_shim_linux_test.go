@@ -106,7 +106,7 @@ func model(data []byte) (want [][]string, block [2]int) {
 			last[tag] = []string{fs[0]}
 		case RecLandlock:
 			last[tag] = []string{num(fs[0], plainInt), num(fs[1], plainLong), num(fs[2], plainLong), num(fs[3], plainLong)}
-		case RecProxy:
+		case RecProxy, RecEgress:
 			last[tag] = []string{num(fs[0], plainInt)}
 		case RecLandlockLog:
 			last[tag] = []string{num(fs[0], plainInt)}
@@ -128,6 +128,8 @@ func model(data []byte) (want [][]string, block [2]int) {
 			lists[tag] = append(lists[tag], []string{num(fs[0], plainLong), fs[1]})
 		case RecPortRule:
 			lists[tag] = append(lists[tag], []string{num(fs[0], plainLong), num(fs[1], plainLong)})
+		case RecNotify:
+			lists[tag] = append(lists[tag], []string{num(fs[0], plainInt), num(fs[1], plainInt), num(fs[2], plainLong)})
 		case RecHeld:
 			held := "0"
 			if strings.HasPrefix(fs[1], "1") {
@@ -169,10 +171,18 @@ func model(data []byte) (want [][]string, block [2]int) {
 	} else {
 		put(RecProxy, "0")
 	}
+	if fs, ok := last[RecEgress]; ok {
+		put(RecEgress, fs...)
+	} else {
+		put(RecEgress, "0")
+	}
 	if fs, ok := last[RecLandlockLog]; ok {
 		put(RecLandlockLog, fs...)
 	} else {
 		put(RecLandlockLog, "0")
+	}
+	for _, fs := range lists[RecNotify] {
+		put(RecNotify, fs...)
 	}
 	if inBlock && !scattered {
 		block = [2]int{first, end}
@@ -264,6 +274,7 @@ func samplePlan() []byte {
 		record(RecPortRule, "8", "8080"),
 		record(RecHeld, "/ws/.bashrc", "1", "8", "1", "42"),
 		record(RecProxy, "8080"),
+		record(RecNotify, "257", "2", "64"), record(RecNotify, "83", "-1", "0"),
 	)
 }
 

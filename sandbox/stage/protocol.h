@@ -38,6 +38,8 @@
 #define CORRAL_REC_PROXY 'P'         // the proxy's port
 #define CORRAL_REC_EGRESS 'E'        // transparent egress: the sandbox resolver's port
 #define CORRAL_REC_LANDLOCK_LOG 'L'  // landlock_restrict_self's log flags (corral reads the audit records)
+#define CORRAL_REC_NOTIFY 'U'        // syscall number, argument (-1: none), mask: the landlock tier's filter
+                                     // sends it to corral's supervisor (when the argument has a bit of mask)
 
 // The kind field of a mount record.
 #define CORRAL_MOUNT_TMPFS 't'
@@ -48,6 +50,7 @@
 #define CORRAL_MOUNT_DIR 'd'     // an empty folder
 #define CORRAL_MOUNT_COPY 'c'    // a copy of source's content
 #define CORRAL_MOUNT_FILE 'w'    // a file holding source (the text itself)
+#define CORRAL_MOUNT_MASK 'k'    // an empty, read-only, mode-000 file (folder: flag D) over target
 
 // Letters of a mount record's flags field (which starts with '-').
 #define CORRAL_MOUNT_FLAG_RO 'r'

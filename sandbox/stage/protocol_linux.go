@@ -33,6 +33,7 @@ const (
 	RecProxy        = C.CORRAL_REC_PROXY
 	RecEgress       = C.CORRAL_REC_EGRESS
 	RecLandlockLog  = C.CORRAL_REC_LANDLOCK_LOG
+	RecNotify       = C.CORRAL_REC_NOTIFY
 )
 
 // The tiers an init runs in (spawned: argv[2]).
@@ -52,6 +53,7 @@ const (
 	MountDir     = C.CORRAL_MOUNT_DIR
 	MountCopy    = C.CORRAL_MOUNT_COPY
 	MountFile    = C.CORRAL_MOUNT_FILE
+	MountMask    = C.CORRAL_MOUNT_MASK
 )
 
 // The letters of a mount record's flags.

@@ -1,11 +1,11 @@
-// Package usernotif supervises the connects and mode changes of a
-// sandbox that runs in the host's namespaces (corral's namespace-free
-// tier).
+// Package usernotif supervises the connects, mode changes and (with
+// fs.deny) the names made by a sandbox that runs in the host's namespaces
+// (corral's namespace-free tier).
 //
 // The sandbox's init installs a seccomp filter that turns every connect(2)
 // and every chmod, fchmod, fchmodat and fchmodat2 into a
 // SECCOMP_RET_USER_NOTIF and hands the listener fd to corral. The
-// Supervisor never lets the sandbox's own syscall go ahead
+// Supervisor never lets the sandbox's own connect or chmod go ahead
 // (SECCOMP_USER_NOTIF_FLAG_CONTINUE would let the sandbox rewrite its
 // arguments, or relink a path, after the check): corral makes each
 // allowed connect and mode change itself, on what it checked.
@@ -56,6 +56,21 @@
 //   - EFAULT, ENAMETOOLONG, ENOENT, ENOTDIR, EBADF, ...: as the kernel
 //     says for a bad path, a missing file or a bad fd (fchmod of an
 //     O_PATH fd is EBADF).
+//
+// # Names (fs.deny)
+//
+// With Config.Create, the filter also notifies the calls that make a name
+// (open and openat with O_CREAT, openat2, creat, mkdir, mknod, symlink,
+// link, rename and their *at forms) and the caller has taken every make
+// right out of the sandbox's Landlock rules. The Supervisor opens the
+// folder of the new name as the sandbox would, checks it against the
+// rules as they were and the new path against the deny globs, and makes
+// the name itself, serving on a thread with the sandbox's uid, umask and
+// no capability; a denied name gets EACCES. This is the one place it lets
+// the sandbox's own syscall go ahead (CONTINUE): where that makes no name
+// (an open of an existing file, a form it does not emulate), which the
+// kernel then refuses the sandbox whatever its memory says by then
+// (create_linux.go has the reasoning).
 //
 // Every refusal is logged, up to 64 lines per Supervisor.
 //

@@ -133,3 +133,23 @@ func nativeArch() (uint32, bool) {
 	}
 	return 0, false
 }
+
+// continueSyscall lets the target's own syscall go ahead. The supervisor
+// does so only for a syscall that may make a name when the target cannot
+// make any name itself (Landlock took every make right away, see
+// CreatePolicy): what the target's memory says by the time the kernel
+// reads it again can then make nothing.
+func continueSyscall(fd int, id uint64) error {
+	r := notifResp{ID: id, Flags: unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE}
+	return ioctlRetry(fd, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&r))
+}
+
+// addFDSend installs srcfd in the target as its lowest free fd and makes
+// the syscall return that number, in one step (Linux 5.14).
+func addFDSend(fd int, id uint64, srcfd int, cloexec bool) error {
+	a := notifAddfd{ID: id, Flags: unix.SECCOMP_ADDFD_FLAG_SEND, Srcfd: uint32(srcfd)}
+	if cloexec {
+		a.NewfdFlags = unix.O_CLOEXEC
+	}
+	return ioctlRetry(fd, unix.SECCOMP_IOCTL_NOTIF_ADDFD, unsafe.Pointer(&a))
+}

@@ -31,6 +31,9 @@ type Config struct {
 	// Redirect, when set, supervises connects as the namespaces tier
 	// does (see Redirect) instead of allowing only Proxy.
 	Redirect *Redirect
+	// Create, if not nil, supervises the syscalls that make a name
+	// (CreatePolicy says what the caller must have done first).
+	Create *CreatePolicy
 	// Log, if not nil, gets one line per refusal (what and why), for
 	// the report; at most maxLogged of them per Supervisor.
 	Log func(string)
@@ -58,6 +61,9 @@ type Supervisor struct {
 	closing sync.RWMutex
 	closed  bool
 	logged  int // refusals so far
+
+	createPolicy *CreatePolicy // nil: no creating syscall is supervised
+	work         *worker       // makes the names, with the command's rights
 
 	wakeR, wakeW int // Stop writes to wakeW to end serve's poll
 	done         chan struct{}
@@ -100,7 +106,29 @@ func start(listener *os.File, cfg Config, read func(int, uint64, int) ([]byte, e
 		listener.Close()
 		return nil, fmt.Errorf("usernotif: %w", err)
 	}
-	go s.serve()
+	if cfg.Create == nil {
+		go s.serve()
+		return s, nil
+	}
+	// Making names, serve runs on a thread of its own without
+	// capabilities (worker).
+	ready := make(chan error)
+	go func() {
+		w, err := newWorker()
+		s.work = w
+		ready <- err
+		if err != nil {
+			s.listener.Close()
+			close(s.done)
+			return
+		}
+		s.serve()
+	}()
+	if err := <-ready; err != nil {
+		unix.Close(s.wakeR)
+		unix.Close(s.wakeW)
+		return nil, fmt.Errorf("usernotif: the thread that makes names: %w", err)
+	}
 	return s, nil
 }
 
@@ -126,6 +154,7 @@ func newSupervisor(listener *os.File, cfg Config, read func(int, uint64, int) ([
 		listener: listener, fd: fd, arch: arch, dial: cfg.Dial,
 		writable: append([]string(nil), cfg.Writable...), euid: uint32(os.Geteuid()),
 		log: cfg.Log, read: read, redir: cfg.Redirect, wakeR: p[0], wakeW: p[1], done: make(chan struct{}),
+		createPolicy: cfg.Create,
 	}
 	if cfg.Proxy.IsValid() {
 		// An IPv4 proxy given as ::ffff:a.b.c.d is matched as a.b.c.d.
@@ -147,6 +176,16 @@ func checkConfig(cfg Config) error {
 	}
 	if r := cfg.Redirect; r != nil && (!r.Proxy4.IsValid() || !r.Proxy4.Addr().Is4() || r.Originals == nil) {
 		return errors.New("a redirect needs the proxy's IPv4 address and Originals")
+	}
+	if c := cfg.Create; c != nil {
+		if c.Deny == nil {
+			return errors.New("a create policy without a deny func")
+		}
+		for _, r := range c.Rules {
+			if !filepath.IsAbs(r.Path) || filepath.Clean(r.Path) != r.Path {
+				return fmt.Errorf("rule path %q is not absolute and clean", r.Path)
+			}
+		}
 	}
 	for _, w := range cfg.Writable {
 		if !filepath.IsAbs(w) || filepath.Clean(w) != w {
@@ -256,9 +295,12 @@ func (s *Supervisor) dispatch(n *notif) {
 	case isChmod(d.Nr):
 		s.chmod(n)
 		return
+	case s.createPolicy != nil && isCreate(d.Nr):
+		s.create(n)
+		return
 	}
 	what := fmt.Sprintf("syscall %d arch %#x", d.Nr, d.Arch)
-	s.refuse(n, errnoOther, what, "only connect and chmod are supervised")
+	s.refuse(n, errnoOther, what, "only connect, chmod and (with fs.deny) the calls that make a name are supervised")
 }
 
 // refuse answers n with errno and reports what was refused and why.

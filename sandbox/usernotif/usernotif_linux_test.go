@@ -48,6 +48,7 @@ type step struct {
 	UseFD  bool   // pass FD instead of a new socket
 	FD     uint64
 	Chmod  *chmodStep
+	Create *createStep
 }
 
 type stepResult struct {
@@ -73,15 +74,22 @@ type raceResult struct {
 }
 
 type childSpec struct {
-	Steps     []step
-	Race      *race
-	ChmodRace *chmodRace
+	// Create restricts the child with Landlock to make no name at all
+	// and notifies the calls that make one (create_linux_test.go).
+	Create     bool
+	CreateRace *createRace
+	CreateMany *createMany
+	Steps      []step
+	Race       *race
+	ChmodRace  *chmodRace
 }
 
 type childOutput struct {
-	Steps []stepResult
-	Race  *raceResult
-	Chmod map[int]int // errnos of the chmod race
+	CreateRace map[int]int // errnos of the create race
+	CreateMany int64       // ns the files took (-1: failed)
+	Steps      []stepResult
+	Race       *raceResult
+	Chmod      map[int]int // errnos of the chmod race
 }
 
 func childMain(specJSON string) int {
@@ -90,7 +98,14 @@ func childMain(specJSON string) int {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		return 2
 	}
-	if err := installAndSend(); err != nil {
+	if spec.Create {
+		runtime.LockOSThread()
+		if err := noNames(); err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			return 2
+		}
+	}
+	if err := installAndSend(spec.Create); err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		return 2
 	}
@@ -105,6 +120,12 @@ func childMain(specJSON string) int {
 	if spec.ChmodRace != nil {
 		out.Chmod = runChmodRace(*spec.ChmodRace)
 	}
+	if spec.CreateRace != nil {
+		out.CreateRace = runCreateRace(*spec.CreateRace)
+	}
+	if spec.CreateMany != nil {
+		out.CreateMany = runCreateMany(*spec.CreateMany)
+	}
 	if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
 		return 2
 	}
@@ -113,7 +134,7 @@ func childMain(specJSON string) int {
 
 // installAndSend installs the filter on every thread and sends its
 // listener to the parent over fd 3.
-func installAndSend() error {
+func installAndSend(create bool) error {
 	arch, _ := nativeArch()
 	const (
 		ld  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
@@ -123,6 +144,9 @@ func installAndSend() error {
 	notified := []uint32{unix.SYS_CONNECT, unix.SYS_GETPRIORITY, unix.SYS_FCHMOD, unix.SYS_FCHMODAT, unix.SYS_FCHMODAT2}
 	if nr := int64(sysChmod); nr >= 0 { // a variable: -1 is no uint32 constant
 		notified = append(notified, uint32(nr))
+	}
+	if create {
+		notified = append(notified, createSyscalls()...)
 	}
 	prog := []unix.SockFilter{
 		{Code: ld, K: 4}, // arch
@@ -155,6 +179,10 @@ func runStep(st step) stepResult {
 	r := stepResult{Name: st.Name}
 	if st.Chmod != nil {
 		r.Errno = runChmod(st.Op, *st.Chmod)
+		return r
+	}
+	if st.Create != nil {
+		r.Errno = runCreate(*st.Create)
 		return r
 	}
 	if st.Op == "getpriority" {
@@ -365,7 +393,7 @@ type child struct {
 	stderr   bytes.Buffer
 }
 
-func startChild(t *testing.T, spec childSpec) *child {
+func startChild(t testing.TB, spec childSpec) *child {
 	t.Helper()
 	js, err := json.Marshal(spec)
 	if err != nil {
@@ -397,7 +425,7 @@ func startChild(t *testing.T, spec childSpec) *child {
 	return c
 }
 
-func recvListener(t *testing.T, sock *os.File, c *child) *os.File {
+func recvListener(t testing.TB, sock *os.File, c *child) *os.File {
 	t.Helper()
 	conn, err := net.FileConn(sock)
 	if err != nil {
@@ -423,7 +451,7 @@ func recvListener(t *testing.T, sock *os.File, c *child) *os.File {
 }
 
 // wait waits for the child to exit and decodes what it printed.
-func (c *child) wait(t *testing.T) childOutput {
+func (c *child) wait(t testing.TB) childOutput {
 	t.Helper()
 	if err := c.cmd.Wait(); err != nil {
 		t.Fatalf("child: %v; stderr: %s", err, c.stderr.String())

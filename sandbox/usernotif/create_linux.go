@@ -1,0 +1,580 @@
+package usernotif
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// CreatePolicy turns on the supervision of the syscalls that make a name
+// (open and openat with O_CREAT, openat2, creat, mkdir, mknod, symlink,
+// link, rename and their *at forms), for fs.deny: Landlock's rules are on
+// inodes, and a name that does not exist has none, so only the supervisor
+// can keep the command from making a denied one.
+//
+// The caller must have taken every make right (MAKE_REG, MAKE_DIR,
+// MAKE_SYM, MAKE_FIFO, MAKE_SOCK, MAKE_CHAR, MAKE_BLOCK) out of the
+// sandbox's Landlock rules, so the command cannot make any name itself.
+// The supervisor then makes the names it allows, through a folder it
+// opened as the command would and on a thread with the command's uid, no
+// capability and the command's umask, and lets the command's own syscall
+// go ahead (SECCOMP_USER_NOTIF_FLAG_CONTINUE) only where it makes nothing
+// itself: an open of a file that exists, a call it does not handle. A
+// path the command rewrites after the check can then make nothing, since
+// the kernel refuses the command every name.
+type CreatePolicy struct {
+	// Rules are the sandbox's Landlock rules as they were before the
+	// make rights were taken out (real paths), and Handled the rights
+	// the ruleset handles: the supervisor makes a name only where they
+	// would have let the command make it.
+	Rules   []Rule
+	Handled uint64
+	// Deny returns the fs.deny glob that carves the real path p out of
+	// the grants; a name it denies is refused with EACCES.
+	Deny func(p string) (glob string, denied bool)
+}
+
+// Rule is one Landlock path rule: Access beneath Path.
+type Rule struct {
+	Path   string
+	Access uint64
+}
+
+const (
+	errnoDenied = unix.EACCES // a denied name, as Landlock says
+	// maxRenameCheck bounds the entries of a folder the supervisor
+	// reads to see whether renaming it would give a denied path to
+	// something inside; a bigger folder is not renamed (EACCES).
+	maxRenameCheck = 10_000
+
+	makeRights = unix.LANDLOCK_ACCESS_FS_MAKE_REG | unix.LANDLOCK_ACCESS_FS_MAKE_DIR | unix.LANDLOCK_ACCESS_FS_MAKE_SYM |
+		unix.LANDLOCK_ACCESS_FS_MAKE_FIFO | unix.LANDLOCK_ACCESS_FS_MAKE_SOCK | unix.LANDLOCK_ACCESS_FS_MAKE_CHAR |
+		unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK
+)
+
+// MakeRights are the Landlock rights CreatePolicy's caller takes out.
+const MakeRights uint64 = makeRights
+
+type createKind int
+
+const (
+	kindOpen createKind = iota
+	kindMkdir
+	kindMknod
+	kindSymlink
+	kindLink
+	kindRename
+)
+
+// createCall is one decoded syscall that may make a name.
+type createCall struct {
+	name    string
+	kind    createKind
+	dirfd   int32  // the new name's dirfd (AT_FDCWD for the plain forms)
+	ptr     uint64 // the new name
+	flags   uint64 // open's, linkat's or renameat2's
+	mode    uint32
+	dev     uint64
+	oldfd   int32  // link and rename: the old name's dirfd
+	oldptr  uint64 // link, rename: the old name; symlink: the target
+	howPtr  uint64 // openat2's struct open_how
+	howSize uint64
+}
+
+// isCreate tells the syscalls that may make a name.
+func isCreate(nr int32) bool {
+	_, ok := decodeCreate(&seccompData{Nr: nr})
+	return ok
+}
+
+// decodeCreate reads the arguments as the kernel does.
+func decodeCreate(d *seccompData) (createCall, bool) {
+	a := d.Args
+	at := int32(unix.AT_FDCWD)
+	nr := int64(d.Nr)
+	switch nr {
+	case unix.SYS_OPENAT:
+		return createCall{name: "openat", kind: kindOpen, dirfd: int32(a[0]), ptr: a[1], flags: uint64(uint32(a[2])), mode: uint32(a[3])}, true
+	case unix.SYS_OPENAT2:
+		return createCall{name: "openat2", kind: kindOpen, dirfd: int32(a[0]), ptr: a[1], howPtr: a[2], howSize: a[3]}, true
+	case unix.SYS_MKDIRAT:
+		return createCall{name: "mkdirat", kind: kindMkdir, dirfd: int32(a[0]), ptr: a[1], mode: uint32(a[2])}, true
+	case unix.SYS_MKNODAT:
+		return createCall{name: "mknodat", kind: kindMknod, dirfd: int32(a[0]), ptr: a[1], mode: uint32(a[2]), dev: a[3]}, true
+	case unix.SYS_SYMLINKAT:
+		return createCall{name: "symlinkat", kind: kindSymlink, oldptr: a[0], dirfd: int32(a[1]), ptr: a[2]}, true
+	case unix.SYS_LINKAT:
+		return createCall{name: "linkat", kind: kindLink, oldfd: int32(a[0]), oldptr: a[1], dirfd: int32(a[2]), ptr: a[3], flags: uint64(uint32(a[4]))}, true
+	case unix.SYS_RENAMEAT:
+		return createCall{name: "renameat", kind: kindRename, oldfd: int32(a[0]), oldptr: a[1], dirfd: int32(a[2]), ptr: a[3]}, true
+	case unix.SYS_RENAMEAT2:
+		return createCall{name: "renameat2", kind: kindRename, oldfd: int32(a[0]), oldptr: a[1], dirfd: int32(a[2]), ptr: a[3], flags: uint64(uint32(a[4]))}, true
+	}
+	// The plain forms, where the architecture has them (-1 where not:
+	// no syscall has that number, so none matches).
+	switch {
+	case nr == sysOpen:
+		return createCall{name: "open", kind: kindOpen, dirfd: at, ptr: a[0], flags: uint64(uint32(a[1])), mode: uint32(a[2])}, true
+	case nr == sysCreat:
+		return createCall{name: "creat", kind: kindOpen, dirfd: at, ptr: a[0], flags: unix.O_CREAT | unix.O_WRONLY | unix.O_TRUNC, mode: uint32(a[1])}, true
+	case nr == sysMkdir:
+		return createCall{name: "mkdir", kind: kindMkdir, dirfd: at, ptr: a[0], mode: uint32(a[1])}, true
+	case nr == sysMknod:
+		return createCall{name: "mknod", kind: kindMknod, dirfd: at, ptr: a[0], mode: uint32(a[1]), dev: a[2]}, true
+	case nr == sysSymlink:
+		return createCall{name: "symlink", kind: kindSymlink, oldptr: a[0], dirfd: at, ptr: a[1]}, true
+	case nr == sysLink:
+		return createCall{name: "link", kind: kindLink, oldfd: at, oldptr: a[0], dirfd: at, ptr: a[1]}, true
+	case nr == sysRename:
+		return createCall{name: "rename", kind: kindRename, oldfd: at, oldptr: a[0], dirfd: at, ptr: a[1]}, true
+	}
+	return createCall{}, false
+}
+
+// outcome is what the supervisor does with a creating syscall.
+type outcome struct {
+	cont  bool // let the command's own syscall go ahead: it makes nothing
+	errno unix.Errno
+	why   string // for a refusal's log line
+	fd    int    // open: the file made, to install in the target
+}
+
+var goAhead = outcome{cont: true, fd: -1}
+
+func failed(err error) outcome {
+	return outcome{errno: errnoOf(err), why: err.Error(), fd: -1}
+}
+
+// create answers a syscall that may make a name.
+func (s *Supervisor) create(n *notif) {
+	c, _ := decodeCreate(&n.Data)
+	pid := int(n.Pid)
+	o, what := s.createOutcome(n, &c, pid)
+	switch {
+	case o == staleOutcome:
+	case o.cont:
+		continueSyscall(s.fd, n.ID)
+	case o.errno != 0 && o.errno == errnoDenied && strings.HasPrefix(o.why, "fs.deny"):
+		s.refuse(n, o.errno, what, o.why)
+	case o.errno != 0:
+		// The kernel's own answer for what the supervisor tried: not a
+		// refusal of policy, so not logged.
+		respond(s.fd, n.ID, o.errno)
+	case o.fd >= 0:
+		err := addFDSend(s.fd, n.ID, o.fd, c.flags&unix.O_CLOEXEC != 0)
+		unix.Close(o.fd)
+		if err == nil {
+			s.nAllowed.Add(1)
+		} else if err != unix.ENOENT {
+			respond(s.fd, n.ID, errnoOf(err))
+		}
+	default:
+		if respond(s.fd, n.ID, 0) == nil {
+			s.nAllowed.Add(1)
+		}
+	}
+}
+
+// staleOutcome is the outcome of a notification that went stale.
+var staleOutcome = outcome{errno: unix.ENOENT, why: "stale", fd: -1}
+
+// createOutcome reads what the call names and decides on it, making the
+// name on the worker's thread when it is allowed.
+func (s *Supervisor) createOutcome(n *notif, c *createCall, pid int) (outcome, string) {
+	what := c.name
+	if c.kind == kindOpen && c.howPtr != 0 {
+		if c.howSize < 24 {
+			return goAhead, what // EINVAL, from the kernel
+		}
+		b, err := s.read(pid, c.howPtr, 24)
+		if err != nil {
+			return goAhead, what // EFAULT or a read corral cannot do: nothing made
+		}
+		c.flags, c.mode = binary.NativeEndian.Uint64(b[0:]), uint32(binary.NativeEndian.Uint64(b[8:]))
+		if binary.NativeEndian.Uint64(b[16:]) != 0 {
+			return goAhead, what // RESOLVE_* flags: not emulated, so the kernel refuses the name
+		}
+	}
+	switch {
+	case c.kind == kindOpen && (c.flags&unix.O_CREAT == 0 || c.flags&unix.O_TMPFILE == unix.O_TMPFILE):
+		return goAhead, what // makes no name
+	case c.kind == kindMknod && c.mode&unix.S_IFMT != 0 && c.mode&unix.S_IFMT != unix.S_IFREG && c.mode&unix.S_IFMT != unix.S_IFIFO:
+		return goAhead, what // a device or socket: the kernel refuses it
+	case c.kind == kindRename && c.flags&^unix.RENAME_NOREPLACE != 0:
+		return goAhead, what // exchange or whiteout: the kernel refuses them without the make rights
+	case c.kind == kindLink && c.flags&^unix.AT_SYMLINK_FOLLOW != 0:
+		return goAhead, what // AT_EMPTY_PATH: the kernel refuses the name
+	}
+	p, r := s.readPath(pid, c.ptr)
+	if !idValid(s.fd, n.ID) {
+		return staleOutcome, what
+	}
+	if r != nil {
+		return outcome{errno: r.errno, why: r.why, fd: -1}, what
+	}
+	what = c.name + " of " + quoteShort(p)
+	var old string
+	if c.kind == kindSymlink || c.kind == kindLink || c.kind == kindRename {
+		old, r = s.readPath(pid, c.oldptr)
+		if r != nil {
+			return outcome{errno: r.errno, why: r.why, fd: -1}, what
+		}
+	}
+	umask := readUmask(pid)
+	base, err := openCreateBase(pid, c.dirfd, p)
+	if err != nil {
+		return failed(err), what
+	}
+	defer closeFD(base)
+	oldBase := -1
+	if c.kind == kindLink || c.kind == kindRename {
+		if oldBase, err = openCreateBase(pid, c.oldfd, old); err != nil {
+			return failed(err), what
+		}
+		defer closeFD(oldBase)
+	}
+	if !idValid(s.fd, n.ID) {
+		return staleOutcome, what
+	}
+	var o outcome
+	s.work.do(umask, func() { o = s.makeName(c, pid, base, p, oldBase, old) })
+	return o, what
+}
+
+// openCreateBase opens what a relative path starts from (the target's
+// cwd or dirfd, through /proc); an absolute path needs none (-1).
+func openCreateBase(pid int, dirfd int32, p string) (int, error) {
+	if strings.HasPrefix(p, "/") {
+		return -1, nil
+	}
+	return openBase(pid, dirfd)
+}
+
+// openParent opens (O_PATH) the folder that holds the last component of
+// p as the target resolves it, on the worker's thread (so the folders'
+// search permissions are the command's), and returns it with that
+// component. A path whose last component is empty, "." or ".." names no
+// new entry.
+func openParent(pid, base int, p string, dirOK bool) (int, string, error) {
+	if dirOK {
+		for len(p) > 1 && strings.HasSuffix(p, "/") {
+			p = p[:len(p)-1]
+		}
+	}
+	dir, name := path.Split(p)
+	if name == "" || name == "." || name == ".." {
+		return -1, "", nil
+	}
+	flags := unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC
+	if base < 0 {
+		// Not cleaned: ".." after a symlink is the kernel's to resolve.
+		fd, err := unix.Open(inTarget(dir, pid), flags, 0)
+		return fd, name, err
+	}
+	if dir == "" {
+		dir = "."
+	}
+	fd, err := unix.Openat(base, dir, flags, 0)
+	return fd, name, err
+}
+
+// realOf names the file open as fd, "" when it is deleted or unnamed.
+func realOf(fd int) string {
+	where, err := os.Readlink(procSelfFD(fd))
+	if err != nil || !strings.HasPrefix(where, "/") || strings.HasSuffix(where, " (deleted)") {
+		return ""
+	}
+	return where
+}
+
+// rights is the union of the Landlock rules on p and the folders above
+// it, with the rights the ruleset does not handle.
+func (s *Supervisor) rights(p string) uint64 {
+	have := ^s.createPolicy.Handled
+	for _, r := range s.createPolicy.Rules {
+		if within(p, []string{r.Path}) {
+			have |= r.Access
+		}
+	}
+	return have
+}
+
+// makeRight is the Landlock right that makes an entry of mode's type.
+func makeRight(mode uint32) uint64 {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return unix.LANDLOCK_ACCESS_FS_MAKE_DIR
+	case unix.S_IFLNK:
+		return unix.LANDLOCK_ACCESS_FS_MAKE_SYM
+	case unix.S_IFIFO:
+		return unix.LANDLOCK_ACCESS_FS_MAKE_FIFO
+	case unix.S_IFSOCK:
+		return unix.LANDLOCK_ACCESS_FS_MAKE_SOCK
+	case unix.S_IFCHR:
+		return unix.LANDLOCK_ACCESS_FS_MAKE_CHAR
+	case unix.S_IFBLK:
+		return unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK
+	}
+	return unix.LANDLOCK_ACCESS_FS_MAKE_REG
+}
+
+// makeName decides on the new name and makes it, on the worker's thread.
+func (s *Supervisor) makeName(c *createCall, pid, base int, p string, oldBase int, old string) outcome {
+	parent, name, err := openParent(pid, base, p, c.kind == kindMkdir)
+	if err != nil {
+		return failed(err)
+	}
+	if parent < 0 {
+		return goAhead // the kernel's EEXIST, EISDIR or ENOENT
+	}
+	defer unix.Close(parent)
+	if strings.HasSuffix(p, "/") && c.kind != kindMkdir {
+		return goAhead // a folder's name where a file is made: the kernel's error
+	}
+	preal := realOf(parent)
+	if preal == "" {
+		return goAhead // a deleted folder: ENOENT
+	}
+	full := path.Join(preal, name)
+	var st unix.Stat_t
+	exists := unix.Fstatat(parent, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil
+	switch c.kind {
+	case kindOpen:
+		if exists {
+			return goAhead // opens what is there; the kernel makes nothing
+		}
+		return s.makeFile(c, parent, name, full)
+	case kindMkdir:
+		return s.makeEntry(parent, full, unix.S_IFDIR, func() error { return unix.Mkdirat(parent, name, c.mode) })
+	case kindMknod:
+		return s.makeEntry(parent, full, c.mode&unix.S_IFMT, func() error { return unix.Mknodat(parent, name, c.mode, int(c.dev)) })
+	case kindSymlink:
+		return s.makeEntry(parent, full, unix.S_IFLNK, func() error { return unix.Symlinkat(old, parent, name) })
+	}
+	// link and rename: the old name, opened as the target would.
+	oldParent, oldName, err := openParent(pid, oldBase, old, false)
+	if err != nil {
+		return failed(err)
+	}
+	if oldParent < 0 {
+		return goAhead
+	}
+	defer unix.Close(oldParent)
+	oldReal := realOf(oldParent)
+	var ost unix.Stat_t
+	follow := 0
+	if c.kind == kindRename || c.flags&unix.AT_SYMLINK_FOLLOW == 0 {
+		follow = unix.AT_SYMLINK_NOFOLLOW
+	}
+	if err := unix.Fstatat(oldParent, oldName, &ost, follow); err != nil {
+		return failed(err)
+	}
+	if oldReal == "" || !s.mayMove(c.kind, oldReal, preal, ost.Mode, exists) {
+		return goAhead // where Landlock would not let it: the kernel says so
+	}
+	if o, bad := s.denied(full); bad {
+		return o
+	}
+	if c.kind == kindLink {
+		oflags := unix.O_PATH | unix.O_CLOEXEC
+		if follow != 0 {
+			oflags |= unix.O_NOFOLLOW
+		}
+		src, err := unix.Openat(oldParent, oldName, oflags, 0)
+		if err != nil {
+			return failed(err)
+		}
+		defer unix.Close(src)
+		return result(unix.Linkat(unix.AT_FDCWD, procSelfFD(src), parent, name, unix.AT_SYMLINK_FOLLOW))
+	}
+	if ost.Mode&unix.S_IFMT == unix.S_IFDIR {
+		if o, bad := s.deniedInside(oldParent, oldName, full); bad {
+			return o
+		}
+	}
+	return result(unix.Renameat2(oldParent, oldName, parent, name, uint(c.flags)))
+}
+
+// makeFile makes the file an open with O_CREAT names and opens it with
+// the target's flags; O_EXCL makes sure it is the supervisor's new file.
+func (s *Supervisor) makeFile(c *createCall, parent int, name, full string) outcome {
+	// The new file gets the folder's rights: Landlock would also check
+	// the open's own access to it.
+	need := uint64(unix.LANDLOCK_ACCESS_FS_MAKE_REG)
+	switch c.flags & unix.O_ACCMODE {
+	case unix.O_RDONLY:
+		need |= unix.LANDLOCK_ACCESS_FS_READ_FILE
+	case unix.O_WRONLY:
+		need |= unix.LANDLOCK_ACCESS_FS_WRITE_FILE
+	default:
+		need |= unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE
+	}
+	if c.flags&unix.O_TRUNC != 0 {
+		need |= unix.LANDLOCK_ACCESS_FS_TRUNCATE
+	}
+	if s.rights(path.Dir(full))&need != need {
+		return goAhead
+	}
+	if o, bad := s.denied(full); bad {
+		return o
+	}
+	flags := int(c.flags&^unix.O_CLOEXEC) | unix.O_CREAT | unix.O_EXCL | unix.O_CLOEXEC
+	fd, err := unix.Openat(parent, name, flags, c.mode)
+	switch {
+	case err == unix.EEXIST && c.flags&unix.O_EXCL == 0:
+		return goAhead // made meanwhile (by the host): an open of what is there
+	case err != nil:
+		return failed(err)
+	}
+	return outcome{fd: fd}
+}
+
+// makeEntry makes a folder, node or symlink where Landlock would let the
+// command make one of that type and no fs.deny glob matches.
+func (s *Supervisor) makeEntry(parent int, full string, mode uint32, mk func() error) outcome {
+	if s.rights(path.Dir(full))&makeRight(mode) == 0 {
+		return goAhead
+	}
+	if o, bad := s.denied(full); bad {
+		return o
+	}
+	return result(mk())
+}
+
+// mayMove tells whether Landlock would let the command link or rename a
+// file of mode from the folder oldDir to newDir: the make right of its
+// type there, the remove right here for a rename, and across folders the
+// refer right on both and nothing more rights there than here.
+func (s *Supervisor) mayMove(kind createKind, oldDir, newDir string, mode uint32, replaces bool) bool {
+	to, from := s.rights(newDir), s.rights(oldDir)
+	if to&makeRight(mode) == 0 {
+		return false
+	}
+	if kind == kindRename {
+		remove := uint64(unix.LANDLOCK_ACCESS_FS_REMOVE_FILE)
+		if mode&unix.S_IFMT == unix.S_IFDIR {
+			remove = unix.LANDLOCK_ACCESS_FS_REMOVE_DIR
+		}
+		if from&remove == 0 || (replaces && to&(unix.LANDLOCK_ACCESS_FS_REMOVE_FILE|unix.LANDLOCK_ACCESS_FS_REMOVE_DIR) == 0) {
+			return false
+		}
+	}
+	if oldDir == newDir {
+		return true
+	}
+	const refer = unix.LANDLOCK_ACCESS_FS_REFER
+	if s.createPolicy.Handled&refer == 0 {
+		return false // Landlock ABI 1: never to another folder
+	}
+	return to&from&refer != 0 && to&^from&s.createPolicy.Handled&^makeRights == 0
+}
+
+// denied refuses a name an fs.deny glob matches.
+func (s *Supervisor) denied(full string) (outcome, bool) {
+	if glob, bad := s.createPolicy.Deny(full); bad {
+		return outcome{errno: errnoDenied, why: "fs.deny " + glob + " matches " + strconv.Quote(full), fd: -1}, true
+	}
+	return outcome{}, false
+}
+
+// deniedInside refuses a folder's rename to full when something inside
+// would get a path an fs.deny glob matches, or when the folder is too
+// big to look through.
+func (s *Supervisor) deniedInside(parent int, name, full string) (outcome, bool) {
+	dir, err := unix.Openat(parent, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return failed(err), true
+	}
+	f := os.NewFile(uintptr(dir), full)
+	defer f.Close()
+	budget := maxRenameCheck
+	var walk func(d *os.File, at string) (outcome, bool)
+	walk = func(d *os.File, at string) (outcome, bool) {
+		list, err := d.ReadDir(-1)
+		if err != nil {
+			return failed(err), true
+		}
+		for _, e := range list {
+			if budget--; budget < 0 {
+				return outcome{errno: errnoDenied, why: fmt.Sprintf("fs.deny: the folder holds more than %d entries to check", maxRenameCheck), fd: -1}, true
+			}
+			p := path.Join(at, e.Name())
+			if o, bad := s.denied(p); bad {
+				return o, true
+			}
+			if e.IsDir() {
+				sub, err := unix.Openat(int(d.Fd()), e.Name(), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+				if err != nil {
+					return failed(err), true
+				}
+				sf := os.NewFile(uintptr(sub), p)
+				o, bad := walk(sf, p)
+				sf.Close()
+				if bad {
+					return o, true
+				}
+			}
+		}
+		return outcome{}, false
+	}
+	return walk(f, full)
+}
+
+// result is the outcome of a call the supervisor made: its errno, or 0.
+func result(err error) outcome {
+	if err != nil {
+		return failed(err)
+	}
+	return outcome{fd: -1}
+}
+
+// readUmask reads the target's umask from /proc (the second line of
+// status, so one short read); 077 when it cannot.
+func readUmask(pid int) int {
+	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/status", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0o077
+	}
+	defer unix.Close(fd)
+	var buf [256]byte
+	n, err := unix.Read(fd, buf[:])
+	if err != nil || n <= 0 {
+		return 0o077
+	}
+	for line := range strings.SplitSeq(string(buf[:n]), "\n") {
+		if v, ok := strings.CutPrefix(line, "Umask:"); ok {
+			if m, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32); err == nil {
+				return int(m)
+			}
+		}
+	}
+	return 0o077
+}
+
+func quoteShort(p string) string {
+	if len(p) > 200 {
+		p = p[:200] + "..."
+	}
+	return strconv.Quote(p)
+}
+
+// createNumbers are the numbers of the calls that may make a name on
+// this architecture (-1: it has no such call).
+var createNumbers = map[string]int64{
+	"open": sysOpen, "creat": sysCreat, "openat": unix.SYS_OPENAT, "openat2": unix.SYS_OPENAT2,
+	"mkdir": sysMkdir, "mkdirat": unix.SYS_MKDIRAT, "mknod": sysMknod, "mknodat": unix.SYS_MKNODAT,
+	"symlink": sysSymlink, "symlinkat": unix.SYS_SYMLINKAT, "link": sysLink, "linkat": unix.SYS_LINKAT,
+	"rename": sysRename, "renameat": unix.SYS_RENAMEAT, "renameat2": unix.SYS_RENAMEAT2,
+}
+
+// CreateSyscall is the number of the named call that may make a name,
+// false when it is not one or this architecture does not have it.
+func CreateSyscall(name string) (int, bool) {
+	nr, ok := createNumbers[name]
+	return int(nr), ok && nr >= 0
+}

@@ -1,0 +1,361 @@
+//go:build linux
+
+package tests
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fs.deny (issue 20, item 3): globs that carve paths out of wider fs
+// grants, for read and write, enforced by masks in the namespaces tier;
+// a deny the kernel cannot enforce is refused, never left wider.
+
+// denyCheck asks `corral check` about op on each path and fails unless
+// it answers want (exit 0 allow, 1 deny).
+func denyCheck(t *testing.T, u user, work string, skills []string, op string, want int, paths ...string) {
+	t.Helper()
+	for _, p := range paths {
+		args := []string{"check", "--work-dir", work}
+		for _, s := range skills {
+			args = append(args, "--skill", s)
+		}
+		r := u.run(t, runOpts{args: append(args, op, p), dir: work})
+		if r.code != want {
+			t.Errorf("check %s %s: exit %d, want %d\n%s", op, p, r.code, want, r)
+		}
+		if want == 1 && !strings.Contains(r.stdout, "fs.deny") {
+			t.Errorf("check %s %s: the reason does not name the fs.deny glob:\n%s", op, p, r)
+		}
+	}
+}
+
+// TestDenyInReadGrant: inside a read grant, what a deny glob matches at
+// launch reads as denied by every path that reaches it, and the
+// neighbours stay readable.
+func TestDenyInReadGrant(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		namespacesOnly(t, "masks are mounts")
+		attack(t, "fs", "read a file fs.deny carves out of a read grant")
+		work := newDir(t, u, "work")
+		secret := token("SECRET")
+		for _, f := range []string{".env", "sub/.env", "tls/server.pem", "keys/id", "keys/deep/id2"} {
+			writeFile(t, filepath.Join(work, f), secret+"\n", 0o644)
+		}
+		writeFile(t, filepath.Join(work, "readme"), "NEIGHBOUR\n", 0o644)
+		writeFile(t, filepath.Join(work, ".envrc"), "NEIGHBOUR2\n", 0o644)
+		os.Symlink(".env", filepath.Join(work, "link"))
+		os.Symlink("sub", filepath.Join(work, "dirlink"))
+		own(t, u, work)
+		skills := newDir(t, asSelf, "skills")
+		sk := writeSkill(t, skills, "guard", "  fs:\n    read: [\"$WORK_DIR/**\"]\n    deny: [\"**/.env\", \"**/*.pem\", \"$WORK_DIR/keys/**\"]\n")
+		r := runScript(t, u, work, []string{sk}, `
+for f in .env sub/.env tls/server.pem keys/id keys/deep/id2 link dirlink/.env sub/../.env ./sub/./.env /proc/self/root`+work+`/.env `+work+`/.env; do
+  cat "$f" >/dev/null 2>&1 && echo "READ $f" && cat "$f"
+done
+ls keys >/dev/null 2>&1 && echo "LISTED keys"
+head -c0 .env 2>/dev/null && echo "OPENED .env"
+cat readme .envrc
+`)
+		noSecret(t, r, secret, "a path fs.deny matches")
+		for _, s := range []string{"READ ", "LISTED", "OPENED"} {
+			if strings.Contains(r.stdout, s) {
+				t.Errorf("the sandbox got through: %s\n%s", s, r)
+			}
+		}
+		if !strings.Contains(r.stdout, "NEIGHBOUR\n") || !strings.Contains(r.stdout, "NEIGHBOUR2") {
+			t.Errorf("the neighbours are not readable:\n%s", r)
+		}
+		denyCheck(t, u, work, []string{sk}, "read", 1, work+"/.env", work+"/sub/.env", work+"/tls/server.pem", work+"/keys/id", work+"/keys/deep/id2", work+"/link", work+"/dirlink/.env", work+"/sub/../.env")
+		denyCheck(t, u, work, []string{sk}, "read", 0, work+"/readme", work+"/.envrc")
+	})
+}
+
+// TestDenyInWriteGrant: inside a write grant, a denied file and folder
+// that exist at launch can be neither read, written, truncated, moved,
+// removed nor linked, and nothing can be made in the denied folder or
+// moved onto the denied file; the host's files stay as they were and the
+// neighbours stay writable.
+func TestDenyInWriteGrant(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		namespacesOnly(t, "masks are mounts")
+		attack(t, "fs", "write or make a path fs.deny carves out of a write grant")
+		work := newDir(t, u, "work")
+		secret := token("SECRET")
+		writeFile(t, filepath.Join(work, ".env"), secret+"\n", 0o644)
+		writeFile(t, filepath.Join(work, "secrets/key"), secret+"\n", 0o644)
+		writeFile(t, filepath.Join(work, "readme"), "NEIGHBOUR\n", 0o644)
+		own(t, u, work)
+		skills := newDir(t, asSelf, "skills")
+		sk := writeSkill(t, skills, "guard", "  fs:\n    write: [\"$WORK_DIR/**\"]\n    deny: [\"$WORK_DIR/.env\", \"$WORK_DIR/secrets/**\"]\n")
+		r := runScript(t, u, work, []string{sk}, `
+try() { if "$@" >/dev/null 2>&1; then echo "DID $*"; fi; }
+f=.env
+try cat $f
+try chmod 644 $f
+try chmod 755 secrets
+try cat $f
+try sh -c 'echo X >> .env'
+try truncate -s0 $f
+try mv $f moved
+try rm -f $f
+try ln $f hard
+try cat hard
+ln -s $f soft
+try cat soft
+try cat /proc/self/root`+work+`/.env
+try cat secrets/key
+try ls secrets
+try mv secrets elsewhere
+try rmdir secrets
+try touch secrets/new
+try mkdir secrets/dir
+try sh -c 'echo X > secrets/made'
+try ln readme secrets/linked
+try ln -s readme secrets/sym
+try mv readme2 secrets/moved
+echo other > other && try mv other .env
+try cat .env
+echo more >> readme && echo WROTE-NEIGHBOUR
+`)
+		noSecret(t, r, secret, "a path fs.deny matches")
+		if strings.Contains(r.stdout, "DID ") {
+			t.Errorf("the sandbox got through:\n%s", r)
+		}
+		if !strings.Contains(r.stdout, "WROTE-NEIGHBOUR") || readFile(t, filepath.Join(work, "readme")) != "NEIGHBOUR\nmore\n" {
+			t.Errorf("the neighbour is not writable:\n%s", r)
+		}
+		if got := readFile(t, filepath.Join(work, ".env")); got != secret+"\n" {
+			t.Errorf("the host's .env changed: %q", got)
+		}
+		if got := readFile(t, filepath.Join(work, "secrets/key")); got != secret+"\n" {
+			t.Errorf("the host's secrets/key changed: %q", got)
+		}
+		for _, p := range []string{"moved", "hard", "elsewhere", "secrets/new", "secrets/dir", "secrets/made", "secrets/linked", "secrets/sym", "secrets/moved"} {
+			if exists(filepath.Join(work, p)) {
+				t.Errorf("%s exists on the host after the run", p)
+			}
+		}
+		denyCheck(t, u, work, []string{sk}, "read", 1, work+"/.env", work+"/secrets/key")
+		denyCheck(t, u, work, []string{sk}, "write", 1, work+"/.env", work+"/secrets/key", work+"/secrets/new")
+		denyCheck(t, u, work, []string{sk}, "write", 0, work+"/readme", work+"/other")
+	})
+}
+
+// TestDenyRefusedWhereNotEnforceable: a deny that could match a name the
+// command makes in a write grant (no mount keeps a name from being
+// made), and in the landlock tier any deny that reaches a grant, refuse
+// the run with one clear line and exit 125, and check says exec would
+// refuse; nothing runs.
+func TestDenyRefusedWhereNotEnforceable(t *testing.T) {
+	t.Parallel()
+	requireSandbox(t)
+	attack(t, "fs", "make a name fs.deny matches inside a write grant")
+	work := newDir(t, asSelf, "work")
+	writeFile(t, filepath.Join(work, "sub/.env"), "SECRET\n", 0o644)
+	skills := newDir(t, asSelf, "skills")
+	cases := []struct {
+		name, perms, tier, want string
+	}{
+		{"anywhere", "  fs:\n    write: [\"$WORK_DIR/**\"]\n    deny: [\"**/.env\"]\n", "", "could match a path the command makes inside the write grant"},
+		{"missing-literal", "  fs:\n    write: [\"$WORK_DIR/**\"]\n    deny: [\"$WORK_DIR/.netrc\"]\n", "", "could match a path the command makes"},
+		{"movable-folder", "  fs:\n    write: [\"$WORK_DIR/**\"]\n    deny: [\"$WORK_DIR/sub/.env\"]\n", "", "could match a path the command makes"},
+		{"landlock-read", "  fs:\n    read: [\"$WORK_DIR/**\"]\n    deny: [\"**/.env\"]\n", "landlock", "the landlock tier cannot carve fs.deny"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.tier == "" {
+				// The landlock tier supervises these instead
+				// (TestDenyNoCreateLandlockTier).
+				namespacesOnly(t, "no mount can keep a name from being made")
+			}
+			sk := writeSkill(t, skills, c.name, c.perms)
+			args := []string{"exec", "--work-dir", work, "--skill", sk}
+			if c.tier != "" {
+				args = append(args, "--tier", c.tier)
+			}
+			marker := filepath.Join(work, "ran-"+c.name)
+			r := asSelf.run(t, runOpts{args: append(args, "--", "touch", marker), dir: work, keepRefusal: true})
+			if r.code != 125 || !strings.Contains(r.stderr, c.want) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || !strings.Contains(r.stderr, "("+c.name+")") {
+				t.Errorf("exec: exit %d, want 125 and one line saying %q and naming the skill\n%s", r.code, c.want, r)
+			}
+			if exists(marker) {
+				t.Errorf("the command ran")
+			}
+			args[0] = "check"
+			r = asSelf.run(t, runOpts{args: append(args[:len(args):len(args)], "read", work+"/sub/.env"), dir: work, keepRefusal: true})
+			if r.code != 1 {
+				t.Errorf("check read: exit %d, want 1\n%s", r.code, r)
+			}
+		})
+	}
+}
+
+// TestDenyMalformed: a deny glob that is not one is refused with one line
+// naming the file, line and field, exit 125.
+func TestDenyMalformed(t *testing.T) {
+	t.Parallel()
+	work := newDir(t, asSelf, "work")
+	skills := newDir(t, asSelf, "skills")
+	for i, v := range []string{`"[abc"`, `"relative/.env"`, `"$NOPE/x"`, `"**"`, `"/ws/../etc"`, `{a: b}`, `[1]`} {
+		name := "bad" + string(rune('a'+i))
+		sk := writeSkill(t, skills, name, "  fs:\n    deny: "+v+"\n")
+		for _, cmd := range []string{"exec", "explain", "check"} {
+			args := []string{cmd, "--work-dir", work, "--skill", sk}
+			switch cmd {
+			case "exec":
+				args = append(args, "--", "true")
+			case "check":
+				args = append(args, "read", work+"/x")
+			}
+			r := asSelf.run(t, runOpts{args: args, dir: work})
+			if r.code != 125 || !strings.Contains(r.stderr, "permissions.fs.deny") || !strings.Contains(r.stderr, "SKILL.md:") || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+				t.Errorf("%s with deny %s: exit %d, want 125 and one line naming the field\n%s", cmd, v, r.code, r)
+			}
+		}
+	}
+}
+
+// TestDenyExplain: explain lists the deny globs with their skills and the
+// masks the plan places.
+func TestDenyExplain(t *testing.T) {
+	t.Parallel()
+	work := newDir(t, asSelf, "work")
+	writeFile(t, filepath.Join(work, ".env"), "x", 0o644)
+	skills := newDir(t, asSelf, "skills")
+	a := writeSkill(t, skills, "one", "  fs:\n    read: [\"$WORK_DIR/**\"]\n    deny: [\"**/.env\"]\n")
+	b := writeSkill(t, skills, "two", "  fs:\n    deny: [\"**/.env\", \"**/*.pem\"]\n")
+	r := asSelf.run(t, runOpts{args: []string{"explain", "--work-dir", work, "--skill", a, "--skill", b, "--tier", "namespaces"}, dir: work})
+	if r.code != 0 {
+		t.Fatalf("explain: %s", r)
+	}
+	for _, want := range []string{"fs.deny:", "/**/.env", "from one, two", "/**/*.pem", "from two", "mask     " + work + "/.env ro  (fs.deny /**/.env (one, two))"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("explain does not say %q:\n%s", want, r.stdout)
+		}
+	}
+}
+
+// TestDenyNoCreateLandlockTier: in the landlock tier, where Landlock
+// cannot refuse a name that does not exist, corral's supervisor makes
+// every name itself and refuses the ones fs.deny matches, by every call
+// that makes one; nothing denied appears on the host, and the neighbours
+// are made, written, renamed and linked as usual. check agrees.
+func TestDenyNoCreateLandlockTier(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		attack(t, "fs", "make a name fs.deny matches in the landlock tier")
+		work := newDir(t, u, "work")
+		writeFile(t, filepath.Join(work, "readme"), "NEIGHBOUR\n", 0o644)
+		writeFile(t, filepath.Join(work, "pack/x"), "x\n", 0o644)
+		own(t, u, work)
+		skills := newDir(t, asSelf, "skills")
+		sk := writeSkill(t, skills, "guard", "  fs:\n    write: [\"$WORK_DIR/**\"]\n    deny: [\"**/.env\", \"$WORK_DIR/keys/**\"]\n")
+		writeFile(t, filepath.Join(work, "attack.sh"), `
+try() { if "$@" >/dev/null 2>&1; then echo "DID $*"; fi; }
+f=.env
+try sh -c 'echo X > .env'
+try sh -c 'echo X >> sub/.env'
+try touch $f
+try mkdir $f
+try mkdir -p a/b/$f
+try mkdir keys
+try ln -s readme $f
+try ln readme $f
+try cp readme $f
+try mv pack $f
+try mv pack keys
+try sh -c 'mkdir m && echo s > m/.envx && mv m/.envx m/.env'
+try python3 -c 'import os; os.open(".env", os.O_CREAT|os.O_WRONLY)'
+try mkfifo $f
+echo new > new && echo MADE
+mkdir -p d1/d2 && echo MADE-DIRS
+echo more >> readme && echo APPENDED
+mv new new2 && ln new2 new3 && ln -s new2 new4 && mv pack pack2 && echo MOVED
+echo `+attackDone+`
+`, 0o644)
+		own(t, u, filepath.Join(work, "attack.sh"))
+		r := u.run(t, runOpts{args: []string{"exec", "--tier", "landlock", "--work-dir", work, "--skill", sk, "--", "sh", "attack.sh"}, dir: work, keepRefusal: true})
+		if !strings.Contains(r.stdout, attackDone) {
+			t.Fatalf("the script did not run to its end:\n%s", r)
+		}
+		if strings.Contains(r.stdout, "DID ") {
+			t.Errorf("the sandbox made a denied name:\n%s", r)
+		}
+		for _, s := range []string{"MADE\n", "MADE-DIRS", "APPENDED", "MOVED"} {
+			if !strings.Contains(r.stdout, s) {
+				t.Errorf("a neighbour failed (%s):\n%s", s, r)
+			}
+		}
+		filepath.Walk(work, func(p string, _ os.FileInfo, _ error) error {
+			if filepath.Base(p) == ".env" || strings.HasPrefix(p, work+"/keys") {
+				t.Errorf("%s exists on the host after the run", p)
+			}
+			return nil
+		})
+		if got := readFile(t, filepath.Join(work, "readme")); got != "NEIGHBOUR\nmore\n" {
+			t.Errorf("readme: %q", got)
+		}
+		for _, p := range []string{"new2", "new3", "new4", "d1/d2", "pack2/x"} {
+			if !exists(filepath.Join(work, p)) {
+				t.Errorf("%s is missing on the host", p)
+			}
+		}
+		check := func(op, p string, want int) {
+			c := u.run(t, runOpts{args: []string{"check", "--tier", "landlock", "--work-dir", work, "--skill", sk, op, p}, dir: work, keepRefusal: true})
+			if c.code != want {
+				t.Errorf("check %s %s: exit %d, want %d\n%s", op, p, c.code, want, c)
+			}
+		}
+		check("write", work+"/.env", 1)
+		check("write", work+"/d1/.env", 1)
+		check("read", work+"/keys/id", 1)
+		check("write", work+"/another", 0)
+		check("write", work+"/readme", 0)
+	})
+}
+
+// TestDenyMountCache: masks go through the mount cache like any mount. A
+// root built ahead from a cached block keeps them; a masked file the host
+// removed fails only the build ahead (the plan's own build goes on); and
+// a cached block without a mask is never used for a plan that has one.
+func TestDenyMountCache(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		namespacesOnly(t, "the mount cache")
+		attack(t, "fs", "a root built ahead of the plan without an fs.deny mask")
+		work := newDir(t, u, "work")
+		secret := token("SECRET")
+		writeFile(t, filepath.Join(work, ".env"), secret+"\n", 0o644)
+		own(t, u, work)
+		sk := writeSkill(t, newDir(t, asSelf, "skills"), "guard", "  fs:\n    read: [\"$WORK_DIR/**\"]\n    deny: [\"**/.env\"]\n")
+		env := mountCacheEnv(t, u)
+		script := "cat .env 2>/dev/null; echo READ-DONE"
+		run := func(what string) cacheRun {
+			r := cachedRun(t, u, work, []string{sk}, env, script)
+			if r.code != 0 || !strings.Contains(r.stdout, "READ-DONE") {
+				t.Fatalf("%s: exit %d\n%s", what, r.code, r.result)
+			}
+			noSecret(t, r.result, secret, what)
+			return r
+		}
+		run("first run")
+		if r := run("second run"); r.ahead != "built" || !strings.Contains(r.mounts, work+"/.env ") {
+			t.Errorf("second run: ahead %q, want the cached root with the mask:\n%s", r.ahead, r.mounts)
+		}
+		os.Remove(filepath.Join(work, ".env"))
+		if r := run("the masked file gone"); strings.Contains(r.mounts, work+"/.env ") {
+			t.Errorf("a mask over a file that is gone:\n%s", r.mounts)
+		}
+		run("cache without the mask")
+		writeFile(t, filepath.Join(work, ".env"), secret+"\n", 0o644)
+		own(t, u, filepath.Join(work, ".env"))
+		if r := run("the file back"); !strings.Contains(r.mounts, work+"/.env ") {
+			t.Errorf("no mask after the file came back:\n%s", r.mounts)
+		}
+	})
+}
