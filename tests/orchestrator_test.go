@@ -95,7 +95,7 @@ func TestOrchestratorExample(t *testing.T) {
 		"call-2": {1, "command", false, `add "$WORK_DIR/notes.txt" to permissions.fs.write`, "", "notes.txt", []string{"command python3 allow-once"}},
 		"call-3": {126, "preflight", false, `curl is not in the exec list of skills python-data; to allow it, add "curl" to permissions.exec`, "not permitted", "", nil},
 		// Loopback under a name no rule grants: refused, never asked.
-		"call-4": {22, "command", false, "network proxy refused GET blocked.test:", "egress proxy refused", "403", nil},
+		"call-4": {22, "command", false, "network proxy refused GET blocked.test:", "egress proxy refused", "403", []string{"network blocked.test deny"}},
 		"call-5": {124, "command", false, "stopped after 1s", "timed out", "", []string{"command python3 allow-once"}},
 		"call-6": {0, "command", true, "the local API's answer\ncorral asked may the command reach GET \"api.test:", "", "", []string{"network api.test allow-once"}},
 		"call-7": {22, "command", false, "answer: deny (by orchestrator): untrusted.test is not a host the orchestrator trusts", "GET untrusted.test:", "403",
