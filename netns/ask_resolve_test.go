@@ -12,19 +12,6 @@ import (
 	"corral.dev/corral/ask"
 )
 
-type askOriginal struct {
-	mu sync.Mutex
-	m  map[netip.AddrPort]netip.AddrPort
-}
-
-func (o *askOriginal) Take(from netip.AddrPort) (netip.AddrPort, bool) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	d, ok := o.m[from]
-	delete(o.m, from)
-	return d, ok
-}
-
 // TestAskBeforeResolving: with an ask channel that always
 // denies, a name no rule lists is never looked up on the host's resolver
 // (DNS exfiltration), through transparent egress and CONNECT alike.
@@ -39,7 +26,7 @@ func TestAskBeforeResolving(t *testing.T) {
 	}}
 	var asked int
 	dns := NewFakeDNS()
-	orig := &askOriginal{m: map[netip.AddrPort]netip.AddrPort{}}
+	orig := &originals{m: map[netip.AddrPort]netip.AddrPort{}}
 	tp := startProxy(t, Config{Engine: testEngine(t, "api.allowed.test:443"), Resolver: res, DNS: dns, Originals: orig,
 		Ask: func(ctx context.Context, q ask.Question) ask.Answer {
 			asked++

@@ -72,26 +72,9 @@ func (p *Proxy) handleSOCKS(c net.Conn, br *bufio.Reader) {
 		fail(reply, status, d.Reason)
 		return
 	}
-	ev.Time, ev.Status, ev.Rule, ev.Reason, ev.Layer = time.Now(), 200, d.Rule, d.Reason, d.Layer
-	ev.Decision, ev.Addr = "allow", up.RemoteAddr().String()
-	p.cfg.Audit(ev)
-	if !p.track(up) {
-		up.Close()
-		return
-	}
-	defer p.untrack(up)
 	// The bound address is the proxy's business: 0.0.0.0:0, as many
 	// SOCKS servers answer.
-	if _, err := c.Write([]byte{socksVersion, socksOK, 0, socksIPv4, 0, 0, 0, 0, 0, 0}); err != nil {
-		return
-	}
-	if n := br.Buffered(); n > 0 {
-		b, _ := br.Peek(n)
-		if _, err := up.Write(b); err != nil {
-			return
-		}
-	}
-	relay(c, up, p.cfg.IdleTimeout)
+	p.tunnel(c, br, up, ev, d, []byte{socksVersion, socksOK, 0, socksIPv4, 0, 0, 0, 0, 0, 0})
 }
 
 // socksError is a request the proxy answers with reply before it ends.
