@@ -37,6 +37,13 @@ type CreatePolicy struct {
 	// Deny returns the fs.deny glob that carves the real path p out of
 	// the grants; a name it denies is refused with EACCES.
 	Deny func(p string) (glob string, denied bool)
+	// OwnRoot says the command has a root of its own, in a mount
+	// namespace of its own (the namespaces tier): every path is then
+	// resolved in /proc/PID/root (openat2 with RESOLVE_IN_ROOT), a
+	// relative one from its start's path there, and Rules, Deny and
+	// the refusals name paths as the command sees them. Without it the
+	// command shares corral's root.
+	OwnRoot bool
 }
 
 // Rule is one Landlock path rule: Access beneath Path.
@@ -226,33 +233,100 @@ func (s *Supervisor) createOutcome(n *notif, c *createCall, pid int) (outcome, s
 		}
 	}
 	umask := readUmask(pid)
-	base, err := openCreateBase(pid, c.dirfd, p)
+	at, err := s.openCreateBase(pid, c.dirfd, p)
 	if err != nil {
 		return failed(err), what
 	}
-	defer closeFD(base)
-	oldBase := -1
+	defer closeFD(at.fd)
+	oldAt := resolveFrom{fd: -1, path: old} // symlink: its target
 	if c.kind == kindLink || c.kind == kindRename {
-		if oldBase, err = openCreateBase(pid, c.oldfd, old); err != nil {
+		if oldAt, err = s.openCreateBase(pid, c.oldfd, old); err != nil {
 			return failed(err), what
 		}
-		defer closeFD(oldBase)
+		defer closeFD(oldAt.fd)
 	}
 	if !idValid(s.fd, n.ID) {
 		return staleOutcome, what
 	}
 	var o outcome
-	s.work.do(umask, func() { o = s.makeName(c, pid, base, p, oldBase, old) })
+	s.work.do(umask, func() { o = s.makeName(c, pid, at, oldAt) })
 	return o, what
 }
 
-// openCreateBase opens what a relative path starts from (the target's
-// cwd or dirfd, through /proc); an absolute path needs none (-1).
-func openCreateBase(pid int, dirfd int32, p string) (int, error) {
-	if strings.HasPrefix(p, "/") {
-		return -1, nil
+// resolveFrom is where a path is resolved from: fd (-1: corral's own root,
+// for an absolute path) and the path itself; inRoot says fd is the
+// command's own root (OwnRoot) and path is absolute in it.
+type resolveFrom struct {
+	fd     int
+	path   string
+	inRoot bool
+}
+
+// openCreateBase opens what a path p starts from: without OwnRoot the
+// target's cwd or dirfd for a relative path (through /proc), nothing
+// for an absolute one. With OwnRoot it is the target's root, and a
+// relative path is made absolute in it: its start's path there (the
+// kernel names an fd of another mount namespace from that namespace's
+// root), checked to lead to the same folder on the same mount.
+// /proc/self and /proc/thread-self are corral's /proc/PID either way
+// (inTarget), resolved from corral's root.
+func (s *Supervisor) openCreateBase(pid int, dirfd int32, p string) (resolveFrom, error) {
+	abs := strings.HasPrefix(p, "/")
+	if !s.createPolicy.OwnRoot || (abs && inTarget(p, pid) != p) {
+		if abs {
+			return resolveFrom{fd: -1, path: p}, nil
+		}
+		fd, err := openBase(pid, dirfd)
+		return resolveFrom{fd: fd, path: p}, err
 	}
-	return openBase(pid, dirfd)
+	root, err := unix.Open(fmt.Sprintf("/proc/%d/root", pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return resolveFrom{fd: -1}, err
+	}
+	if abs {
+		return resolveFrom{fd: root, path: p, inRoot: true}, nil
+	}
+	base, err := openBase(pid, dirfd)
+	if err != nil {
+		unix.Close(root)
+		return resolveFrom{fd: -1}, err
+	}
+	defer unix.Close(base)
+	at := realOf(base)
+	if at == "" {
+		unix.Close(root)
+		return resolveFrom{fd: -1}, unix.ENOENT // a deleted folder
+	}
+	// The path must lead from the root to base itself: the folder may
+	// have moved since, or be on a mount the name does not reach.
+	same, err := sameFile(root, at, base)
+	if err != nil || !same {
+		unix.Close(root)
+		if err == nil {
+			err = unix.ENOENT
+		}
+		return resolveFrom{fd: -1}, err
+	}
+	return resolveFrom{fd: root, path: strings.TrimSuffix(at, "/") + "/" + p, inRoot: true}, nil
+}
+
+// sameFile tells whether the real path p, resolved in root, is the file
+// open as fd, on the same mount.
+func sameFile(root int, p string, fd int) (bool, error) {
+	other, err := unix.Openat2(root, p, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+	if err != nil {
+		return false, err
+	}
+	defer unix.Close(other)
+	var a, b unix.Statx_t
+	const mask = unix.STATX_INO | unix.STATX_MNT_ID
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, mask, &a); err != nil {
+		return false, err
+	}
+	if err := unix.Statx(other, "", unix.AT_EMPTY_PATH, mask, &b); err != nil {
+		return false, err
+	}
+	return a.Ino == b.Ino && a.Dev_major == b.Dev_major && a.Dev_minor == b.Dev_minor && a.Mnt_id == b.Mnt_id && a.Mask&unix.STATX_MNT_ID != 0, nil
 }
 
 // openParent opens (O_PATH) the folder that holds the last component of
@@ -260,7 +334,8 @@ func openCreateBase(pid int, dirfd int32, p string) (int, error) {
 // search permissions are the command's), and returns it with that
 // component. A path whose last component is empty, "." or ".." names no
 // new entry.
-func openParent(pid, base int, p string, dirOK bool) (int, string, error) {
+func openParent(pid int, at resolveFrom, dirOK bool) (int, string, error) {
+	base, p := at.fd, at.path
 	if dirOK {
 		for len(p) > 1 && strings.HasSuffix(p, "/") {
 			p = p[:len(p)-1]
@@ -271,6 +346,11 @@ func openParent(pid, base int, p string, dirOK bool) (int, string, error) {
 		return -1, "", nil
 	}
 	flags := unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC
+	if at.inRoot {
+		// Absolute symlinks and ".." stay in the command's root.
+		fd, err := unix.Openat2(base, dir, &unix.OpenHow{Flags: uint64(flags), Resolve: unix.RESOLVE_IN_ROOT})
+		return fd, name, err
+	}
 	if base < 0 {
 		// Not cleaned: ".." after a symlink is the kernel's to resolve.
 		fd, err := unix.Open(inTarget(dir, pid), flags, 0)
@@ -324,8 +404,9 @@ func makeRight(mode uint32) uint64 {
 }
 
 // makeName decides on the new name and makes it, on the worker's thread.
-func (s *Supervisor) makeName(c *createCall, pid, base int, p string, oldBase int, old string) outcome {
-	parent, name, err := openParent(pid, base, p, c.kind == kindMkdir)
+func (s *Supervisor) makeName(c *createCall, pid int, at, oldAt resolveFrom) outcome {
+	old := oldAt.path
+	parent, name, err := openParent(pid, at, c.kind == kindMkdir)
 	if err != nil {
 		return failed(err)
 	}
@@ -333,7 +414,7 @@ func (s *Supervisor) makeName(c *createCall, pid, base int, p string, oldBase in
 		return goAhead // the kernel's EEXIST, EISDIR or ENOENT
 	}
 	defer unix.Close(parent)
-	if strings.HasSuffix(p, "/") && c.kind != kindMkdir {
+	if strings.HasSuffix(at.path, "/") && c.kind != kindMkdir {
 		return goAhead // a folder's name where a file is made: the kernel's error
 	}
 	preal := realOf(parent)
@@ -357,7 +438,7 @@ func (s *Supervisor) makeName(c *createCall, pid, base int, p string, oldBase in
 		return s.makeEntry(parent, full, unix.S_IFLNK, func() error { return unix.Symlinkat(old, parent, name) })
 	}
 	// link and rename: the old name, opened as the target would.
-	oldParent, oldName, err := openParent(pid, oldBase, old, false)
+	oldParent, oldName, err := openParent(pid, oldAt, false)
 	if err != nil {
 		return failed(err)
 	}
@@ -371,26 +452,47 @@ func (s *Supervisor) makeName(c *createCall, pid, base int, p string, oldBase in
 	if c.kind == kindRename || c.flags&unix.AT_SYMLINK_FOLLOW == 0 {
 		follow = unix.AT_SYMLINK_NOFOLLOW
 	}
-	if err := unix.Fstatat(oldParent, oldName, &ost, follow); err != nil {
+	if oldReal == "" {
+		return goAhead // a deleted folder: ENOENT
+	}
+	// The old name's file, as the command reaches it: a symlink link
+	// follows is resolved in the command's root, and a mount on the
+	// name (a mask, a read-only bind) is crossed.
+	var src int
+	switch {
+	case follow == 0 && oldAt.inRoot:
+		src, err = unix.Openat2(oldAt.fd, oldReal+"/"+oldName, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT})
+	case follow == 0:
+		src, err = unix.Openat(oldParent, oldName, unix.O_PATH|unix.O_CLOEXEC, 0)
+	default:
+		src, err = unix.Openat(oldParent, oldName, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	}
+	if err != nil {
 		return failed(err)
 	}
-	if oldReal == "" || !s.mayMove(c.kind, oldReal, preal, ost.Mode, exists) {
+	defer unix.Close(src)
+	if err := unix.Fstat(src, &ost); err != nil {
+		return failed(err)
+	}
+	if !s.mayMove(c.kind, oldReal, preal, ost.Mode, exists) {
 		return goAhead // where Landlock would not let it: the kernel says so
 	}
 	if o, bad := s.denied(full); bad {
 		return o
 	}
+	// Nor may a denied file get another name: a masked one is the
+	// mask's only where the mask is mounted.
+	if o, bad := s.denied(path.Join(oldReal, oldName)); bad {
+		return o
+	}
 	if c.kind == kindLink {
-		oflags := unix.O_PATH | unix.O_CLOEXEC
-		if follow != 0 {
-			oflags |= unix.O_NOFOLLOW
-		}
-		src, err := unix.Openat(oldParent, oldName, oflags, 0)
-		if err != nil {
-			return failed(err)
-		}
-		defer unix.Close(src)
 		return result(unix.Linkat(unix.AT_FDCWD, procSelfFD(src), parent, name, unix.AT_SYMLINK_FOLLOW))
+	}
+	// A mount point cannot be renamed, nor renamed over (EBUSY): the
+	// kernel checks that only in the caller's mount namespace, and the
+	// command's mounts are not corral's.
+	if mountRoot(src) || (exists && mountedOn(parent, name)) {
+		return outcome{errno: unix.EBUSY, fd: -1}
 	}
 	if ost.Mode&unix.S_IFMT == unix.S_IFDIR {
 		if o, bad := s.deniedInside(oldParent, oldName, full); bad {
@@ -398,6 +500,26 @@ func (s *Supervisor) makeName(c *createCall, pid, base int, p string, oldBase in
 		}
 	}
 	return result(unix.Renameat2(oldParent, oldName, parent, name, uint(c.flags)))
+}
+
+// mountRoot tells whether fd is the root of a mount: a mount point, for
+// a name that is not its mount's root folder.
+func mountRoot(fd int) bool {
+	var st unix.Statx_t
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_BASIC_STATS, &st); err != nil {
+		return true // unknown: as busy
+	}
+	return st.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT == 0 || st.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0
+}
+
+// mountedOn tells whether a mount covers the entry name in parent.
+func mountedOn(parent int, name string) bool {
+	fd, err := unix.Openat(parent, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err != unix.ENOENT
+	}
+	defer unix.Close(fd)
+	return mountRoot(fd)
 }
 
 // makeFile makes the file an open with O_CREAT names and opens it with
