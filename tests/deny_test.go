@@ -3,6 +3,7 @@
 package tests
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -500,5 +501,35 @@ echo `+attackDone+`
 		check("read", work+"/keys/id", 1)
 		check("write", work+"/another", 0)
 		check("write", work+"/readme", 0)
+	})
+}
+
+// TestDenyNoCreateWithEgress: fs.deny's creating calls and transparent
+// egress's connects share the one seccomp listener a task can have:
+// both are supervised in the same run.
+func TestDenyNoCreateWithEgress(t *testing.T) {
+	t.Parallel()
+	namespacesOnly(t, "transparent egress (the landlock tier has no network namespace to redirect in)")
+	users(t, func(t *testing.T, u user) {
+		attack(t, "fs", "make a name fs.deny matches while transparent egress supervises connects")
+		o := newOrigin(t)
+		allow := fmt.Sprintf("\"api.test:%d\", \"preset:loopback:%d\"", o.port, o.port)
+		f := transparentNet(t, u)
+		f.skill = writeSkill(t, newDir(t, asSelf, "skills"), "egress", "  fs:\n    read: [\""+f.tools+"/**\"]\n    write: [\"$WORK_DIR/**\"]\n    deny: [\"**/.env\"]\n  network:\n    allow: ["+allow+"]\n")
+		r := f.run(t, fmt.Sprintf(`
+f=.env
+touch $f 2>/dev/null && echo DID-ENV
+mkdir -p d/e && touch d/e/ok && echo MADE
+curl -q -sS --max-time 10 --noproxy '*' -o /dev/null -w 'CASE direct %%{http_code}\n' http://api.test:%d/direct
+`, o.port), "--resolve", "api.test=127.0.0.1")
+		if strings.Contains(r.stdout, "DID-ENV") || exists(filepath.Join(f.work, ".env")) {
+			t.Errorf("the sandbox made .env:\n%s", r)
+		}
+		if !strings.Contains(r.stdout, "MADE") || !exists(filepath.Join(f.work, "d/e/ok")) {
+			t.Errorf("a neighbour was not made:\n%s", r)
+		}
+		if c := cases(r.stdout); c["direct"] != "200" {
+			t.Errorf("curl direct: %q, want 200\n%s", c["direct"], r)
+		}
 	})
 }
