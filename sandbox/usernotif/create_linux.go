@@ -260,6 +260,26 @@ type resolveFrom struct {
 	fd     int
 	path   string
 	inRoot bool
+	// rootName is the kernel's name for the command's root ("/" unless
+	// the host's own root is mounted below the top of its namespace),
+	// which starts the kernel's name of every file in it.
+	rootName string
+}
+
+// nameOf names the file open as fd as the command sees it, "" when it is
+// deleted, unnamed or not in the command's root.
+func (at resolveFrom) nameOf(fd int) string {
+	p := realOf(fd)
+	if !at.inRoot || at.rootName == "/" || p == "" {
+		return p
+	}
+	switch rest, ok := strings.CutPrefix(p, at.rootName); {
+	case ok && rest == "":
+		return "/"
+	case ok && rest[0] == '/':
+		return rest
+	}
+	return ""
 }
 
 // openCreateBase opens what a path p starts from: without OwnRoot the
@@ -283,8 +303,13 @@ func (s *Supervisor) openCreateBase(pid int, dirfd int32, p string) (resolveFrom
 	if err != nil {
 		return resolveFrom{fd: -1}, err
 	}
+	rootName := realOf(root)
+	if rootName == "" {
+		unix.Close(root)
+		return resolveFrom{fd: -1}, unix.ENOENT
+	}
 	if abs {
-		return resolveFrom{fd: root, path: p, inRoot: true}, nil
+		return resolveFrom{fd: root, path: p, inRoot: true, rootName: rootName}, nil
 	}
 	base, err := openBase(pid, dirfd)
 	if err != nil {
@@ -292,7 +317,7 @@ func (s *Supervisor) openCreateBase(pid int, dirfd int32, p string) (resolveFrom
 		return resolveFrom{fd: -1}, err
 	}
 	defer unix.Close(base)
-	at := realOf(base)
+	at := resolveFrom{inRoot: true, rootName: rootName}.nameOf(base)
 	if at == "" {
 		unix.Close(root)
 		return resolveFrom{fd: -1}, unix.ENOENT // a deleted folder
@@ -307,7 +332,7 @@ func (s *Supervisor) openCreateBase(pid int, dirfd int32, p string) (resolveFrom
 		}
 		return resolveFrom{fd: -1}, err
 	}
-	return resolveFrom{fd: root, path: strings.TrimSuffix(at, "/") + "/" + p, inRoot: true}, nil
+	return resolveFrom{fd: root, path: strings.TrimSuffix(at, "/") + "/" + p, inRoot: true, rootName: rootName}, nil
 }
 
 // sameFile tells whether the real path p, resolved in root, is the file
@@ -417,7 +442,7 @@ func (s *Supervisor) makeName(c *createCall, pid int, at, oldAt resolveFrom) out
 	if strings.HasSuffix(at.path, "/") && c.kind != kindMkdir {
 		return goAhead // a folder's name where a file is made: the kernel's error
 	}
-	preal := realOf(parent)
+	preal := at.nameOf(parent)
 	if preal == "" {
 		return goAhead // a deleted folder: ENOENT
 	}
@@ -446,7 +471,7 @@ func (s *Supervisor) makeName(c *createCall, pid int, at, oldAt resolveFrom) out
 		return goAhead
 	}
 	defer unix.Close(oldParent)
-	oldReal := realOf(oldParent)
+	oldReal := oldAt.nameOf(oldParent)
 	var ost unix.Stat_t
 	follow := 0
 	if c.kind == kindRename || c.flags&unix.AT_SYMLINK_FOLLOW == 0 {
