@@ -446,6 +446,7 @@ echo more >> readme && echo APPENDED
 mv new new2 && ln new2 new3 && ln -s new2 new4 && mv pack pack2 && echo MOVED
 git init -q repo && cd repo && echo c > file && git add file && git -c user.email=a@b -c user.name=n commit -q -m first && echo GIT-COMMITTED && cd ..
 tar cf t.tar d1 && mkdir untar && tar xf t.tar -C untar && echo UNTARRED
+echo t | tee /dev/fd/2 2>/dev/null >/dev/null && echo TEE-DEVFD
 echo `+attackDone+`
 `, 0o644)
 		own(t, u, filepath.Join(work, "attack.sh"))
@@ -457,7 +458,7 @@ echo `+attackDone+`
 			t.Errorf("the sandbox made or moved a denied name:\n%s", r)
 		}
 		noSecret(t, r, secret, "the sandbox")
-		for _, s := range []string{"LINKED", "ROOTLINK", "MADE\n", "MADE-ABS", "MADE-VIA-LINK", "MADE-DIRS", "APPENDED", "MOVED", "GIT-COMMITTED", "UNTARRED"} {
+		for _, s := range []string{"LINKED", "ROOTLINK", "MADE\n", "MADE-ABS", "MADE-VIA-LINK", "MADE-DIRS", "APPENDED", "MOVED", "GIT-COMMITTED", "UNTARRED", "TEE-DEVFD"} {
 			if !strings.Contains(r.stdout, s) {
 				t.Errorf("a neighbour failed (%s):\n%s", s, r)
 			}

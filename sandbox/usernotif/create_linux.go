@@ -343,15 +343,7 @@ func sameFile(root int, p string, fd int) (bool, error) {
 		return false, err
 	}
 	defer unix.Close(other)
-	var a, b unix.Statx_t
-	const mask = unix.STATX_INO | unix.STATX_MNT_ID
-	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, mask, &a); err != nil {
-		return false, err
-	}
-	if err := unix.Statx(other, "", unix.AT_EMPTY_PATH, mask, &b); err != nil {
-		return false, err
-	}
-	return a.Ino == b.Ino && a.Dev_major == b.Dev_major && a.Dev_minor == b.Dev_minor && a.Mnt_id == b.Mnt_id && a.Mask&unix.STATX_MNT_ID != 0, nil
+	return sameMount(fd, other)
 }
 
 // openParent opens (O_PATH) the folder that holds the last component of
@@ -374,6 +366,11 @@ func openParent(pid int, at resolveFrom, dirOK bool) (int, string, error) {
 	if at.inRoot {
 		// Absolute symlinks and ".." stay in the command's root.
 		fd, err := unix.Openat2(base, dir, &unix.OpenHow{Flags: uint64(flags), Resolve: unix.RESOLVE_IN_ROOT})
+		if err != nil {
+			if walked, werr := walkInRoot(pid, base, dir); werr == nil {
+				return walked, name, nil
+			}
+		}
 		return fd, name, err
 	}
 	if base < 0 {
@@ -386,6 +383,109 @@ func openParent(pid int, at resolveFrom, dirOK bool) (int, string, error) {
 	}
 	fd, err := unix.Openat(base, dir, flags, 0)
 	return fd, name, err
+}
+
+// maxLinks is the kernel's bound on the symlinks one path follows.
+const maxLinks = 40
+
+// walkInRoot opens the folder dir in the command's root one component at
+// a time, for a path openat2(RESOLVE_IN_ROOT) does not resolve: through a
+// symlink to /proc/self or /proc/thread-self (the sandbox's /dev/fd),
+// which in the sandbox's /proc names no process for corral, and is
+// corral's /proc/PID instead (no symlink past it is followed). Other
+// symlinks are followed as the kernel follows them, absolute ones from
+// the root; ".." stops at the root.
+func walkInRoot(pid, root int, dir string) (int, error) {
+	cur, err := unix.FcntlInt(uintptr(root), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	fail := func(err error) (int, error) {
+		unix.Close(cur)
+		return -1, err
+	}
+	comps, links := strings.Split(dir, "/"), 0
+	for len(comps) > 0 {
+		c := comps[0]
+		comps = comps[1:]
+		if c == "" || c == "." {
+			continue
+		}
+		var next int
+		if c == ".." {
+			if same, err := sameMount(cur, root); err != nil || same {
+				if err != nil {
+					return fail(err)
+				}
+				continue
+			}
+			next, err = unix.Openat(cur, "..", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		} else {
+			next, err = unix.Openat(cur, c, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		}
+		if err != nil {
+			return fail(err)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(next, &st); err != nil {
+			unix.Close(next)
+			return fail(err)
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFLNK {
+			unix.Close(cur)
+			cur = next
+			continue
+		}
+		buf := make([]byte, unix.PathMax)
+		n, err := unix.Readlinkat(next, "", buf)
+		unix.Close(next)
+		if links++; err != nil || links > maxLinks {
+			if err == nil {
+				err = unix.ELOOP
+			}
+			return fail(err)
+		}
+		target := string(buf[:n])
+		if host := inTarget(target, pid); host != target {
+			proc, err := unix.Openat2(unix.AT_FDCWD, host, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS})
+			if err != nil {
+				return fail(err)
+			}
+			unix.Close(cur)
+			cur = proc
+			continue
+		}
+		if strings.HasPrefix(target, "/") {
+			top, err := unix.FcntlInt(uintptr(root), unix.F_DUPFD_CLOEXEC, 0)
+			if err != nil {
+				return fail(err)
+			}
+			unix.Close(cur)
+			cur = top
+		}
+		comps = append(strings.Split(target, "/"), comps...)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(cur, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		if err == nil {
+			err = unix.ENOTDIR
+		}
+		return fail(err)
+	}
+	return cur, nil
+}
+
+// sameMount tells whether a and b are the same folder on the same mount.
+func sameMount(a, b int) (bool, error) {
+	var x, y unix.Statx_t
+	const mask = unix.STATX_INO | unix.STATX_MNT_ID
+	if err := unix.Statx(a, "", unix.AT_EMPTY_PATH, mask, &x); err != nil {
+		return false, err
+	}
+	if err := unix.Statx(b, "", unix.AT_EMPTY_PATH, mask, &y); err != nil {
+		return false, err
+	}
+	return x.Ino == y.Ino && x.Dev_major == y.Dev_major && x.Dev_minor == y.Dev_minor && x.Mnt_id == y.Mnt_id && x.Mask&unix.STATX_MNT_ID != 0, nil
 }
 
 // realOf names the file open as fd, "" when it is deleted or unnamed.
