@@ -13,13 +13,13 @@ import (
 // fs.deny in the plan. In the namespaces tier every path a deny glob
 // matches inside a granted tree at launch gets a mask (MountMask): an
 // empty, read-only, mode-000 file or folder mounted over it, which no
-// path to it gets past. No mount can keep a name from being made, so a
-// deny glob that could match a new path inside a write grant is refused
-// (the command could make the name, or rename a folder holding a mask
-// away and make it again), unless the masks already hold every such
-// name: the glob's base folder is masked and cannot be moved (it is
-// the write grant's root or right inside it). The landlock tier has no
-// mounts: it refuses every deny glob that reaches into a grant.
+// path to it gets past. No mount can keep a name from being made, so
+// where a deny glob could match a new path inside a write grant, corral's
+// seccomp supervisor makes every new name itself (superviseCreate),
+// unless the masks already hold every such name: the glob's base folder
+// is masked and cannot be moved (it is the write grant's root or right
+// inside it). The landlock tier has no mounts: it refuses every deny glob
+// that reaches into a grant, and supervises the rest the same way.
 
 // maxDenyMasks bounds the masks of one run: each is a mount (about
 // 10 µs to place), and a glob that matches thousands of files is better
@@ -74,12 +74,38 @@ func (b *builder) deny() {
 	if n := len(masks); n > 0 {
 		b.warn("fs.deny: %d path(s) matching at launch are masked (empty, read-only, mode 000)", n)
 	}
-	b.plan.Protections = append(b.plan.Protections, Protection{Name: "fs-deny", Enforced: true,
-		Detail: fmt.Sprintf("%d fs.deny glob(s): the %d path(s) they match inside the grants at launch are masked (empty, read-only, mode 000); no write grant can make a name they match", len(b.perms.Deny), len(masks))})
+	creatable := ""
 	for _, e := range b.perms.Deny {
 		if w := b.creatable(e.Value); w != "" {
-			b.errs = append(b.errs, fmt.Sprintf("fs.deny %s (%s) could match a path the command makes inside the write grant %s, and no mount can keep a name from being made: narrow the write grant, deny a folder that exists at launch right inside it, or run without this deny", e.Value, strings.Join(e.From, ", "), printable.String(w)))
+			creatable = w
+			if b.plan.Landlock.ABI < 1 {
+				b.errs = append(b.errs, fmt.Sprintf("fs.deny %s (%s) could match a path the command makes inside the write grant %s, and without Landlock corral cannot keep the command from making a name: narrow the write grant, deny a folder that exists at launch right inside it, or run without this deny", e.Value, strings.Join(e.From, ", "), printable.String(w)))
+			}
 		}
+	}
+	if creatable == "" || b.plan.Landlock.ABI < 1 {
+		b.plan.Protections = append(b.plan.Protections, Protection{Name: "fs-deny", Enforced: true,
+			Detail: fmt.Sprintf("%d fs.deny glob(s): the %d path(s) they match inside the grants at launch are masked (empty, read-only, mode 000); no write grant can make a name they match", len(b.perms.Deny), len(masks))})
+		return
+	}
+	b.plan.Protections = append(b.plan.Protections, Protection{Name: "fs-deny", Enforced: true,
+		Detail: fmt.Sprintf("%d fs.deny glob(s): the %d path(s) they match inside the grants at launch are masked (empty, read-only, mode 000); corral's seccomp supervisor makes every new name itself and refuses the ones they match", len(b.perms.Deny), len(masks))})
+	b.superviseCreate()
+	b.warn("fs.deny: a glob could match a name made in the write grant %s: corral's supervisor makes every new file, folder, link and rename's name itself (the kernel rules hold no make right) and refuses the names fs.deny matches", printable.String(creatable))
+}
+
+// superviseCreate has corral's seccomp supervisor make every new name:
+// the filter notifies the calls that make one, and the Landlock rules the
+// kernel gets lose their make rights (CreateRules keeps them as they
+// were, for the supervisor and for check), so the command can make no
+// name by itself.
+func (b *builder) superviseCreate() {
+	p := b.plan
+	p.Notify = createNotify
+	p.CreateRules = slices.Clone(p.Landlock.Rules)
+	for i := range p.Landlock.Rules {
+		p.Landlock.Rules[i].Access &^= makeRights
+		p.Landlock.Rules[i].Rights = rightsString(p.Landlock.Rules[i].Access)
 	}
 }
 
@@ -151,7 +177,7 @@ func (b *builder) denyRules() bool {
 	return true
 }
 
-// NotifyRule is a syscall the landlock tier's filter sends to corral's
+// NotifyRule is a syscall the sandbox's filter sends to corral's
 // supervisor: always (Arg -1), or when argument Arg has a bit of Mask.
 type NotifyRule struct {
 	Syscall string `json:"syscall"`
@@ -217,15 +243,9 @@ func (b *builder) landlockDeny() {
 			Detail: fmt.Sprintf("%d fs.deny glob(s): nothing matches inside the grants at launch, and no write grant can make a name they match", len(b.perms.Deny))})
 		return
 	}
-	p := b.plan
-	p.Protections = append(p.Protections, Protection{Name: "fs-deny", Enforced: true,
+	b.plan.Protections = append(b.plan.Protections, Protection{Name: "fs-deny", Enforced: true,
 		Detail: fmt.Sprintf("%d fs.deny glob(s): nothing matches inside the grants at launch; corral's seccomp supervisor makes every new name itself and refuses the ones they match", len(b.perms.Deny))})
-	p.Notify = createNotify
-	p.CreateRules = slices.Clone(p.Landlock.Rules)
-	for i := range p.Landlock.Rules {
-		p.Landlock.Rules[i].Access &^= makeRights
-		p.Landlock.Rules[i].Rights = rightsString(p.Landlock.Rules[i].Access)
-	}
+	b.superviseCreate()
 	b.warn("fs.deny in the landlock tier: corral's supervisor makes every new file, folder, link and rename's name itself (the kernel rules hold no make right) and refuses the names fs.deny matches")
 }
 

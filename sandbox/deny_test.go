@@ -13,8 +13,9 @@ func denyPerms(read, write, deny []string) policyengine.Permissions {
 }
 
 // TestPlanDenyMasks: what a deny glob matches at launch is masked on top
-// of every bind, as a file or a folder; a glob that could match a name
-// made in a write grant is refused unless a pinned folder mask holds it.
+// of every bind, as a file or a folder; where a glob could match a name
+// made in a write grant the supervisor makes every name, unless a pinned
+// folder mask holds it.
 func TestPlanDenyMasks(t *testing.T) {
 	facts := fakeFacts([]string{"/ws", "/ws/docs", "/ws/keys", "/ws/a", "/ws/a/keys"}, []string{"/ws/docs/.env"}, "sh")
 	facts.Denied = []DeniedPath{{Path: "/ws/docs/.env", Glob: "/**/.env"}, {Path: "/ws/keys", Dir: true, Glob: "/ws/keys/**"}}
@@ -37,21 +38,42 @@ func TestPlanDenyMasks(t *testing.T) {
 		}
 	}
 
-	// In a write grant: refused, unless the folder mask is pinned right
-	// inside the grant's root.
+	// In a write grant: the supervisor makes every name (the kernel
+	// rules lose their make rights), unless the folder mask is pinned
+	// right inside the grant's root; without Landlock, refused.
 	write := denyPerms(nil, []string{"/ws/**"}, []string{"/ws/keys/**"})
-	if _, err := BuildPlan(write, spec, facts); err != nil {
-		t.Errorf("a pinned folder mask in a write grant: %v", err)
+	if p, err := BuildPlan(write, spec, facts); err != nil || len(p.Notify) != 0 {
+		t.Errorf("a pinned folder mask in a write grant: %v, notify %v", err, p.Notify)
 	}
 	for _, deny := range []string{"/**/.env", "/ws/a/keys/**", "/ws/new/**"} {
 		if deny == "/ws/a/keys/**" {
 			facts.Denied = []DeniedPath{{Path: "/ws/a/keys", Dir: true, Glob: deny}}
 		}
-		_, err := BuildPlan(denyPerms(nil, []string{"/ws/**"}, []string{deny}), spec, facts)
-		if !errors.Is(err, ErrUnsafeGrant) || !strings.Contains(err.Error(), "could match a path the command makes") {
+		p, err := BuildPlan(denyPerms(nil, []string{"/ws/**"}, []string{deny}), spec, facts)
+		if err != nil {
 			t.Errorf("deny %s in a write grant: %v", deny, err)
+			continue
+		}
+		if len(p.Notify) != len(createNotify) || len(p.CreateRules) != len(p.Landlock.Rules) {
+			t.Errorf("deny %s in a write grant: notify %v, %d create rules for %d rules", deny, p.Notify, len(p.CreateRules), len(p.Landlock.Rules))
+		}
+		for _, r := range p.Landlock.Rules {
+			if r.Access&makeRights != 0 {
+				t.Errorf("deny %s: the kernel rule on %s still makes names: %s", deny, r.Path, r.Rights)
+			}
+		}
+		if a := p.FileAccess(HostPath{Path: "/ws/new.txt", Real: "/ws/new.txt"}, OpWrite, ViewHost); !a.Allowed {
+			t.Errorf("deny %s: a new file in the write grant: %s", deny, a)
 		}
 	}
+	noLandlock := fakeFacts([]string{"/ws"}, nil, "sh")
+	noLandlock.LandlockABI, noLandlock.LandlockErr = 0, "no Landlock"
+	spec.BestEffort = true
+	_, err = BuildPlan(denyPerms(nil, []string{"/ws/**"}, []string{"/**/.env"}), spec, noLandlock)
+	if !errors.Is(err, ErrUnsafeGrant) || !strings.Contains(err.Error(), "without Landlock corral cannot keep the command from making a name") {
+		t.Errorf("without Landlock: %v", err)
+	}
+	spec.BestEffort = false
 
 	// The walk stopped short, or too many matches: refused.
 	facts.DenyCut = []string{"/ws: more than 200000 entries in the granted trees"}

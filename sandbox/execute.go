@@ -166,8 +166,8 @@ type execution struct {
 	warn       func(string)
 	cgroupMade func() cgroupResult
 	fsAudit    *fsaudit.Reader // the run's Landlock audit records (nil: not read)
-	// super redirects connects (transparent egress), and refused are
-	// its refusals, said once after the run.
+	// super redirects connects (transparent egress) and makes names
+	// (fs.deny), and refused are its refusals, said once after the run.
 	super   *usernotif.Supervisor
 	mu      sync.Mutex
 	refused []string
@@ -384,22 +384,30 @@ func (e *execution) serve(files []*os.File) {
 		}
 	}
 	if notif != nil {
-		eg.Originals = &usernotif.Originals{}
-		r := &usernotif.Redirect{Proxy4: netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), ProxyPort), Originals: eg.Originals}
-		if v6 {
-			r.Proxy6 = netip.AddrPortFrom(netip.IPv6Loopback(), ProxyPort)
-		}
-		super, err := usernotif.StartConfig(notif, usernotif.Config{Redirect: r, Log: func(s string) {
+		cfg := usernotif.Config{Log: func(s string) {
 			e.mu.Lock()
 			e.refused = append(e.refused, s)
 			e.mu.Unlock()
-		}})
+		}}
+		superviseCreate(&cfg, e.out.Plan)
+		if p := e.out.Plan.Proxy; p != nil && p.DNSPort != 0 {
+			eg.Originals = &usernotif.Originals{}
+			r := &usernotif.Redirect{Proxy4: netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), ProxyPort), Originals: eg.Originals}
+			if v6 {
+				r.Proxy6 = netip.AddrPortFrom(netip.IPv6Loopback(), ProxyPort)
+			}
+			cfg.Redirect = r
+		}
+		super, err := usernotif.StartConfig(notif, cfg)
 		if err != nil {
-			// Its connects fail (ENOSYS) rather than wait: only clients
-			// of HTTP_PROXY get out.
-			e.warn(fmt.Sprintf("the connect supervisor of transparent egress did not start: %v", err))
+			// Its connects and creating calls fail (ENOSYS) rather
+			// than wait: only clients of HTTP_PROXY get out.
+			e.warn(fmt.Sprintf("corral's seccomp supervisor (transparent egress, fs.deny) did not start: %v", err))
 		}
 		e.super = super
+	}
+	if e.out.Plan.Proxy == nil {
+		return // fs.deny's supervisor alone: nothing to proxy
 	}
 	if e.req.Serve != nil {
 		e.req.Serve(eg)
@@ -413,8 +421,8 @@ func (e *execution) serve(files []*os.File) {
 	}
 }
 
-// stopSupervisor stops the connect supervisor of transparent egress and
-// says what it refused.
+// stopSupervisor stops the supervisor of transparent egress and fs.deny
+// and says what it refused.
 func (e *execution) stopSupervisor() {
 	if e.super == nil {
 		return
@@ -423,7 +431,7 @@ func (e *execution) stopSupervisor() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if n := len(e.refused); n > 0 {
-		e.warn(fmt.Sprintf("the connect supervisor refused %d connect(s): %s", n, strings.Join(e.refused[:min(n, 3)], "; ")))
+		e.warn(fmt.Sprintf("the seccomp supervisor refused %d connect(s) or name(s) fs.deny matches: %s", n, strings.Join(e.refused[:min(n, 3)], "; ")))
 	}
 }
 

@@ -107,6 +107,17 @@ func createPolicy(plan *Plan) *usernotif.CreatePolicy {
 	return c
 }
 
+// superviseCreate has the namespaces tier's supervisor make the names
+// (fs.deny) when the plan notifies the calls that make them. The
+// command's root is its own (pivot_root'ed, in its mount namespace): the
+// supervisor resolves its paths in /proc/PID/root.
+func superviseCreate(cfg *usernotif.Config, plan *Plan) {
+	if len(plan.Notify) > 0 {
+		cfg.Create = createPolicy(plan)
+		cfg.Create.OwnRoot = true
+	}
+}
+
 // close stops the supervisor, says what it refused, closes the listener
 // and removes the TMPDIR.
 func (r *landlockRun) close(warn func(string)) {

@@ -2,7 +2,11 @@
 
 package sandbox
 
-import "os"
+import (
+	"os"
+
+	"corral.dev/corral/sandbox/usernotif"
+)
 
 // The landlock tier is Linux's: elsewhere there is no such run.
 type landlockRun struct{}
@@ -13,3 +17,6 @@ func (r *landlockRun) close(func(string))                        {}
 
 // tier is the launcher's own (macOS: its Seatbelt profile).
 func (e *execution) tier(launch **Launch) (TierInfo, error) { return (*launch).Tier() }
+
+// superviseCreate does nothing off Linux: no plan notifies a syscall.
+func superviseCreate(*usernotif.Config, *Plan) {}

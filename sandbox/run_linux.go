@@ -275,8 +275,10 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 			trace(fmt.Sprintf("mount cache %s (saved: %v)", l.mountCache, err == nil))
 		}
 	}
-	// The landlock tier sends its supervisor's listener instead.
-	if plan.Proxy != nil || plan.Tier.Name == TierLandlock {
+	// The landlock tier sends its supervisor's listener instead; the
+	// namespaces tier sends one with the proxy's listeners, or alone for
+	// fs.deny's notified syscalls.
+	if plan.Proxy != nil || plan.Tier.Name == TierLandlock || len(plan.Notify) > 0 {
 		files, err := receiveFiles(l.proxyR)
 		if err != nil {
 			// The init failed before it listened; its status says why.

@@ -3,7 +3,9 @@
 package tests
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -159,37 +161,40 @@ func TestDenyRefusedWhereNotEnforceable(t *testing.T) {
 	writeFile(t, filepath.Join(work, "sub/.env"), "SECRET\n", 0o644)
 	skills := newDir(t, asSelf, "skills")
 	cases := []struct {
-		name, perms, tier, want string
+		name, perms, tier, want, denied string
 	}{
-		{"anywhere", "  fs:\n    write: [\"$WORK_DIR/**\"]\n    deny: [\"**/.env\"]\n", "", "could match a path the command makes inside the write grant"},
-		{"missing-literal", "  fs:\n    write: [\"$WORK_DIR/**\"]\n    deny: [\"$WORK_DIR/.netrc\"]\n", "", "could match a path the command makes"},
-		{"movable-folder", "  fs:\n    write: [\"$WORK_DIR/**\"]\n    deny: [\"$WORK_DIR/sub/.env\"]\n", "", "could match a path the command makes"},
-		{"landlock-read", "  fs:\n    read: [\"$WORK_DIR/**\"]\n    deny: [\"**/.env\"]\n", "landlock", "the landlock tier cannot carve fs.deny"},
+		// A deny that could match a name made in a write grant used to
+		// be refused in the namespaces tier: the supervisor now makes
+		// every new name there (TestDenyNoCreateNamespacesTier).
+		{"anywhere", "  fs:\n    write: [\"$WORK_DIR/**\"]\n    deny: [\"**/.env\"]\n", "namespaces", "", "sub/.env"},
+		{"missing-literal", "  fs:\n    write: [\"$WORK_DIR/**\"]\n    deny: [\"$WORK_DIR/.netrc\"]\n", "namespaces", "", ".netrc"},
+		{"movable-folder", "  fs:\n    write: [\"$WORK_DIR/**\"]\n    deny: [\"$WORK_DIR/sub/.env\"]\n", "namespaces", "", "sub/.env"},
+		{"landlock-read", "  fs:\n    read: [\"$WORK_DIR/**\"]\n    deny: [\"**/.env\"]\n", "landlock", "the landlock tier cannot carve fs.deny", "sub/.env"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if c.tier == "" {
-				// The landlock tier supervises these instead
-				// (TestDenyNoCreateLandlockTier).
-				namespacesOnly(t, "no mount can keep a name from being made")
-			}
-			sk := writeSkill(t, skills, c.name, c.perms)
-			args := []string{"exec", "--work-dir", work, "--skill", sk}
-			if c.tier != "" {
+			args := []string{"exec", "--work-dir", work, "--skill", writeSkill(t, skills, c.name, c.perms)}
+			if c.tier == "landlock" {
 				args = append(args, "--tier", c.tier)
+			} else {
+				namespacesOnly(t, "the masks and the supervisor together")
 			}
 			marker := filepath.Join(work, "ran-"+c.name)
 			r := asSelf.run(t, runOpts{args: append(args, "--", "touch", marker), dir: work, keepRefusal: true})
-			if r.code != 125 || !strings.Contains(r.stderr, c.want) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || !strings.Contains(r.stderr, "("+c.name+")") {
+			switch {
+			case c.want == "" && (r.code != 0 || !exists(marker)):
+				t.Errorf("exec: exit %d, want the command run\n%s", r.code, r)
+			case c.want != "" && (r.code != 125 || !strings.Contains(r.stderr, c.want) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || !strings.Contains(r.stderr, "("+c.name+")")):
 				t.Errorf("exec: exit %d, want 125 and one line saying %q and naming the skill\n%s", r.code, c.want, r)
-			}
-			if exists(marker) {
+			case c.want != "" && exists(marker):
 				t.Errorf("the command ran")
 			}
 			args[0] = "check"
-			r = asSelf.run(t, runOpts{args: append(args[:len(args):len(args)], "read", work+"/sub/.env"), dir: work, keepRefusal: true})
-			if r.code != 1 {
-				t.Errorf("check read: exit %d, want 1\n%s", r.code, r)
+			for _, op := range []string{"read", "write"} {
+				r = asSelf.run(t, runOpts{args: append(args[:len(args):len(args)], op, work+"/"+c.denied), dir: work, keepRefusal: true})
+				if r.code != 1 {
+					t.Errorf("check %s %s: exit %d, want 1\n%s", op, c.denied, r.code, r)
+				}
 			}
 		})
 	}
@@ -356,6 +361,176 @@ func TestDenyMountCache(t *testing.T) {
 		own(t, u, filepath.Join(work, ".env"))
 		if r := run("the file back"); !strings.Contains(r.mounts, work+"/.env ") {
 			t.Errorf("no mask after the file came back:\n%s", r.mounts)
+		}
+	})
+}
+
+// TestDenyNoCreateNamespacesTier: in the namespaces tier, with masks over
+// what a deny glob matches at launch and a writable work dir, the
+// command can make no name fs.deny matches, in any call or path form
+// (relative, absolute, through a symlink, "..", an absolute symlink that
+// the host's root would resolve elsewhere), nor move or link a masked
+// file or a folder holding one, nor rename over or away a mount; every
+// other name is made, git init and commit work, and check agrees.
+func TestDenyNoCreateNamespacesTier(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		namespacesOnly(t, "masks and the supervisor in the command's own root")
+		attack(t, "fs", "make a name fs.deny matches in the namespaces tier")
+		work := newDir(t, u, "work")
+		secret := token("SECRET")
+		writeFile(t, filepath.Join(work, "readme"), "NEIGHBOUR\n", 0o644)
+		writeFile(t, filepath.Join(work, "pack/x"), "x\n", 0o644)
+		writeFile(t, filepath.Join(work, "held/.env"), secret+"\n", 0o644)
+		writeFile(t, filepath.Join(work, ".env"), secret+"\n", 0o644)
+		// The work dir is a repository: its .git/config is bound
+		// read-only, a mount the supervisor must not rename.
+		if out, err := exec.Command("git", "init", "-q", work).CombinedOutput(); err != nil {
+			t.Fatalf("git init: %v\n%s", err, out)
+		}
+		own(t, u, work)
+		escape := filepath.Join(os.TempDir(), token("corral-escape"))
+		t.Cleanup(func() { os.Remove(escape) })
+		skills := newDir(t, asSelf, "skills")
+		sk := writeSkill(t, skills, "guard", "  fs:\n    write: [\"$WORK_DIR/**\"]\n    deny: [\"**/.env\", \"$WORK_DIR/keys/**\"]\n")
+		writeFile(t, filepath.Join(work, "attack.sh"), `
+try() { if "$@" >/dev/null 2>&1; then echo "DID $*"; fi; }
+f=.env
+W=`+work+`
+ln -s /tmp tmplink && touch tmplink/`+filepath.Base(escape)+` && echo MADE-IN-SANDBOX-TMP
+try mv .git/config moved-config
+try mv readme .git/config
+try mv .git git2
+mkdir sub
+try sh -c 'echo X > sub/.env'
+try sh -c "echo X > $W/sub/.env"
+try sh -c "echo X > $W/sub/../sub/.env"
+try touch sub/$f
+try touch $W/sub/$f
+try mkdir sub/$f
+try mkdir -p a/b/$f
+try mkdir -p $W/a/c/$f
+try mkdir keys
+try mkdir $W/keys
+try ln -s readme sub/$f
+try ln readme sub/$f
+try ln readme $W/sub/$f
+try cp readme sub/$f
+try mv pack sub/$f
+try mv pack keys
+try mv pack $W/keys
+try sh -c 'mkdir m && echo s > m/.envx && mv m/.envx m/.env'
+try python3 -c 'import os; os.open("sub/.env", os.O_CREAT|os.O_WRONLY)'
+try python3 -c 'import os; os.mknod("sub/.env")'
+try python3 -c 'import os; d=os.open("sub", os.O_RDONLY); os.mkdir(".env", dir_fd=d)'
+try mkfifo sub/$f
+ln -s $W/sub lnk && echo LINKED
+try touch lnk/$f
+try mkdir lnk/$f
+ln -s / rootlink && echo ROOTLINK
+try touch rootlink/$W/sub/$f
+try sh -c 'cd a && touch ../sub/.env'
+try sh -c 'cd a && touch ../../../../../../../../$W/sub/.env'
+try mv .env moved
+try ln .env hard
+try ln -L lnk/../.env hard2
+try mv held held2
+try mv readme .env
+try rm .env
+cat .env held/.env 2>/dev/null
+echo new > new && echo MADE
+echo abs > $W/abs && echo MADE-ABS
+touch lnk/via-link && echo MADE-VIA-LINK
+mkdir -p d1/d2 && echo MADE-DIRS
+echo more >> readme && echo APPENDED
+mv new new2 && ln new2 new3 && ln -s new2 new4 && mv pack pack2 && echo MOVED
+git init -q repo && cd repo && echo c > file && git add file && git -c user.email=a@b -c user.name=n commit -q -m first && echo GIT-COMMITTED && cd ..
+tar cf t.tar d1 && mkdir untar && tar xf t.tar -C untar && echo UNTARRED
+echo t | tee /dev/fd/2 2>/dev/null >/dev/null && echo TEE-DEVFD
+echo `+attackDone+`
+`, 0o644)
+		own(t, u, filepath.Join(work, "attack.sh"))
+		r := u.run(t, runOpts{args: []string{"exec", "--work-dir", work, "--skill", sk, "--", "sh", "attack.sh"}, dir: work, keepRefusal: true})
+		if !strings.Contains(r.stdout, attackDone) {
+			t.Fatalf("the script did not run to its end:\n%s", r)
+		}
+		if strings.Contains(r.stdout, "DID ") {
+			t.Errorf("the sandbox made or moved a denied name:\n%s", r)
+		}
+		noSecret(t, r, secret, "the sandbox")
+		for _, s := range []string{"LINKED", "ROOTLINK", "MADE\n", "MADE-ABS", "MADE-VIA-LINK", "MADE-DIRS", "APPENDED", "MOVED", "GIT-COMMITTED", "UNTARRED", "TEE-DEVFD"} {
+			if !strings.Contains(r.stdout, s) {
+				t.Errorf("a neighbour failed (%s):\n%s", s, r)
+			}
+		}
+		filepath.Walk(work, func(p string, _ os.FileInfo, _ error) error {
+			if (filepath.Base(p) == ".env" && p != work+"/.env" && p != work+"/held/.env") || strings.HasPrefix(p, work+"/keys") {
+				t.Errorf("%s exists on the host after the run", p)
+			}
+			return nil
+		})
+		if exists(escape) {
+			t.Errorf("an absolute symlink made the supervisor write the host's /tmp: %s", escape)
+		}
+		if !strings.Contains(r.stdout, "MADE-IN-SANDBOX-TMP") {
+			t.Errorf("a name in the sandbox's own /tmp through a symlink was not made:\n%s", r)
+		}
+		if !strings.Contains(readFile(t, filepath.Join(work, ".git/config")), "[core]") || exists(filepath.Join(work, "git2")) {
+			t.Errorf(".git (a mount point in the sandbox) was moved or its config replaced")
+		}
+		for _, p := range []string{".env", "held/.env"} {
+			if got := readFile(t, filepath.Join(work, p)); got != secret+"\n" {
+				t.Errorf("%s on the host: %q", p, got)
+			}
+		}
+		if got := readFile(t, filepath.Join(work, "readme")); got != "NEIGHBOUR\nmore\n" {
+			t.Errorf("readme: %q", got)
+		}
+		for _, p := range []string{"new2", "new3", "new4", "abs", "sub/via-link", "d1/d2", "pack2/x", "repo/.git/HEAD", "untar/d1/d2"} {
+			if !exists(filepath.Join(work, p)) {
+				t.Errorf("%s is missing on the host", p)
+			}
+		}
+		check := func(op, p string, want int) {
+			c := u.run(t, runOpts{args: []string{"check", "--work-dir", work, "--skill", sk, op, p}, dir: work, keepRefusal: true})
+			if c.code != want {
+				t.Errorf("check %s %s: exit %d, want %d\n%s", op, p, c.code, want, c)
+			}
+		}
+		check("write", work+"/.env", 1)
+		check("write", work+"/d1/.env", 1)
+		check("read", work+"/keys/id", 1)
+		check("write", work+"/another", 0)
+		check("write", work+"/readme", 0)
+	})
+}
+
+// TestDenyNoCreateWithEgress: fs.deny's creating calls and transparent
+// egress's connects share the one seccomp listener a task can have:
+// both are supervised in the same run.
+func TestDenyNoCreateWithEgress(t *testing.T) {
+	t.Parallel()
+	namespacesOnly(t, "transparent egress (the landlock tier has no network namespace to redirect in)")
+	users(t, func(t *testing.T, u user) {
+		attack(t, "fs", "make a name fs.deny matches while transparent egress supervises connects")
+		o := newOrigin(t)
+		allow := fmt.Sprintf("\"api.test:%d\", \"preset:loopback:%d\"", o.port, o.port)
+		f := transparentNet(t, u)
+		f.skill = writeSkill(t, newDir(t, asSelf, "skills"), "egress", "  fs:\n    read: [\""+f.tools+"/**\"]\n    write: [\"$WORK_DIR/**\"]\n    deny: [\"**/.env\"]\n  network:\n    allow: ["+allow+"]\n")
+		r := f.run(t, fmt.Sprintf(`
+f=.env
+touch $f 2>/dev/null && echo DID-ENV
+mkdir -p d/e && touch d/e/ok && echo MADE
+curl -q -sS --max-time 10 --noproxy '*' -o /dev/null -w 'CASE direct %%{http_code}\n' http://api.test:%d/direct
+`, o.port), "--resolve", "api.test=127.0.0.1")
+		if strings.Contains(r.stdout, "DID-ENV") || exists(filepath.Join(f.work, ".env")) {
+			t.Errorf("the sandbox made .env:\n%s", r)
+		}
+		if !strings.Contains(r.stdout, "MADE") || !exists(filepath.Join(f.work, "d/e/ok")) {
+			t.Errorf("a neighbour was not made:\n%s", r)
+		}
+		if c := cases(r.stdout); c["direct"] != "200" {
+			t.Errorf("curl direct: %q, want 200\n%s", c["direct"], r)
 		}
 	})
 }

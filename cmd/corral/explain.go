@@ -144,7 +144,7 @@ func summarise(p policyengine.Permissions) []string {
 	out = append(out, fmt.Sprintf("Files: read %s; write %s; the system baseline (%d paths such as /usr/** and /etc/ssl/certs/**, but not /usr/etc or /usr/local/etc) is read-only.",
 		orNone(policyengine.Values(p.Read)), orNone(policyengine.Values(p.Write)), len(policyengine.SystemRead)))
 	if len(p.Deny) > 0 {
-		out = append(out, "Denied inside those grants, for read and write (fs.deny): "+strings.Join(policyengine.Values(p.Deny), ", ")+"; what matches at launch is masked (empty, read-only, mode 000; the landlock tier refuses it), and a name that could match made in a write grant is refused (the landlock tier's supervisor refuses the name instead).")
+		out = append(out, "Denied inside those grants, for read and write (fs.deny): "+strings.Join(policyengine.Values(p.Deny), ", ")+"; what matches at launch is masked (empty, read-only, mode 000; the landlock tier refuses it), and a name that could match made in a write grant is refused by corral's seccomp supervisor, which makes every new name there itself.")
 	}
 	if len(p.Network) == 0 {
 		out = append(out, "Network: none (no TCP, no UDP, no DNS).")

@@ -99,8 +99,7 @@ static void lock_down(struct plan *pl, int ruleset) {
 	if (unshare(CLONE_NEWCGROUP) < 0 && errno != EINVAL)
 		corral_fail("cgroup", errno, "unshare(CLONE_NEWCGROUP)");
 	corral_step("cgroup");
-	if (pl->proxy_port)
-		corral_proxy_listeners(pl);
+	corral_hand_over(pl);
 	if (!pl->hold)
 		close(CORRAL_FD_SOCKET); // else held open for wait_command
 

@@ -135,34 +135,42 @@ static int dns_socket(int port) {
 	return fd;
 }
 
-// corral_proxy_listeners listens on 127.0.0.1 and [::1] at the proxy port and
-// hands both sockets to corral, which serves the proxy from outside the
-// namespace: the sandbox's one way out is a socket corral holds, with no
-// helper process. [::1] is skipped when the host has IPv6 disabled. With
-// transparent egress it also hands over the resolver's socket and the
-// listener of a seccomp filter that sends every connect to corral's
-// supervisor. The message's bytes name each fd: L a proxy listener, D the
-// resolver, N the seccomp listener.
-void corral_proxy_listeners(struct plan *pl) {
-	int port = pl->proxy_port;
-	struct sockaddr_in v4 = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-	v4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	struct sockaddr_in6 v6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port), .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+// corral_hand_over hands corral what it serves from outside the sandbox:
+// with a proxy, listeners on 127.0.0.1 and [::1] at the proxy port (the
+// sandbox's one way out is a socket corral holds, with no helper process;
+// [::1] is skipped when the host has IPv6 disabled); with transparent
+// egress, the resolver's socket; and with transparent egress or fs.deny's
+// notified syscalls, the listener of a seccomp filter whose calls corral's
+// supervisor answers (connects, the calls that make a name). The
+// message's bytes name each fd: L a proxy listener, D the resolver, N the
+// seccomp listener.
+void corral_hand_over(struct plan *pl) {
 	int fds[4], n = 0;
 	char roles[4];
-	roles[n] = 'L';
-	fds[n++] = listen_on(AF_INET, &v4, sizeof v4, 0);
-	int fd6 = listen_on(AF_INET6, &v6, sizeof v6, 1);
-	if (fd6 >= 0) {
+	if (pl->proxy_port) {
+		int port = pl->proxy_port;
+		struct sockaddr_in v4 = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+		v4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		struct sockaddr_in6 v6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port), .sin6_addr = IN6ADDR_LOOPBACK_INIT};
 		roles[n] = 'L';
-		fds[n++] = fd6;
+		fds[n++] = listen_on(AF_INET, &v4, sizeof v4, 0);
+		int fd6 = listen_on(AF_INET6, &v6, sizeof v6, 1);
+		if (fd6 >= 0) {
+			roles[n] = 'L';
+			fds[n++] = fd6;
+		}
 	}
-	if (pl->dns_port) {
+	int network = pl->proxy_port && pl->dns_port;
+	if (network) {
 		roles[n] = 'D';
 		fds[n++] = dns_socket(pl->dns_port);
-		roles[n] = 'N';
-		fds[n++] = corral_connect_filter();
 	}
+	if (network || pl->nnotify) {
+		roles[n] = 'N';
+		fds[n++] = corral_supervised_filter(pl, network);
+	}
+	if (n == 0)
+		return;
 	struct iovec iov = {roles, (size_t)n};
 	union {
 		char buf[CMSG_SPACE(sizeof fds)];
@@ -176,7 +184,7 @@ void corral_proxy_listeners(struct plan *pl) {
 	c->cmsg_len = CMSG_LEN(n * sizeof(int));
 	memcpy(CMSG_DATA(c), fds, n * sizeof(int));
 	if (sendmsg(CORRAL_FD_SOCKET, &msg, MSG_NOSIGNAL) < 0)
-		corral_fail("network", errno, "handing the proxy listeners to corral");
+		corral_fail("network", errno, "handing the proxy listeners and the supervisor's listener to corral");
 	for (int i = 0; i < n; i++)
 		close(fds[i]);
 }

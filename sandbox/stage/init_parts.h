@@ -127,7 +127,7 @@ struct plan {
 	int proxy_port; // 0: no proxy
 	int dns_port;   // transparent egress (0: none): the fake resolver's UDP port
 	unsigned landlock_log; // landlock_restrict_self's flags: log the command's denials for corral
-	struct notify_rule *notify; // more syscalls the landlock tier's filter notifies
+	struct notify_rule *notify; // more syscalls a filter notifies (fs.deny), for corral's supervisor
 	size_t nnotify;
 	int hold; // wait after the exit report until corral read the cgroup (read_late)
 	int cgroup_fds[MAX_CGROUP_FDS]; // the first njoin: the run's cgroup; the rest: its parent
@@ -189,7 +189,7 @@ void corral_join_cgroup(struct plan *pl);
 int corral_leave_cgroup(struct plan *pl);
 void corral_load_seccomp(struct plan *pl);
 void corral_loopback_up(void);
-void corral_proxy_listeners(struct plan *pl);
+void corral_hand_over(struct plan *pl);
 void corral_read_late(struct plan *pl);
 void corral_restrict_landlock(int rs, unsigned flags);
 
@@ -200,6 +200,6 @@ void corral_kill_descendants(void);
 void corral_keep_children(void);
 int corral_scope_command(const struct plan *pl);
 void corral_tier_filter(struct plan *pl);
-int corral_connect_filter(void);
+int corral_supervised_filter(const struct plan *pl, int network);
 
 #endif

@@ -182,6 +182,34 @@ static void link_jumps(struct bpf_asm *a) {
 
 #define ARG_LO(i) (offsetof(struct seccomp_data, args) + 8 * (i)) // little-endian
 
+// notify_jumps sends the plan's own notified syscalls (fs.deny: the
+// calls that make a name, opens only with O_CREAT) to L_NOTIFY, or to the
+// test of their argument (notify_args); each argument tested has one mask.
+static void notify_jumps(struct bpf_asm *a, const struct plan *pl, uint64_t masks[6]) {
+	memset(masks, 0, 6 * sizeof masks[0]);
+	if (pl->nnotify > MAX_NOTIFY)
+		corral_fail("seccomp", 0, "more than %d notified syscalls", MAX_NOTIFY);
+	for (size_t i = 0; i < pl->nnotify; i++) {
+		const struct notify_rule *r = &pl->notify[i];
+		if (r->arg < -1 || r->arg > 5 || (r->arg >= 0 && (r->mask == 0 || r->mask > 0xffffffffu || (masks[r->arg] && masks[r->arg] != r->mask))))
+			corral_fail("seccomp", 0, "notified syscall %d: bad argument %d or mask %#llx", r->nr, r->arg, (unsigned long long)r->mask);
+		if (r->arg >= 0)
+			masks[r->arg] = r->mask;
+		jump(a, BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)r->nr, r->arg < 0 ? L_NOTIFY : L_NOTIFY_ARG0 + r->arg, -1);
+	}
+}
+
+// notify_args places the argument tests notify_jumps jumps to.
+static void notify_args(struct bpf_asm *a, const uint64_t masks[6]) {
+	for (int i = 0; i < 6; i++) {
+		if (!masks[i])
+			continue;
+		label(a, L_NOTIFY_ARG0 + i);
+		op(a, BPF_LD | BPF_W | BPF_ABS, ARG_LO(i));
+		jump(a, BPF_JMP | BPF_JSET | BPF_K, (uint32_t)masks[i], L_NOTIFY, L_ALLOW);
+	}
+}
+
 // corral_tier_program writes the filter: a mode change only through
 // corral's supervisor, no change of owner or extended attributes; no
 // socket but socketpair, or
@@ -233,27 +261,10 @@ static int corral_tier_program(struct bpf_asm *a, int network, const struct plan
 	jump(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_sendto, L_ARG3_FASTOPEN, -1);
 	jump(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_sendmmsg, L_ARG3_FASTOPEN, -1);
 	jump(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_sendmsg, L_ARG2_FASTOPEN, -1);
-	// The plan's own notified syscalls (fs.deny: the calls that make a
-	// name, opens only with O_CREAT): each argument tested has one mask.
-	uint64_t masks[6] = {0};
-	if (pl->nnotify > MAX_NOTIFY)
-		corral_fail("seccomp", 0, "more than %d notified syscalls", MAX_NOTIFY);
-	for (size_t i = 0; i < pl->nnotify; i++) {
-		const struct notify_rule *r = &pl->notify[i];
-		if (r->arg < -1 || r->arg > 5 || (r->arg >= 0 && (r->mask == 0 || r->mask > 0xffffffffu || (masks[r->arg] && masks[r->arg] != r->mask))))
-			corral_fail("seccomp", 0, "notified syscall %d: bad argument %d or mask %#llx", r->nr, r->arg, (unsigned long long)r->mask);
-		if (r->arg >= 0)
-			masks[r->arg] = r->mask;
-		jump(a, BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)r->nr, r->arg < 0 ? L_NOTIFY : L_NOTIFY_ARG0 + r->arg, -1);
-	}
+	uint64_t masks[6];
+	notify_jumps(a, pl, masks);
 	jump(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_seccomp, L_SECCOMP, L_ALLOW);
-	for (int i = 0; i < 6; i++) {
-		if (!masks[i])
-			continue;
-		label(a, L_NOTIFY_ARG0 + i);
-		op(a, BPF_LD | BPF_W | BPF_ABS, ARG_LO(i));
-		jump(a, BPF_JMP | BPF_JSET | BPF_K, (uint32_t)masks[i], L_NOTIFY, L_ALLOW);
-	}
+	notify_args(a, masks);
 
 	label(a, L_SOCKET);
 	if (!network) {
@@ -342,23 +353,32 @@ void corral_tier_filter(struct plan *pl) {
 	close((int)fd);
 }
 
-// corral_connect_filter loads the namespaces tier's filter for transparent
-// egress: every native connect goes to corral's supervisor, which makes the
-// ones aimed outside the sandbox land in the proxy and lets the rest go
-// ahead; TCP Fast Open (sendto, sendmsg and sendmmsg with MSG_FASTOPEN),
-// which connects without connect, is refused; anything else is left to
-// the main filter, loaded later, which also decides on other ABIs. It
-// returns the listener.
-int corral_connect_filter(void) {
+// corral_supervised_filter loads the namespaces tier's filter with a
+// listener, for corral's supervisor. With transparent egress (network)
+// every native connect goes to the supervisor, which makes the ones aimed
+// outside the sandbox land in the proxy and lets the rest go ahead; TCP
+// Fast Open (sendto, sendmsg and sendmmsg with MSG_FASTOPEN), which
+// connects without connect, is refused. With fs.deny the plan's notified
+// syscalls (the calls that make a name) go to the supervisor too, which
+// makes each allowed name itself. Anything else is left to the main
+// filter, loaded later, which also decides on other ABIs. It returns the
+// listener.
+int corral_supervised_filter(const struct plan *pl, int network) {
 	struct bpf_asm a;
 	memset(&a, 0, sizeof a);
 	op(&a, BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
 	jump(&a, BPF_JMP | BPF_JEQ | BPF_K, CORRAL_AUDIT_ARCH, -1, L_ALLOW);
 	op(&a, BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
-	jump(&a, BPF_JMP | BPF_JEQ | BPF_K, __NR_sendto, L_ARG3_FASTOPEN, -1);
-	jump(&a, BPF_JMP | BPF_JEQ | BPF_K, __NR_sendmmsg, L_ARG3_FASTOPEN, -1);
-	jump(&a, BPF_JMP | BPF_JEQ | BPF_K, __NR_sendmsg, L_ARG2_FASTOPEN, -1);
-	jump(&a, BPF_JMP | BPF_JEQ | BPF_K, __NR_connect, L_NOTIFY, L_ALLOW);
+	if (network) {
+		jump(&a, BPF_JMP | BPF_JEQ | BPF_K, __NR_sendto, L_ARG3_FASTOPEN, -1);
+		jump(&a, BPF_JMP | BPF_JEQ | BPF_K, __NR_sendmmsg, L_ARG3_FASTOPEN, -1);
+		jump(&a, BPF_JMP | BPF_JEQ | BPF_K, __NR_sendmsg, L_ARG2_FASTOPEN, -1);
+		jump(&a, BPF_JMP | BPF_JEQ | BPF_K, __NR_connect, L_NOTIFY, -1);
+	}
+	uint64_t masks[6];
+	notify_jumps(&a, pl, masks);
+	op(&a, BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	notify_args(&a, masks);
 	label(&a, L_ARG3_FASTOPEN);
 	op(&a, BPF_LD | BPF_W | BPF_ABS, ARG_LO(3));
 	jump(&a, BPF_JMP | BPF_JSET | BPF_K, MSG_FASTOPEN, L_DENY, L_ALLOW);
@@ -375,6 +395,6 @@ int corral_connect_filter(void) {
 	struct sock_fprog prog = {(unsigned short)a.n, a.f};
 	long fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
 	if (fd < 0)
-		corral_fail("seccomp", errno, "loading the connect filter of transparent egress");
+		corral_fail("seccomp", errno, "loading the filter of corral's supervisor (transparent egress, fs.deny)");
 	return (int)fd;
 }

@@ -37,6 +37,13 @@ type CreatePolicy struct {
 	// Deny returns the fs.deny glob that carves the real path p out of
 	// the grants; a name it denies is refused with EACCES.
 	Deny func(p string) (glob string, denied bool)
+	// OwnRoot says the command has a root of its own, in a mount
+	// namespace of its own (the namespaces tier): every path is then
+	// resolved in /proc/PID/root (openat2 with RESOLVE_IN_ROOT), a
+	// relative one from its start's path there, and Rules, Deny and
+	// the refusals name paths as the command sees them. Without it the
+	// command shares corral's root.
+	OwnRoot bool
 }
 
 // Rule is one Landlock path rule: Access beneath Path.
@@ -226,33 +233,117 @@ func (s *Supervisor) createOutcome(n *notif, c *createCall, pid int) (outcome, s
 		}
 	}
 	umask := readUmask(pid)
-	base, err := openCreateBase(pid, c.dirfd, p)
+	at, err := s.openCreateBase(pid, c.dirfd, p)
 	if err != nil {
 		return failed(err), what
 	}
-	defer closeFD(base)
-	oldBase := -1
+	defer closeFD(at.fd)
+	oldAt := resolveFrom{fd: -1, path: old} // symlink: its target
 	if c.kind == kindLink || c.kind == kindRename {
-		if oldBase, err = openCreateBase(pid, c.oldfd, old); err != nil {
+		if oldAt, err = s.openCreateBase(pid, c.oldfd, old); err != nil {
 			return failed(err), what
 		}
-		defer closeFD(oldBase)
+		defer closeFD(oldAt.fd)
 	}
 	if !idValid(s.fd, n.ID) {
 		return staleOutcome, what
 	}
 	var o outcome
-	s.work.do(umask, func() { o = s.makeName(c, pid, base, p, oldBase, old) })
+	s.work.do(umask, func() { o = s.makeName(c, pid, at, oldAt) })
 	return o, what
 }
 
-// openCreateBase opens what a relative path starts from (the target's
-// cwd or dirfd, through /proc); an absolute path needs none (-1).
-func openCreateBase(pid int, dirfd int32, p string) (int, error) {
-	if strings.HasPrefix(p, "/") {
-		return -1, nil
+// resolveFrom is where a path is resolved from: fd (-1: corral's own root,
+// for an absolute path) and the path itself; inRoot says fd is the
+// command's own root (OwnRoot) and path is absolute in it.
+type resolveFrom struct {
+	fd     int
+	path   string
+	inRoot bool
+	// rootName is the kernel's name for the command's root ("/" unless
+	// the host's own root is mounted below the top of its namespace),
+	// which starts the kernel's name of every file in it.
+	rootName string
+}
+
+// nameOf names the file open as fd as the command sees it, "" when it is
+// deleted, unnamed or not in the command's root.
+func (at resolveFrom) nameOf(fd int) string {
+	p := realOf(fd)
+	if !at.inRoot || at.rootName == "/" || p == "" {
+		return p
 	}
-	return openBase(pid, dirfd)
+	switch rest, ok := strings.CutPrefix(p, at.rootName); {
+	case ok && rest == "":
+		return "/"
+	case ok && rest[0] == '/':
+		return rest
+	}
+	return ""
+}
+
+// openCreateBase opens what a path p starts from: without OwnRoot the
+// target's cwd or dirfd for a relative path (through /proc), nothing
+// for an absolute one. With OwnRoot it is the target's root, and a
+// relative path is made absolute in it: its start's path there (the
+// kernel names an fd of another mount namespace from that namespace's
+// root), checked to lead to the same folder on the same mount.
+// /proc/self and /proc/thread-self are corral's /proc/PID either way
+// (inTarget), resolved from corral's root.
+func (s *Supervisor) openCreateBase(pid int, dirfd int32, p string) (resolveFrom, error) {
+	abs := strings.HasPrefix(p, "/")
+	if !s.createPolicy.OwnRoot || (abs && inTarget(p, pid) != p) {
+		if abs {
+			return resolveFrom{fd: -1, path: p}, nil
+		}
+		fd, err := openBase(pid, dirfd)
+		return resolveFrom{fd: fd, path: p}, err
+	}
+	root, err := unix.Open(fmt.Sprintf("/proc/%d/root", pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return resolveFrom{fd: -1}, err
+	}
+	rootName := realOf(root)
+	if rootName == "" {
+		unix.Close(root)
+		return resolveFrom{fd: -1}, unix.ENOENT
+	}
+	if abs {
+		return resolveFrom{fd: root, path: p, inRoot: true, rootName: rootName}, nil
+	}
+	base, err := openBase(pid, dirfd)
+	if err != nil {
+		unix.Close(root)
+		return resolveFrom{fd: -1}, err
+	}
+	defer unix.Close(base)
+	at := resolveFrom{inRoot: true, rootName: rootName}.nameOf(base)
+	if at == "" {
+		unix.Close(root)
+		return resolveFrom{fd: -1}, unix.ENOENT // a deleted folder
+	}
+	// The path must lead from the root to base itself: the folder may
+	// have moved since, or be on a mount the name does not reach.
+	same, err := sameFile(root, at, base)
+	if err != nil || !same {
+		unix.Close(root)
+		if err == nil {
+			err = unix.ENOENT
+		}
+		return resolveFrom{fd: -1}, err
+	}
+	return resolveFrom{fd: root, path: strings.TrimSuffix(at, "/") + "/" + p, inRoot: true, rootName: rootName}, nil
+}
+
+// sameFile tells whether the real path p, resolved in root, is the file
+// open as fd, on the same mount.
+func sameFile(root int, p string, fd int) (bool, error) {
+	other, err := unix.Openat2(root, p, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+	if err != nil {
+		return false, err
+	}
+	defer unix.Close(other)
+	return sameMount(fd, other)
 }
 
 // openParent opens (O_PATH) the folder that holds the last component of
@@ -260,7 +351,8 @@ func openCreateBase(pid int, dirfd int32, p string) (int, error) {
 // search permissions are the command's), and returns it with that
 // component. A path whose last component is empty, "." or ".." names no
 // new entry.
-func openParent(pid, base int, p string, dirOK bool) (int, string, error) {
+func openParent(pid int, at resolveFrom, dirOK bool) (int, string, error) {
+	base, p := at.fd, at.path
 	if dirOK {
 		for len(p) > 1 && strings.HasSuffix(p, "/") {
 			p = p[:len(p)-1]
@@ -271,6 +363,16 @@ func openParent(pid, base int, p string, dirOK bool) (int, string, error) {
 		return -1, "", nil
 	}
 	flags := unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC
+	if at.inRoot {
+		// Absolute symlinks and ".." stay in the command's root.
+		fd, err := unix.Openat2(base, dir, &unix.OpenHow{Flags: uint64(flags), Resolve: unix.RESOLVE_IN_ROOT})
+		if err != nil {
+			if walked, werr := walkInRoot(pid, base, dir); werr == nil {
+				return walked, name, nil
+			}
+		}
+		return fd, name, err
+	}
 	if base < 0 {
 		// Not cleaned: ".." after a symlink is the kernel's to resolve.
 		fd, err := unix.Open(inTarget(dir, pid), flags, 0)
@@ -281,6 +383,109 @@ func openParent(pid, base int, p string, dirOK bool) (int, string, error) {
 	}
 	fd, err := unix.Openat(base, dir, flags, 0)
 	return fd, name, err
+}
+
+// maxLinks is the kernel's bound on the symlinks one path follows.
+const maxLinks = 40
+
+// walkInRoot opens the folder dir in the command's root one component at
+// a time, for a path openat2(RESOLVE_IN_ROOT) does not resolve: through a
+// symlink to /proc/self or /proc/thread-self (the sandbox's /dev/fd),
+// which in the sandbox's /proc names no process for corral, and is
+// corral's /proc/PID instead (no symlink past it is followed). Other
+// symlinks are followed as the kernel follows them, absolute ones from
+// the root; ".." stops at the root.
+func walkInRoot(pid, root int, dir string) (int, error) {
+	cur, err := unix.FcntlInt(uintptr(root), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	fail := func(err error) (int, error) {
+		unix.Close(cur)
+		return -1, err
+	}
+	comps, links := strings.Split(dir, "/"), 0
+	for len(comps) > 0 {
+		c := comps[0]
+		comps = comps[1:]
+		if c == "" || c == "." {
+			continue
+		}
+		var next int
+		if c == ".." {
+			if same, err := sameMount(cur, root); err != nil || same {
+				if err != nil {
+					return fail(err)
+				}
+				continue
+			}
+			next, err = unix.Openat(cur, "..", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		} else {
+			next, err = unix.Openat(cur, c, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		}
+		if err != nil {
+			return fail(err)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(next, &st); err != nil {
+			unix.Close(next)
+			return fail(err)
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFLNK {
+			unix.Close(cur)
+			cur = next
+			continue
+		}
+		buf := make([]byte, unix.PathMax)
+		n, err := unix.Readlinkat(next, "", buf)
+		unix.Close(next)
+		if links++; err != nil || links > maxLinks {
+			if err == nil {
+				err = unix.ELOOP
+			}
+			return fail(err)
+		}
+		target := string(buf[:n])
+		if host := inTarget(target, pid); host != target {
+			proc, err := unix.Openat2(unix.AT_FDCWD, host, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS})
+			if err != nil {
+				return fail(err)
+			}
+			unix.Close(cur)
+			cur = proc
+			continue
+		}
+		if strings.HasPrefix(target, "/") {
+			top, err := unix.FcntlInt(uintptr(root), unix.F_DUPFD_CLOEXEC, 0)
+			if err != nil {
+				return fail(err)
+			}
+			unix.Close(cur)
+			cur = top
+		}
+		comps = append(strings.Split(target, "/"), comps...)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(cur, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		if err == nil {
+			err = unix.ENOTDIR
+		}
+		return fail(err)
+	}
+	return cur, nil
+}
+
+// sameMount tells whether a and b are the same folder on the same mount.
+func sameMount(a, b int) (bool, error) {
+	var x, y unix.Statx_t
+	const mask = unix.STATX_INO | unix.STATX_MNT_ID
+	if err := unix.Statx(a, "", unix.AT_EMPTY_PATH, mask, &x); err != nil {
+		return false, err
+	}
+	if err := unix.Statx(b, "", unix.AT_EMPTY_PATH, mask, &y); err != nil {
+		return false, err
+	}
+	return x.Ino == y.Ino && x.Dev_major == y.Dev_major && x.Dev_minor == y.Dev_minor && x.Mnt_id == y.Mnt_id && x.Mask&unix.STATX_MNT_ID != 0, nil
 }
 
 // realOf names the file open as fd, "" when it is deleted or unnamed.
@@ -324,8 +529,9 @@ func makeRight(mode uint32) uint64 {
 }
 
 // makeName decides on the new name and makes it, on the worker's thread.
-func (s *Supervisor) makeName(c *createCall, pid, base int, p string, oldBase int, old string) outcome {
-	parent, name, err := openParent(pid, base, p, c.kind == kindMkdir)
+func (s *Supervisor) makeName(c *createCall, pid int, at, oldAt resolveFrom) outcome {
+	old := oldAt.path
+	parent, name, err := openParent(pid, at, c.kind == kindMkdir)
 	if err != nil {
 		return failed(err)
 	}
@@ -333,10 +539,10 @@ func (s *Supervisor) makeName(c *createCall, pid, base int, p string, oldBase in
 		return goAhead // the kernel's EEXIST, EISDIR or ENOENT
 	}
 	defer unix.Close(parent)
-	if strings.HasSuffix(p, "/") && c.kind != kindMkdir {
+	if strings.HasSuffix(at.path, "/") && c.kind != kindMkdir {
 		return goAhead // a folder's name where a file is made: the kernel's error
 	}
-	preal := realOf(parent)
+	preal := at.nameOf(parent)
 	if preal == "" {
 		return goAhead // a deleted folder: ENOENT
 	}
@@ -357,7 +563,7 @@ func (s *Supervisor) makeName(c *createCall, pid, base int, p string, oldBase in
 		return s.makeEntry(parent, full, unix.S_IFLNK, func() error { return unix.Symlinkat(old, parent, name) })
 	}
 	// link and rename: the old name, opened as the target would.
-	oldParent, oldName, err := openParent(pid, oldBase, old, false)
+	oldParent, oldName, err := openParent(pid, oldAt, false)
 	if err != nil {
 		return failed(err)
 	}
@@ -365,32 +571,53 @@ func (s *Supervisor) makeName(c *createCall, pid, base int, p string, oldBase in
 		return goAhead
 	}
 	defer unix.Close(oldParent)
-	oldReal := realOf(oldParent)
+	oldReal := oldAt.nameOf(oldParent)
 	var ost unix.Stat_t
 	follow := 0
 	if c.kind == kindRename || c.flags&unix.AT_SYMLINK_FOLLOW == 0 {
 		follow = unix.AT_SYMLINK_NOFOLLOW
 	}
-	if err := unix.Fstatat(oldParent, oldName, &ost, follow); err != nil {
+	if oldReal == "" {
+		return goAhead // a deleted folder: ENOENT
+	}
+	// The old name's file, as the command reaches it: a symlink link
+	// follows is resolved in the command's root, and a mount on the
+	// name (a mask, a read-only bind) is crossed.
+	var src int
+	switch {
+	case follow == 0 && oldAt.inRoot:
+		src, err = unix.Openat2(oldAt.fd, oldReal+"/"+oldName, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT})
+	case follow == 0:
+		src, err = unix.Openat(oldParent, oldName, unix.O_PATH|unix.O_CLOEXEC, 0)
+	default:
+		src, err = unix.Openat(oldParent, oldName, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	}
+	if err != nil {
 		return failed(err)
 	}
-	if oldReal == "" || !s.mayMove(c.kind, oldReal, preal, ost.Mode, exists) {
+	defer unix.Close(src)
+	if err := unix.Fstat(src, &ost); err != nil {
+		return failed(err)
+	}
+	if !s.mayMove(c.kind, oldReal, preal, ost.Mode, exists) {
 		return goAhead // where Landlock would not let it: the kernel says so
 	}
 	if o, bad := s.denied(full); bad {
 		return o
 	}
+	// Nor may a denied file get another name: a masked one is the
+	// mask's only where the mask is mounted.
+	if o, bad := s.denied(path.Join(oldReal, oldName)); bad {
+		return o
+	}
 	if c.kind == kindLink {
-		oflags := unix.O_PATH | unix.O_CLOEXEC
-		if follow != 0 {
-			oflags |= unix.O_NOFOLLOW
-		}
-		src, err := unix.Openat(oldParent, oldName, oflags, 0)
-		if err != nil {
-			return failed(err)
-		}
-		defer unix.Close(src)
 		return result(unix.Linkat(unix.AT_FDCWD, procSelfFD(src), parent, name, unix.AT_SYMLINK_FOLLOW))
+	}
+	// A mount point cannot be renamed, nor renamed over (EBUSY): the
+	// kernel checks that only in the caller's mount namespace, and the
+	// command's mounts are not corral's.
+	if mountRoot(src) || (exists && mountedOn(parent, name)) {
+		return outcome{errno: unix.EBUSY, fd: -1}
 	}
 	if ost.Mode&unix.S_IFMT == unix.S_IFDIR {
 		if o, bad := s.deniedInside(oldParent, oldName, full); bad {
@@ -398,6 +625,26 @@ func (s *Supervisor) makeName(c *createCall, pid, base int, p string, oldBase in
 		}
 	}
 	return result(unix.Renameat2(oldParent, oldName, parent, name, uint(c.flags)))
+}
+
+// mountRoot tells whether fd is the root of a mount: a mount point, for
+// a name that is not its mount's root folder.
+func mountRoot(fd int) bool {
+	var st unix.Statx_t
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_BASIC_STATS, &st); err != nil {
+		return true // unknown: as busy
+	}
+	return st.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT == 0 || st.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0
+}
+
+// mountedOn tells whether a mount covers the entry name in parent.
+func mountedOn(parent int, name string) bool {
+	fd, err := unix.Openat(parent, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err != unix.ENOENT
+	}
+	defer unix.Close(fd)
+	return mountRoot(fd)
 }
 
 // makeFile makes the file an open with O_CREAT names and opens it with

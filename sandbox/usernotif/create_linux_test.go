@@ -292,7 +292,15 @@ func createCases(tr createTree) []createCase {
 // TestCreate makes every kind of name in one child restricted by Landlock
 // to make none itself: the supervisor makes the allowed ones (with the
 // command's umask) and refuses the denied ones, which never appear.
-func TestCreate(t *testing.T) {
+func TestCreate(t *testing.T) { testCreate(t, false) }
+
+// TestCreateOwnRoot is TestCreate with every path resolved in the
+// child's /proc/PID/root (the namespaces tier's OwnRoot; here the same
+// root as corral's, so the same answers): absolute paths with
+// RESOLVE_IN_ROOT, relative ones from their start's name there.
+func TestCreateOwnRoot(t *testing.T) { testCreate(t, true) }
+
+func testCreate(t *testing.T, ownRoot bool) {
 	skipUnlessRoot(t)
 	h, tr := newHarness(t), newCreateTree(t)
 	// A denied name inside a folder, to be renamed with it.
@@ -302,8 +310,10 @@ func TestCreate(t *testing.T) {
 	for _, c := range cases {
 		spec.Steps = append(spec.Steps, step{Name: c.name, Create: &c.st})
 	}
+	cfg := tr.config()
+	cfg.Create.OwnRoot = ownRoot
 	old := unix.Umask(0o027)
-	out, s := h.runConfig(t, spec, tr.config())
+	out, s := h.runConfig(t, spec, cfg)
 	unix.Umask(old)
 	if len(out.Steps) != len(cases) {
 		t.Fatalf("child ran %d steps, want %d", len(out.Steps), len(cases))
