@@ -25,8 +25,9 @@ type Originals interface {
 // when a connection went to a bare address (not one of the fake DNS's):
 // a TLS ClientHello or an HTTP request names the host. A protocol where
 // the server speaks first (SSH, SMTP) waits this long once and is then
-// decided by its address alone.
-const sniffWait = 300 * time.Millisecond
+// decided by its address alone. (300 ms was too short for curl's first
+// TLS handshake under emulation: the CI's VM.)
+const sniffWait = time.Second
 
 // handleTransparent serves a connection the supervisor redirected from
 // dest: it learns the host name (the fake DNS answer the command used,

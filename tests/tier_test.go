@@ -3,6 +3,7 @@
 package tests
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -314,12 +315,31 @@ func TestTierLandlockIdMapsRefused(t *testing.T) {
 		if r.code != 125 || !strings.Contains(r.stderr, "uid_map") {
 			t.Fatalf("--tier namespaces did not fail closed:\n%s", r)
 		}
-		// SIGTERM to corral reaches the command of the restarted init.
-		cmd := u.command(t.Context(), runOpts{args: []string{"exec", "--work-dir", work, "--", "sleep", "60"}, dir: work, env: env})
+		// SIGTERM to corral reaches the command of the restarted init,
+		// once it runs (a fixed wait was too short for the CI's emulated
+		// VM, where corral had not caught its signals yet).
+		cmd := u.command(t.Context(), runOpts{args: []string{"exec", "--work-dir", work, "--", "sh", "-c", "echo READY; exec sleep 60"}, dir: work, env: env})
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(500 * time.Millisecond)
+		ready := make(chan bool, 1)
+		go func() {
+			line, _ := bufio.NewReader(out).ReadString('\n')
+			ready <- strings.TrimSpace(line) == "READY"
+		}()
+		select {
+		case ok := <-ready:
+			if !ok {
+				t.Fatal("the command did not start")
+			}
+		case <-time.After(60 * time.Second):
+			cmd.Process.Kill()
+			t.Fatal("the command did not start within 60s")
+		}
 		cmd.Process.Signal(syscall.SIGTERM)
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
