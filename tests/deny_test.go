@@ -258,11 +258,20 @@ func TestDenyNoCreateLandlockTier(t *testing.T) {
 		writeFile(t, filepath.Join(work, "readme"), "NEIGHBOUR\n", 0o644)
 		writeFile(t, filepath.Join(work, "pack/x"), "x\n", 0o644)
 		own(t, u, work)
+		// A file outside every grant, on the work dir's file system: a
+		// link made through a symlink to it (ln -L) would have been
+		// checked against the symlink's folder (the review of issue 20).
+		outside := newDir(t, asSelf, "outside")
+		hidden := token("HIDDEN")
+		writeFile(t, filepath.Join(outside, "secret"), hidden+"\n", 0o644)
 		skills := newDir(t, asSelf, "skills")
 		sk := writeSkill(t, skills, "guard", "  fs:\n    write: [\"$WORK_DIR/**\"]\n    deny: [\"**/.env\", \"$WORK_DIR/keys/**\"]\n")
 		writeFile(t, filepath.Join(work, "attack.sh"), `
 try() { if "$@" >/dev/null 2>&1; then echo "DID $*"; fi; }
 f=.env
+ln -s `+filepath.Join(outside, "secret")+` outlink
+try ln -L outlink pulled
+cat pulled 2>/dev/null
 try sh -c 'echo X > .env'
 try sh -c 'echo X >> sub/.env'
 try touch $f
@@ -290,6 +299,9 @@ echo `+attackDone+`
 		}
 		if strings.Contains(r.stdout, "DID ") {
 			t.Errorf("the sandbox made a denied name:\n%s", r)
+		}
+		if strings.Contains(r.stdout, hidden) {
+			t.Errorf("a link through a symlink read a file outside the grants:\n%s", r)
 		}
 		for _, s := range []string{"MADE\n", "MADE-DIRS", "APPENDED", "MOVED"} {
 			if !strings.Contains(r.stdout, s) {
@@ -391,6 +403,14 @@ func TestDenyNoCreateNamespacesTier(t *testing.T) {
 		own(t, u, work)
 		escape := filepath.Join(os.TempDir(), token("corral-escape"))
 		t.Cleanup(func() { os.Remove(escape) })
+		// Through /proc/self/.. the supervisor once resolved from the
+		// host's root and made names there (the review of issue 20).
+		escapes := []string{filepath.Join(os.TempDir(), token("corral-proc")), filepath.Join(os.TempDir(), token("corral-devfd")), filepath.Join(os.TempDir(), token("corral-thread"))}
+		t.Cleanup(func() {
+			for _, e := range escapes {
+				os.Remove(e)
+			}
+		})
 		skills := newDir(t, asSelf, "skills")
 		sk := writeSkill(t, skills, "guard", "  fs:\n    write: [\"$WORK_DIR/**\"]\n    deny: [\"**/.env\", \"$WORK_DIR/keys/**\"]\n")
 		writeFile(t, filepath.Join(work, "attack.sh"), `
@@ -434,6 +454,15 @@ try sh -c 'cd a && touch ../../../../../../../../$W/sub/.env'
 try mv .env moved
 try ln .env hard
 try ln -L lnk/../.env hard2
+try touch /proc/self/../..`+escapes[0]+`
+try touch /dev/fd/../../..`+escapes[1]+`
+try touch /proc/thread-self/../../..`+escapes[2]+`
+try sh -c "echo X > /proc/self/../../$W/sub/.env"
+try mkdir /proc/self/../../$W/keys
+try ln /proc/self/../../$W/.env /proc/self/../../$W/procln
+ln -s .env envlink
+try ln -L envlink followed
+cat followed procln 2>/dev/null
 try mv held held2
 try mv readme .env
 try rm .env
@@ -471,6 +500,11 @@ echo `+attackDone+`
 		})
 		if exists(escape) {
 			t.Errorf("an absolute symlink made the supervisor write the host's /tmp: %s", escape)
+		}
+		for _, e := range escapes {
+			if exists(e) {
+				t.Errorf("a path through /proc made the supervisor write the host's /tmp: %s", e)
+			}
 		}
 		if !strings.Contains(r.stdout, "MADE-IN-SANDBOX-TMP") {
 			t.Errorf("a name in the sandbox's own /tmp through a symlink was not made:\n%s", r)

@@ -335,6 +335,26 @@ func (s *Supervisor) openCreateBase(pid int, dirfd int32, p string) (resolveFrom
 	return resolveFrom{fd: root, path: strings.TrimSuffix(at, "/") + "/" + p, inRoot: true, rootName: rootName}, nil
 }
 
+// underRoot tells whether the folder open as fd is in the command's own
+// root, as the command reaches it (same folder, same mount); always true
+// without OwnRoot (the landlock tier shares corral's root).
+func (s *Supervisor) underRoot(pid, fd int) bool {
+	if !s.createPolicy.OwnRoot {
+		return true
+	}
+	root, err := unix.Open(fmt.Sprintf("/proc/%d/root", pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(root)
+	name := resolveFrom{inRoot: true, rootName: realOf(root)}.nameOf(fd)
+	if name == "" {
+		return false
+	}
+	same, err := sameFile(root, name, fd)
+	return err == nil && same
+}
+
 // sameFile tells whether the real path p, resolved in root, is the file
 // open as fd, on the same mount.
 func sameFile(root int, p string, fd int) (bool, error) {
@@ -549,11 +569,17 @@ func (s *Supervisor) makeName(c *createCall, pid int, at, oldAt resolveFrom) out
 	full := path.Join(preal, name)
 	var st unix.Stat_t
 	exists := unix.Fstatat(parent, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil
+	if c.kind == kindOpen && exists {
+		return goAhead // opens what is there; the kernel makes nothing
+	}
+	// Nothing is made outside the command's own root: a path through
+	// /proc/self/.. (corral's /proc/PID, resolved from corral's root)
+	// would otherwise lead to the host's own folders.
+	if !s.underRoot(pid, parent) {
+		return outcome{errno: unix.EACCES, why: "the folder is not in the sandbox's own root", fd: -1}
+	}
 	switch c.kind {
 	case kindOpen:
-		if exists {
-			return goAhead // opens what is there; the kernel makes nothing
-		}
 		return s.makeFile(c, parent, name, full)
 	case kindMkdir:
 		return s.makeEntry(parent, full, unix.S_IFDIR, func() error { return unix.Mkdirat(parent, name, c.mode) })
@@ -571,6 +597,9 @@ func (s *Supervisor) makeName(c *createCall, pid int, at, oldAt resolveFrom) out
 		return goAhead
 	}
 	defer unix.Close(oldParent)
+	if !s.underRoot(pid, oldParent) {
+		return outcome{errno: unix.EACCES, why: "the old name's folder is not in the sandbox's own root", fd: -1}
+	}
 	oldReal := oldAt.nameOf(oldParent)
 	var ost unix.Stat_t
 	follow := 0
@@ -579,6 +608,16 @@ func (s *Supervisor) makeName(c *createCall, pid int, at, oldAt resolveFrom) out
 	}
 	if oldReal == "" {
 		return goAhead // a deleted folder: ENOENT
+	}
+	if follow == 0 {
+		// A link through a symlink (AT_SYMLINK_FOLLOW) is made by the
+		// kernel, which refuses it (no make rights): checked here, the
+		// rights and denies would be the symlink's folder's, not those
+		// of the file it leads to.
+		var lst unix.Stat_t
+		if unix.Fstatat(oldParent, oldName, &lst, unix.AT_SYMLINK_NOFOLLOW) != nil || lst.Mode&unix.S_IFMT == unix.S_IFLNK {
+			return goAhead
+		}
 	}
 	// The old name's file, as the command reaches it: a symlink link
 	// follows is resolved in the command's root, and a mount on the
