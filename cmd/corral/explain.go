@@ -369,6 +369,9 @@ func writePlan(w io.Writer, p *sandbox.Plan) {
 		if r.Arg != nil {
 			cond = fmt.Sprintf(" when arg%d %s 0x%x/0x%x", r.Arg.Index, r.Arg.Op, r.Arg.Value, r.Arg.Mask)
 		}
+		if r.When != nil {
+			cond += fmt.Sprintf(" and arg%d %s 0x%x/0x%x", r.When.Index, r.When.Op, r.When.Value, r.When.Mask)
+		}
 		fmt.Fprintf(w, "    %-20s %s%s  (%s)\n", r.Syscall, r.Errno, cond, r.Why)
 	}
 	if len(p.Warnings) > 0 {

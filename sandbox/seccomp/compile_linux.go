@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"slices"
 
 	libseccomp "github.com/seccomp/libseccomp-golang"
 )
@@ -33,7 +34,7 @@ func compileFilter(rules []Rule) (*libseccomp.ScmpFilter, error) {
 // newSyscalls are numbers of syscalls newer than some libseccomp
 // releases. Syscalls added since Linux 5.1 have the same number on every
 // architecture corral builds for (x86_64, arm64).
-var newSyscalls = map[string]int{"open_tree_attr": 467}
+var newSyscalls = map[string]int{"fchmodat2": 452, "setxattrat": 463, "removexattrat": 466, "open_tree_attr": 467}
 
 func addRule(f *libseccomp.ScmpFilter, r Rule) error {
 	nr, err := libseccomp.GetSyscallFromName(r.Syscall)
@@ -52,32 +53,60 @@ func addRule(f *libseccomp.ScmpFilter, r Rule) error {
 	}
 	action := libseccomp.ActErrno.SetReturnCode(int16(r.Errno))
 	if r.Arg == nil {
+		if r.When != nil {
+			return fmt.Errorf("seccomp rule %s: a second condition without a first", r.Syscall)
+		}
 		return wrapRule(r, f.AddRule(nr, action))
 	}
-	switch r.Arg.Op {
-	case MaskedEq:
-		c, err := libseccomp.MakeCondition(r.Arg.Index, libseccomp.CompareMaskedEqual, r.Arg.Mask, r.Arg.Value)
+	// Each condition is one or more alternatives (AnyBit: one per bit);
+	// the rule is one libseccomp rule per pair.
+	first, err := alternatives(r, r.Arg)
+	if err != nil {
+		return err
+	}
+	second := [][]libseccomp.ScmpCondition{nil}
+	if r.When != nil {
+		if second, err = alternatives(r, r.When); err != nil {
+			return err
+		}
+	}
+	for _, a := range first {
+		for _, b := range second {
+			if err := f.AddRuleConditional(nr, action, append(slices.Clone(a), b...)); err != nil {
+				return wrapRule(r, err)
+			}
+		}
+	}
+	return nil
+}
+
+// alternatives are the libseccomp conditions of which any one makes the
+// condition a hold: itself for MaskedEq; for AnyBit, (arg & mask) != 0,
+// one per bit: (arg & bit) == bit.
+func alternatives(r Rule, a *Arg) ([][]libseccomp.ScmpCondition, error) {
+	var out [][]libseccomp.ScmpCondition
+	add := func(mask, value uint64) error {
+		c, err := libseccomp.MakeCondition(a.Index, libseccomp.CompareMaskedEqual, mask, value)
 		if err != nil {
 			return wrapRule(r, err)
 		}
-		return wrapRule(r, f.AddRuleConditional(nr, action, []libseccomp.ScmpCondition{c}))
-	case AnyBit:
-		// (arg & mask) != 0 is one rule per bit: (arg & bit) == bit.
-		for bit := uint64(1); bit != 0; bit <<= 1 {
-			if r.Arg.Mask&bit == 0 {
-				continue
-			}
-			c, err := libseccomp.MakeCondition(r.Arg.Index, libseccomp.CompareMaskedEqual, bit, bit)
-			if err != nil {
-				return wrapRule(r, err)
-			}
-			if err := f.AddRuleConditional(nr, action, []libseccomp.ScmpCondition{c}); err != nil {
-				return wrapRule(r, err)
-			}
-		}
+		out = append(out, []libseccomp.ScmpCondition{c})
 		return nil
 	}
-	return fmt.Errorf("seccomp rule %s: unknown op %d", r.Syscall, r.Arg.Op)
+	switch a.Op {
+	case MaskedEq:
+		return out, add(a.Mask, a.Value)
+	case AnyBit:
+		for bit := uint64(1); bit != 0; bit <<= 1 {
+			if a.Mask&bit != 0 {
+				if err := add(bit, bit); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("seccomp rule %s: unknown op %d", r.Syscall, a.Op)
 }
 
 func wrapRule(r Rule, err error) error {

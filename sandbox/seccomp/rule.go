@@ -20,14 +20,39 @@ import (
 	"syscall"
 )
 
-// Rule is one seccomp rule: the syscall, the errno it returns, and an
-// optional argument condition (without one the rule applies to every
-// call). The JSON form is the plan's (`corral explain --json`).
+// Rule is one seccomp rule: the syscall, the errno it returns, and up to
+// two argument conditions that must both hold (without Arg the rule
+// applies to every call; When is a second condition, such as open's
+// O_CREAT beside its mode). The JSON form is the plan's (`corral explain
+// --json`).
 type Rule struct {
 	Syscall string `json:"syscall"`
 	Errno   Errno  `json:"errno"`
 	Arg     *Arg   `json:"arg,omitempty"`
+	When    *Arg   `json:"when,omitempty"`
 	Why     string `json:"why"`
+}
+
+// Holds reports whether the rule's conditions hold for args: what the
+// compiled program must answer, for tests and for explain.
+func (r Rule) Holds(args [6]uint64) bool {
+	return r.Arg.holds(args) && r.When.holds(args)
+}
+
+// holds reports whether the condition holds for args (a nil one always
+// does).
+func (a *Arg) holds(args [6]uint64) bool {
+	if a == nil {
+		return true
+	}
+	v := args[a.Index] & a.Mask
+	switch a.Op {
+	case MaskedEq:
+		return v == a.Value
+	case AnyBit:
+		return v != 0
+	}
+	return false
 }
 
 // Arg is a condition on argument Index. The mask always covers only the
@@ -87,9 +112,12 @@ const (
 	EPERM = Errno(syscall.EPERM)
 	// ENOSYS: the call does not exist; libc falls back to an older one.
 	ENOSYS = Errno(syscall.ENOSYS)
+	// EOPNOTSUPP: the file system does not support it; copying tools
+	// (cp -a, tar, rsync) go on without extended attributes, quietly.
+	EOPNOTSUPP = Errno(syscall.EOPNOTSUPP)
 )
 
-var errnoNames = map[Errno]string{EPERM: "EPERM", ENOSYS: "ENOSYS"}
+var errnoNames = map[Errno]string{EPERM: "EPERM", ENOSYS: "ENOSYS", EOPNOTSUPP: "EOPNOTSUPP"}
 
 // String names the errno: "EPERM".
 func (e Errno) String() string {

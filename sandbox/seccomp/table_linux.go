@@ -62,7 +62,56 @@ func Table() []Rule {
 		Rule{Syscall: "socket", Errno: EPERM, Arg: &Arg{Index: 1, Op: MaskedEq, Mask: sockTypeMask, Value: unix.SOCK_PACKET}, Why: "SOCK_PACKET sockets see and forge raw frames"},
 		anyBit("memfd_create", 1, unix.MFD_EXEC, "MFD_EXEC memfds run a copy of any binary"),
 	)
+	r = append(r, specialModes()...)
+	r = append(r, eopnotsupp("extended attributes hold ACLs that open files to other users and file capabilities; the table cannot tell those names from others",
+		"setxattr", "lsetxattr", "fsetxattr", "setxattrat", "removexattr", "lremovexattr", "fremovexattr", "removexattrat")...)
 	return r
+}
+
+// setIDBits are the mode bits that make a program run as its file's
+// owner or group. The sandbox's files stay on the host after the run,
+// where anyone who can reach one would run it with the ids of corral's
+// user (as root: euid 0), so no call may set them. The sticky bit gives
+// no privilege and is left alone.
+const setIDBits = unix.S_ISUID | unix.S_ISGID
+
+// createFlags are the open flags with which the mode argument counts: a
+// new file (O_CREAT) or an unnamed one that linkat can name later
+// (O_TMPFILE without O_DIRECTORY, which it includes).
+const createFlags = unix.O_CREAT | unix.O_TMPFILE&^unix.O_DIRECTORY
+
+// specialModes refuse, with EPERM, every call that can give a file its
+// setuid or setgid bit: the chmod family, and the calls that make a file
+// with a mode (open and openat with createFlags, creat, mknod). mkdir
+// cannot: the kernel keeps only the permission bits and the sticky bit of
+// its mode (a folder's setgid comes from its parent alone). openat2's
+// mode sits in a struct seccomp cannot read: ENOSYS, which every caller
+// of it handles (Linux before 5.6 has none), so libraries fall back to
+// openat, whose mode the rule reads.
+func specialModes() []Rule {
+	const why = "a setuid or setgid file left in a writable folder would run with corral's user's ids outside the sandbox"
+	mode := func(name string, index uint) Rule {
+		return Rule{Syscall: name, Errno: EPERM, Arg: &Arg{Index: index, Op: AnyBit, Mask: setIDBits}, Why: why}
+	}
+	creating := func(name string, flags, index uint) Rule {
+		r := mode(name, index)
+		r.When = &Arg{Index: flags, Op: AnyBit, Mask: createFlags}
+		return r
+	}
+	return []Rule{
+		mode("chmod", 1), mode("fchmod", 1), mode("fchmodat", 2), mode("fchmodat2", 2),
+		creating("open", 1, 2), creating("openat", 2, 3), mode("creat", 1),
+		mode("mknod", 1), mode("mknodat", 2),
+		always("openat2", ENOSYS, "its mode and flags are in a struct seccomp cannot read; ENOSYS makes callers fall back to openat"),
+	}
+}
+
+func eopnotsupp(why string, names ...string) []Rule {
+	out := make([]Rule, len(names))
+	for i, n := range names {
+		out[i] = always(n, EOPNOTSUPP, why)
+	}
+	return out
 }
 
 func always(name string, errno Errno, why string) Rule {
