@@ -63,6 +63,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	orEmpty(&r.Created)
 	orEmpty(&r.Removed)
 	orEmpty(&r.Quarantined)
+	orEmpty(&r.Reset)
 	orEmpty(&r.Replaced)
 	orEmpty(&r.Asked)
 	orEmpty(&r.FSDenials)

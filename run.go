@@ -136,6 +136,9 @@ type Result struct {
 	// To (NAME.corral-quarantined-RANDOM); only if no rename works is it
 	// removed (To empty, Why says so).
 	Quarantined []Quarantined `json:"quarantined"`
+	// Reset are the files and folders whose mode, ACL or file
+	// capabilities corral set back after the run (docs/modes.md).
+	Reset []Reset `json:"reset"`
 	// Replaced are protected paths the host replaced while the sandbox ran
 	// (or started): their read-only bind went with the old file, so the
 	// command may have written the new one.
@@ -280,10 +283,15 @@ func run(ctx context.Context, spec Spec, r *Result) error {
 		env = os.Environ()
 	}
 	var proxy *netns.Proxy // made when the plan has one
+	var modes []modeRecord // recorded at launch, put back after the run
 	handed = true
 	out, err := sandbox.Execute(ctx, sandbox.Request{Perms: sk.Perms, CgroupParent: spec.CgroupParent, Stdio: stdio, Trace: spec.Trace, Warn: warn,
 		Spec: sandbox.Spec{Argv: spec.Argv, WorkDir: sk.Vars.WorkDir, Env: env, BestEffort: spec.BestEffort, Home: sk.Vars.Home, Tier: spec.Tier,
 			Keep: KeptPaths(sk, spec.Policy, spec.Keep...), Limits: limits, Options: spec.Debug},
+		Launching: func(p *sandbox.Plan) error {
+			modes = recordModes(p, sk.Vars.Home)
+			return nil
+		},
 		Serve: func(eg sandbox.Egress) {
 			proxy = newProxy(sk, spec, audit, r, asker, eg)
 			for _, ln := range eg.Listeners {
@@ -309,6 +317,7 @@ func run(ctx context.Context, spec Spec, r *Result) error {
 	if out.Plan != nil && out.Result != nil {
 		r.Quarantined = quarantine(out.Plan.Quarantine, warn)
 		if out.Result.Started {
+			restoreModesAfter(r, modes, warn)
 			sweepAfter(r, out.Plan, sk.Vars.Home, since, warn, trace)
 		}
 	}

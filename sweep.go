@@ -26,7 +26,32 @@ func sweepAfter(r *Result, plan *sandbox.Plan, home string, since sweepClock, wa
 		}
 		warn(fmt.Sprintf("the command left %s (%s): moved to %s, where git never reads it", printable.String(q.Path), q.Why, printable.String(q.To)))
 	}
+	for _, m := range s.Reset {
+		r.Reset = append(r.Reset, m)
+		if m.To == "" {
+			warn(fmt.Sprintf("the command left %s (%s): corral removed %s", printable.String(m.Path), m.Why, m.From))
+			continue
+		}
+		warn(fmt.Sprintf("the command left %s with mode %s (%s): corral set it to %s", printable.String(m.Path), m.From, m.Why, m.To))
+	}
 	for _, e := range s.Errs {
 		warn("the git sweep could not check " + e + ": a git repository there may run what the command chose; check it before running git in it")
+	}
+}
+
+// restoreModesAfter takes back the group and other write rights and the
+// ACLs the recorded files and folders gained during the run.
+func restoreModesAfter(r *Result, recs []modeRecord, warn func(string)) {
+	reset, errs := restoreModes(recs)
+	for _, m := range reset {
+		r.Reset = append(r.Reset, m)
+		if m.To == "" {
+			warn(fmt.Sprintf("the command gave %s an ACL (%s): corral removed it", printable.String(m.Path), m.Why))
+			continue
+		}
+		warn(fmt.Sprintf("the command set %s to mode %s (%s): corral set it to %s", printable.String(m.Path), m.From, m.Why, m.To))
+	}
+	for _, e := range errs {
+		warn(printable.Line(e) + ": check it before running git there")
 	}
 }

@@ -49,6 +49,9 @@ func (s *sweep) gitFolder(fd int, dir string, inherited bool) {
 	// read-only and could not be moved: what changed in it is git's
 	// work, even when a new worktree's commondir names it.
 	changed := (inherited || s.fresh(&st)) && !s.known[dir]
+	if changed {
+		s.closeToOthers(fd, dir, "a git folder", &st)
+	}
 	for _, name := range []string{"config", "config.worktree"} {
 		s.config(fd, dir, name, -1, changed, 0)
 	}
@@ -245,6 +248,8 @@ func (s *sweep) config(dirfd int, dir, name string, top int, changed bool, depth
 		}
 		if why != "" {
 			s.quarantine(dirfd, dir, name, "git config the command wrote: "+why)
+		} else if st.Mode&unix.S_IFMT == unix.S_IFREG && st.Mode&othersWrite != 0 && !s.known[dir] {
+			s.closeFile(dirfd, dir, name, "a git config")
 		}
 		return
 	}
@@ -342,6 +347,9 @@ func (s *sweep) hooks(dirfd int, dir, name string, changed bool) {
 		return
 	}
 	defer unix.Close(fd)
+	if changed && !s.known[dir] {
+		s.closeToOthers(fd, dir+"/"+name, "a hooks folder", &st)
+	}
 	// Listed but not searchable (chmod 600), its hooks would escape the
 	// fstatat below, and run once the user makes it searchable again.
 	if undo, ok := s.searchable(fd, &st); !ok {

@@ -61,7 +61,7 @@ func sweepStart() sweepClock {
 // names at the top of each root too (the landlock tier, which binds none
 // read-only there).
 func sweepGit(roots, protected []string, home string, since sweepClock, top bool) *sweep {
-	s := &sweep{top: top, since: since, home: home, uid: os.Geteuid(), known: map[string]bool{}, done: map[[2]uint64]int{}, chmodded: map[[2]uint64]bool{}, buf: make([]byte, 32<<10), names: map[string]string{}, exact: map[string]bool{}}
+	s := &sweep{top: top, since: since, home: home, uid: os.Geteuid(), known: map[string]bool{}, done: map[[2]uint64]int{}, chmodded: map[[2]uint64]bool{}, closed: map[[2]uint64]uint32{}, buf: make([]byte, 32<<10), names: map[string]string{}, exact: map[string]bool{}}
 	for _, e := range policyengine.ProtectedPaths {
 		if !e.Home && !strings.Contains(e.Path, "/") {
 			s.names[e.Path] = e.Why
@@ -117,11 +117,15 @@ type sweep struct {
 	// chmodded are the folders whose mode corral changed to look
 	// inside, and whether they had changed during the run before.
 	chmodded map[[2]uint64]bool
-	buf      []byte
-	Folders  int // folders read
-	Gits     int // git folders inspected
-	Moved    []Quarantined
-	Errs     []string // what could not be checked
+	// closed are the bits closeToOthers took off a file or folder: the
+	// walk's own mode changes, undone later, keep them off.
+	closed  map[[2]uint64]uint32
+	buf     []byte
+	Folders int // folders read
+	Gits    int // git folders inspected
+	Moved   []Quarantined
+	Reset   []Reset  // modes set back (modes_linux.go)
+	Errs    []string // what could not be checked
 }
 
 // sweepFrame is one folder on the walk's stack.
@@ -132,6 +136,7 @@ type sweepFrame struct {
 	subdirs  []string
 	next     int
 	mode     uint32 // restored on leaving when chmodded
+	id       [2]uint64
 	chmodded bool
 	git      bool // a git folder (its objects folder is trimmed)
 }
@@ -155,7 +160,7 @@ func (s *sweep) run(root string) {
 	}
 	defer func() {
 		if first.chmodded {
-			unix.Fchmodat(pfd, path.Base(root), first.mode, 0)
+			unix.Fchmodat(pfd, path.Base(root), s.keep(first.id, first.mode), 0)
 		}
 	}()
 	stack := []*sweepFrame{first}
@@ -214,7 +219,7 @@ func (s *sweep) open(parent int, name string, f *sweepFrame) (int, error) {
 	if cerr := unix.Fchmodat(parent, name, st.Mode&0o7777|0o700, 0); cerr != nil {
 		return -1, err
 	}
-	f.mode, f.chmodded = st.Mode&0o7777, true
+	f.mode, f.id, f.chmodded = st.Mode&0o7777, [2]uint64{st.Dev, st.Ino}, true
 	fd, err = unix.Openat(parent, name, flags, 0)
 	if err != nil {
 		unix.Fchmodat(parent, name, f.mode, 0)
@@ -234,7 +239,7 @@ func (s *sweep) searchFrame(f *sweepFrame) bool {
 	if unix.Fchmod(f.fd, st.Mode&0o7777|0o100) != nil {
 		return false
 	}
-	f.mode, f.chmodded = st.Mode&0o7777, true
+	f.mode, f.id, f.chmodded = st.Mode&0o7777, [2]uint64{st.Dev, st.Ino}, true
 	return true
 }
 
@@ -264,7 +269,7 @@ func (s *sweep) leave(stack []*sweepFrame) bool {
 		parent.fd = fd
 	}
 	if top.chmodded {
-		unix.Fchmodat(parent.fd, top.name, top.mode, 0)
+		unix.Fchmodat(parent.fd, top.name, s.keep(top.id, top.mode), 0)
 	}
 	return true
 }
@@ -284,10 +289,17 @@ func (s *sweep) visit(stack []*sweepFrame) {
 	top := stack[len(stack)-1]
 	s.Folders++
 	var head, gitfile, gitmodules bool
-	var named []string
+	var named, files []string
+	// The files of a folder that changed have their modes checked: a
+	// new name (made, moved or linked in) changes its folder.
+	var fst unix.Stat_t
+	changed := unix.Fstat(top.fd, &fst) == nil && s.fresh(&fst)
 	err := s.entries(top.fd, func(name string, typ byte) {
 		if _, ok := s.names[name]; ok && (len(stack) > 1 || s.top) {
 			named = append(named, name)
+		}
+		if changed && (typ == unix.DT_REG || typ == unix.DT_UNKNOWN) {
+			files = append(files, name)
 		}
 		switch {
 		case typ == unix.DT_DIR:
@@ -304,6 +316,9 @@ func (s *sweep) visit(stack []*sweepFrame) {
 	if err != nil {
 		s.Errs = append(s.Errs, fmt.Sprintf("%s: reading: %v", framePath(stack), err))
 		return
+	}
+	if len(files) > 0 {
+		s.fileModes(top.fd, framePath(stack), files)
 	}
 	if top.name == "objects" && len(stack) > 1 && stack[len(stack)-2].git {
 		s.objects(top)

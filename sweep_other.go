@@ -2,6 +2,8 @@
 
 package corral
 
+import "corral.dev/corral/sandbox"
+
 // The git sweep walks what a Linux sandbox could write; elsewhere the
 // command runs under Seatbelt, which this package does not sweep after.
 
@@ -12,9 +14,16 @@ func sweepStart() sweepClock { return sweepClock{} }
 type sweep struct {
 	Folders, Gits int
 	Moved         []Quarantined
+	Reset         []Reset
 	Errs          []string
 }
 
 func sweepGit(roots, protected []string, home string, since sweepClock, top bool) *sweep {
 	return &sweep{}
 }
+
+type modeRecord struct{}
+
+func recordModes(*sandbox.Plan, string) []modeRecord { return nil }
+
+func restoreModes([]modeRecord) ([]Reset, []string) { return nil, nil }

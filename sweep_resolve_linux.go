@@ -222,11 +222,18 @@ func (s *sweep) grantSearch(fd int, restore *[]func()) bool {
 		chmodFd(fd, mode)
 		return false
 	}
+	id := [2]uint64{st.Dev, st.Ino}
 	*restore = append(*restore, func() {
-		chmodFd(dup, mode)
+		chmodFd(dup, s.keep(id, mode))
 		unix.Close(dup)
 	})
 	return true
+}
+
+// keep is mode, which the walk puts back on the file id, without the bits
+// closeToOthers took off meanwhile.
+func (s *sweep) keep(id [2]uint64, mode uint32) uint32 {
+	return mode &^ s.closed[id]
 }
 
 // touched records that corral changes the mode of st's file: its ctime

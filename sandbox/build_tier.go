@@ -36,6 +36,7 @@ func (b *builder) landlockTier() {
 	b.nsMounts = p.Mounts
 	p.Mounts = nil
 	tmp := b.spec.RunTmp
+	p.RunTmp = tmp
 	if tmp == "" {
 		tmp = "(a folder made for the run)"
 	}

@@ -47,6 +47,13 @@ type Request struct {
 	// Trace gets timing steps; Warn gets warnings meant for a person.
 	// Either may be nil.
 	Trace, Warn func(string)
+	// Launching, if set, is called with the plan once it is built, before
+	// the command starts and before the landlock tier's TMPDIR
+	// (Plan.RunTmp) is made: what the caller must undo after the run is
+	// known then, and can be recorded where the sandbox cannot reach it
+	// (a corral killed before the end leaves it to the next run). An
+	// error ends the run before the command starts.
+	Launching func(*Plan) error
 }
 
 // Egress is what a run's egress proxy serves.
@@ -262,8 +269,9 @@ func (e *execution) run(ctx context.Context) error {
 	}
 	spec.Tier, spec.TierWhy = tier.Name, tier.Why
 	serve := e.serve
+	var lr *landlockRun
 	if tier.Name == TierLandlock {
-		lr, err := e.prepareLandlock(spec)
+		lr, err = e.prepareLandlock(spec)
 		if err != nil {
 			return abort(err)
 		}
@@ -294,6 +302,16 @@ func (e *execution) run(ctx context.Context) error {
 	held := Hold(plan.Protected)
 	defer held.Close()
 	e.out.Stage = StageLaunch
+	if e.req.Launching != nil {
+		if err := e.req.Launching(plan); err != nil {
+			return abort(err)
+		}
+	}
+	if lr != nil {
+		if err := lr.makeTmp(); err != nil {
+			return abort(err)
+		}
+	}
 	e.fsAudit = e.watchDenials(plan)
 	res, err := launch.Run(plan, RunOptions{Seccomp: prepared, Cgroup: e.joinCgroup, Trace: e.req.Trace, Timeout: limits.Timeout,
 		KillGrace: limits.KillGrace, Done: ctx.Done(), Held: held.Files(), Serve: serve})

@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -25,6 +27,7 @@ import (
 // connect supervisor.
 type landlockRun struct {
 	tmp   string
+	made  bool // tmp was made (makeTmp)
 	ln    net.Listener
 	own   *ownListener
 	super *usernotif.Supervisor
@@ -34,16 +37,14 @@ type landlockRun struct {
 	refused []string
 }
 
-// prepareLandlock makes the run's TMPDIR and, when the permissions allow
-// network, the proxy's listener, and puts both in the spec.
+// prepareLandlock names the run's TMPDIR (makeTmp makes it, once the
+// caller has recorded it: Request.Launching) and, when the permissions
+// allow network, makes the proxy's listener, and puts both in the spec.
 func (e *execution) prepareLandlock(spec *Spec) (*landlockRun, error) {
-	removeStaleTmp()
-	tmp, err := os.MkdirTemp("", fmt.Sprintf("corral-run-%d-", os.Getpid()))
-	if err != nil {
-		return nil, fmt.Errorf("making the run's TMPDIR: %w", err)
-	}
-	r := &landlockRun{tmp: tmp}
-	spec.RunTmp = tmp
+	var rnd [8]byte
+	rand.Read(rnd[:])
+	r := &landlockRun{tmp: filepath.Join(os.TempDir(), fmt.Sprintf("corral-run-%d-%s", os.Getpid(), hex.EncodeToString(rnd[:])))}
+	spec.RunTmp = r.tmp
 	if len(e.req.Perms.Network) == 0 {
 		return r, nil
 	}
@@ -56,6 +57,15 @@ func (e *execution) prepareLandlock(spec *Spec) (*landlockRun, error) {
 	r.own = newOwnListener(ln)
 	spec.HostProxy = ln.Addr().(*net.TCPAddr).AddrPort()
 	return r, nil
+}
+
+// makeTmp makes the run's TMPDIR (0700), which must be new.
+func (r *landlockRun) makeTmp() error {
+	if err := os.Mkdir(r.tmp, 0o700); err != nil {
+		return fmt.Errorf("making the run's TMPDIR: %w", err)
+	}
+	r.made = true
+	return nil
 }
 
 // serve is the landlock tier's RunOptions.Serve: the init sent the
@@ -130,7 +140,9 @@ func (r *landlockRun) close(warn func(string)) {
 	if r.ln != nil {
 		r.ln.Close()
 	}
-	removeAll(r.tmp, warn)
+	if r.made {
+		removeAll(r.tmp, warn)
+	}
 }
 
 // removeStaleTmp removes the TMPDIRs of landlock tier runs whose corral

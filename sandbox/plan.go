@@ -53,6 +53,10 @@ type Plan struct {
 	// /tmp): after the run corral walks them whole for git folders the
 	// command made or changed (sweep.go in package corral).
 	WriteRoots []string `json:"write_roots,omitempty"`
+	// RunTmp is the landlock tier's TMPDIR, a folder made for the run
+	// and removed after it ("" in the namespaces tier, whose /tmp is a
+	// tmpfs of its own).
+	RunTmp string `json:"run_tmp,omitempty"`
 	// Quarantine are the protected paths (policyengine.ProtectedPaths,
 	// the skills and policies) that did not exist at launch inside a
 	// writable root: whatever the command leaves there is renamed after

@@ -102,6 +102,7 @@ step "end-to-end attack suite (as root and as an unprivileged user)"
 # them those cases skip, saying what is missing.
 test_pkgs=()
 command -v node >/dev/null || test_pkgs+=(nodejs)
+command -v rsync >/dev/null || test_pkgs+=(rsync) # modes_test.go: rsync -p
 [ -x /usr/sbin/sshd ] || test_pkgs+=(openssh-server)
 [ -x /usr/bin/ssh ] || test_pkgs+=(openssh-client)
 if [ ${#test_pkgs[@]} -gt 0 ] && [ "$(id -u)" = 0 ]; then

@@ -119,6 +119,8 @@ var commands = map[string]func([]string){
 	"echo": func(a []string) {
 		ok("%s", strings.Join(a, " "))
 	},
+	"mode":  modeCommand,
+	"xattr": xattrCommand,
 
 	// Sockets and network.
 	"connect-unix": func(a []string) {
