@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"corral.dev/corral/agentpolicy"
+	"corral.dev/corral/internal/nofollow"
 	"corral.dev/corral/printable"
 	"corral.dev/corral/sandbox"
 )
@@ -85,18 +86,30 @@ func quarantine(list []sandbox.Quarantine, warn func(string)) []Quarantined {
 			restore[i]()
 		}
 	}()
+	// moveIn moves the entry name of the folder dirfd (path dir) aside.
+	moveIn := func(dirfd int, dir, name, why string) {
+		p := filepath.Join(dir, name)
+		to, removed, err := moveAsideAt(dirfd, dir, name, os.Geteuid())
+		switch {
+		case err != nil:
+			warn(fmt.Sprintf("the command created %s (%s); moving it aside failed: %v: remove it before a host tool reads it", printable.String(p), why, err))
+		case removed:
+			warn(fmt.Sprintf("the command created %s (%s); no name to move it to was free, so corral REMOVED it", printable.String(p), why))
+		default:
+			to = filepath.Join(dir, to)
+			out = append(out, Quarantined{Path: p, To: to, Why: why})
+			warn(fmt.Sprintf("the command created %s (%s): moved to %s, where no tool reads it", printable.String(p), why, printable.String(to)))
+		}
+	}
 	move := func(p, why string) {
-		to, removed, err := moveAside(p)
+		dir, name := filepath.Split(p)
+		fd, err := nofollow.OpenDir(filepath.Clean(dir))
 		if err != nil {
 			warn(fmt.Sprintf("the command created %s (%s); moving it aside failed: %v: remove it before a host tool reads it", printable.String(p), why, err))
 			return
 		}
-		if removed {
-			warn(fmt.Sprintf("the command created %s (%s); no name to move it to was free, so corral REMOVED it", printable.String(p), why))
-			return
-		}
-		out = append(out, Quarantined{Path: p, To: to, Why: why})
-		warn(fmt.Sprintf("the command created %s (%s): moved to %s, where no tool reads it", printable.String(p), why, printable.String(to)))
+		defer unix.Close(fd)
+		moveIn(fd, filepath.Clean(dir), name, why)
 	}
 	for _, q := range list {
 		if q.Real != "" {
@@ -113,66 +126,78 @@ func quarantine(list []sandbox.Quarantine, warn func(string)) []Quarantined {
 			}
 			continue
 		}
-		// Below From everything was made by the run: the first symlink
-		// on the way (which could lead anywhere) or the path itself.
-		cur := q.From
-		parts := strings.Split(strings.TrimPrefix(q.Path, q.From+"/"), "/")
-		for i, part := range parts {
-			cur = filepath.Join(cur, part)
-			st, err := os.Lstat(cur)
-			if errors.Is(err, os.ErrPermission) && searchOwn(filepath.Dir(cur), &restore) {
-				st, err = os.Lstat(cur)
-			}
-			if err != nil {
-				if !errors.Is(err, os.ErrNotExist) {
-					warn(fmt.Sprintf("corral cannot check %s (%v), a protected path that did not exist at launch (%s): check it before a host tool reads it", printable.String(cur), err, q.Why))
-				}
-				break
-			}
-			if st.Mode()&os.ModeSymlink != 0 || i == len(parts)-1 {
-				move(cur, q.Why)
-				break
-			}
-			if !st.IsDir() {
-				break
-			}
-		}
+		quarantineBelow(q, moveIn, &restore, warn)
 	}
 	return out
 }
 
-// searchOwn gives the folder dir its owner's search right if corral's
-// user owns it and it lacks it (the command made it chmod 600), recording
-// how to put the mode back.
-func searchOwn(dir string, restore *[]func()) bool {
+// quarantineBelow walks from q.From, which existed at launch, towards
+// q.Path, below which everything was made by the run, one folder
+// descriptor at a time without following a symlink, and moves aside the
+// first symlink on the way (which could lead anywhere) or the path
+// itself.
+func quarantineBelow(q sandbox.Quarantine, moveIn func(dirfd int, dir, name, why string), restore *[]func(), warn func(string)) {
+	fd, err := nofollow.OpenDir(q.From)
+	if err != nil {
+		if !errors.Is(err, unix.ENOENT) {
+			warn(fmt.Sprintf("corral cannot check %s (%v), a protected path that did not exist at launch (%s): check it before a host tool reads it", printable.String(q.Path), err, q.Why))
+		}
+		return
+	}
+	defer func() { unix.Close(fd) }()
+	cur := q.From
+	parts := strings.Split(strings.TrimPrefix(q.Path, q.From+"/"), "/")
+	for i, part := range parts {
+		var st unix.Stat_t
+		err := unix.Fstatat(fd, part, &st, unix.AT_SYMLINK_NOFOLLOW)
+		if err == unix.EACCES && searchOwn(fd, restore) {
+			err = unix.Fstatat(fd, part, &st, unix.AT_SYMLINK_NOFOLLOW)
+		}
+		if err != nil {
+			if err != unix.ENOENT {
+				warn(fmt.Sprintf("corral cannot check %s (%v), a protected path that did not exist at launch (%s): check it before a host tool reads it", printable.String(filepath.Join(cur, part)), err, q.Why))
+			}
+			return
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFLNK || i == len(parts)-1 {
+			moveIn(fd, cur, part, q.Why)
+			return
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			return
+		}
+		next, err := unix.Openat(fd, part, dirPathFlag|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			warn(fmt.Sprintf("corral cannot check %s (%v), a protected path that did not exist at launch (%s): check it before a host tool reads it", printable.String(filepath.Join(cur, part)), err, q.Why))
+			return
+		}
+		unix.Close(fd)
+		fd, cur = next, filepath.Join(cur, part)
+	}
+}
+
+// searchOwn gives the folder fd its owner's search right if corral's user
+// owns it and it lacks it (the command made it chmod 600), recording how
+// to put the mode back.
+func searchOwn(fd int, restore *[]func()) bool {
 	var st unix.Stat_t
-	if unix.Lstat(dir, &st) != nil || int(st.Uid) != os.Geteuid() || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Mode&0o100 != 0 {
+	if unix.Fstat(fd, &st) != nil || int(st.Uid) != os.Geteuid() || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Mode&0o100 != 0 {
 		return false
 	}
 	mode := uint32(st.Mode & 0o7777)
-	if unix.Chmod(dir, mode|0o100) != nil {
+	if chmodFd(fd, mode|0o100) != nil {
 		return false
 	}
-	*restore = append(*restore, func() { unix.Chmod(dir, mode) })
-	return true
-}
-
-// moveAside moves p aside with moveAsideAt.
-func moveAside(p string) (to string, removed bool, err error) {
-	dir, name := filepath.Split(p)
-	dir = filepath.Clean(dir)
-	// Opened only to search it (O_PATH on Linux): a folder the command
-	// made unreadable still has its entry moved.
-	fd, err := unix.Open(dir, dirPathFlag|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
-		return "", false, &os.PathError{Op: "open", Path: dir, Err: err}
+		chmodFd(fd, mode)
+		return false
 	}
-	defer unix.Close(fd)
-	to, removed, err = moveAsideAt(fd, dir, name, os.Geteuid())
-	if to != "" {
-		to = filepath.Join(dir, to)
-	}
-	return to, removed, err
+	*restore = append(*restore, func() {
+		chmodFd(dup, mode)
+		unix.Close(dup)
+	})
+	return true
 }
 
 // moveAsideAt is how the sweep and the protected paths' check move what

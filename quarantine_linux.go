@@ -1,10 +1,11 @@
 package corral
 
 import (
-	"os"
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"corral.dev/corral/internal/nofollow"
 )
 
 // dirPathFlag opens a folder only to name what is in it.
@@ -23,7 +24,8 @@ func chmodFd(fd int, mode uint32) error {
 }
 
 // removeAllAt removes dir/name (open as dirfd) and all that is in it,
-// through dirfd: dir may be longer than PATH_MAX.
+// through dirfd (dir may be longer than PATH_MAX), following no symlink
+// and opening folders the command made unreadable.
 func removeAllAt(dirfd int, dir, name string) error {
-	return os.RemoveAll("/proc/self/fd/" + strconv.Itoa(dirfd) + "/" + name)
+	return nofollow.RemoveTree(dirfd, name)
 }

@@ -83,7 +83,8 @@ type Spec struct {
 // what it enforces (sandbox.Options): the CLI sets TraceInit from
 // CORRAL_TRACE=1; the rest only a binary built with -tags
 // corral_testhooks sets (from CORRAL_MOUNTS, CORRAL_MOUNT_PAUSE,
-// CORRAL_PROBE_PAUSE and CORRAL_HOLD_PAUSE), for the end-to-end tests.
+// CORRAL_PROBE_PAUSE, CORRAL_HOLD_PAUSE and CORRAL_CLEANUP_PAUSE), for the
+// end-to-end tests.
 type Debug = sandbox.Options
 
 // Denial is one refused permission, as audited.
@@ -262,6 +263,15 @@ func run(ctx context.Context, spec Spec, r *Result) error {
 		return err
 	}
 	trace("preflight")
+	store, err := openStore(spec.BestEffort, warn)
+	if err != nil {
+		return failed(err)
+	}
+	if store != nil {
+		defer store.Close()
+	}
+	finishUnfinished(store, warn)
+	care := &aftercare{store: store, since: since, workDir: sk.Vars.WorkDir, home: sk.Vars.Home, bestEffort: spec.BestEffort, warn: warn, pause: spec.Debug.CleanupPause}
 	r.Stage = StageLaunch
 	stdio, closeStdio, err := files(spec)
 	if err != nil {
@@ -283,15 +293,11 @@ func run(ctx context.Context, spec Spec, r *Result) error {
 		env = os.Environ()
 	}
 	var proxy *netns.Proxy // made when the plan has one
-	var modes []modeRecord // recorded at launch, put back after the run
 	handed = true
 	out, err := sandbox.Execute(ctx, sandbox.Request{Perms: sk.Perms, CgroupParent: spec.CgroupParent, Stdio: stdio, Trace: spec.Trace, Warn: warn,
 		Spec: sandbox.Spec{Argv: spec.Argv, WorkDir: sk.Vars.WorkDir, Env: env, BestEffort: spec.BestEffort, Home: sk.Vars.Home, Tier: spec.Tier,
 			Keep: KeptPaths(sk, spec.Policy, spec.Keep...), Limits: limits, Options: spec.Debug},
-		Launching: func(p *sandbox.Plan) error {
-			modes = recordModes(p, sk.Vars.Home)
-			return nil
-		},
+		Launching: care.launching,
 		Serve: func(eg sandbox.Egress) {
 			proxy = newProxy(sk, spec, audit, r, asker, eg)
 			for _, ln := range eg.Listeners {
@@ -312,15 +318,9 @@ func run(ctx context.Context, spec Spec, r *Result) error {
 			r.Warnings = append(r.Warnings, w)
 		}
 	}
-	r.Created, r.Removed, r.Replaced = append(r.Created, out.Created...), out.Removed, out.Replaced
+	r.Created, r.Replaced = append(r.Created, out.Created...), out.Replaced
 	keepFSDenials(r, out.FS, sk.Vars)
-	if out.Plan != nil && out.Result != nil {
-		r.Quarantined = quarantine(out.Plan.Quarantine, warn)
-		if out.Result.Started {
-			restoreModesAfter(r, modes, warn)
-			sweepAfter(r, out.Plan, sk.Vars.Home, since, warn, trace)
-		}
-	}
+	care.done(r, out.Result != nil && out.Result.Started, out.Plan != nil && out.Plan.Trace, trace)
 	if proxy != nil {
 		proxy.Close()
 		r.ProxyDenials, r.ProxyDenialsMore = r.Proxy.Denials()

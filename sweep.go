@@ -2,20 +2,21 @@ package corral
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"corral.dev/corral/printable"
-	"corral.dev/corral/sandbox"
 )
 
-// sweepAfter runs the git sweep (sweep_linux.go) once nothing of the
-// sandbox runs any more, and reports what it quarantined and what it
-// could not check (warn, Run's, keeps each warning in r.Warnings).
-func sweepAfter(r *Result, plan *sandbox.Plan, home string, since sweepClock, warn, trace func(string)) {
+// sweepAfter runs the git sweep (sweep_linux.go) of the write roots once
+// nothing of the sandbox runs any more, and reports what it quarantined
+// and reset and what it could not check (warn, Run's, keeps each warning
+// in r.Warnings). protected are the plan's protected paths (and, in the
+// landlock tier, top, the ones it knew at launch); trace, if set, gets
+// its timing.
+func sweepAfter(r *Result, roots, protected []string, home string, since sweepClock, top bool, warn, trace func(string)) {
 	t := time.Now()
-	s := sweepGit(plan.WriteRoots, append(slices.Clone(plan.Protected), plan.SweepKnown...), home, since, plan.Tier.Name == sandbox.TierLandlock)
-	if plan.Trace {
+	s := sweepGit(roots, protected, home, since, top)
+	if trace != nil {
 		trace(fmt.Sprintf("git sweep: %d folders, %d git folders in %d µs", s.Folders, s.Gits, time.Since(t).Microseconds()))
 	}
 	for _, q := range s.Moved {

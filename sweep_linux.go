@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"corral.dev/corral/internal/nofollow"
 	"corral.dev/corral/policyengine"
 	"corral.dev/corral/sandbox"
 )
@@ -144,8 +145,10 @@ type sweepFrame struct {
 // run walks root.
 func (s *sweep) run(root string) {
 	// Opened from its parent, so that a root the command made
-	// unreadable is opened as any folder in it is.
-	pfd, err := unix.Open(path.Dir(root), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	// unreadable is opened as any folder in it is; the way there is
+	// walked without following a symlink (roots are real paths: one
+	// there now is another sandbox's, on a grant above this root).
+	pfd, err := nofollow.OpenDir(path.Dir(root))
 	if err != nil {
 		s.Errs = append(s.Errs, fmt.Sprintf("%s: %v", root, err))
 		return
@@ -158,11 +161,6 @@ func (s *sweep) run(root string) {
 		}
 		return
 	}
-	defer func() {
-		if first.chmodded {
-			unix.Fchmodat(pfd, path.Base(root), s.keep(first.id, first.mode), 0)
-		}
-	}()
 	stack := []*sweepFrame{first}
 	s.visit(stack)
 	for len(stack) > 0 {
@@ -171,6 +169,7 @@ func (s *sweep) run(root string) {
 			if !s.leave(stack) {
 				for _, f := range stack {
 					if f.fd >= 0 {
+						s.restore(f)
 						unix.Close(f.fd)
 					}
 				}
@@ -211,20 +210,37 @@ func (s *sweep) open(parent int, name string, f *sweepFrame) (int, error) {
 	if err != unix.EACCES {
 		return fd, err
 	}
+	// Through a descriptor of the folder itself (O_PATH needs no right
+	// on it), so the mode changes on what was checked.
+	p, perr := unix.Openat(parent, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if perr != nil {
+		return -1, err
+	}
+	defer unix.Close(p)
 	var st unix.Stat_t
-	if unix.Fstatat(parent, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || int(st.Uid) != s.uid {
+	if unix.Fstat(p, &st) != nil || int(st.Uid) != s.uid {
 		return -1, err
 	}
 	s.touched(&st)
-	if cerr := unix.Fchmodat(parent, name, st.Mode&0o7777|0o700, 0); cerr != nil {
+	if cerr := chmodFd(p, uint32(st.Mode&0o7777|0o700)); cerr != nil {
 		return -1, err
 	}
 	f.mode, f.id, f.chmodded = st.Mode&0o7777, [2]uint64{st.Dev, st.Ino}, true
-	fd, err = unix.Openat(parent, name, flags, 0)
+	fd, err = unix.Open(nofollow.Magic(p), flags&^unix.O_NOFOLLOW, 0)
 	if err != nil {
-		unix.Fchmodat(parent, name, f.mode, 0)
+		chmodFd(p, f.mode)
+		f.chmodded = false
 	}
 	return fd, err
+}
+
+// restore puts back the mode of the folder f if the walk changed it to
+// look inside, through its descriptor.
+func (s *sweep) restore(f *sweepFrame) {
+	if f.chmodded && f.fd >= 0 {
+		unix.Fchmod(f.fd, s.keep(f.id, f.mode))
+		f.chmodded = false
+	}
 }
 
 // searchFrame gives the folder f the owner's search right until the walk
@@ -248,11 +264,12 @@ func (s *sweep) searchFrame(f *sweepFrame) bool {
 func (s *sweep) leave(stack []*sweepFrame) bool {
 	top := stack[len(stack)-1]
 	defer func() {
+		s.restore(top)
 		unix.Close(top.fd)
 		top.fd = -1
 	}()
 	if len(stack) == 1 {
-		return true // its mode is run's to put back
+		return true
 	}
 	parent := stack[len(stack)-2]
 	if parent.fd < 0 {
@@ -267,9 +284,6 @@ func (s *sweep) leave(stack []*sweepFrame) bool {
 			return false
 		}
 		parent.fd = fd
-	}
-	if top.chmodded {
-		unix.Fchmodat(parent.fd, top.name, s.keep(top.id, top.mode), 0)
 	}
 	return true
 }

@@ -27,3 +27,10 @@ type modeRecord struct{}
 func recordModes(*sandbox.Plan, string) []modeRecord { return nil }
 
 func restoreModes([]modeRecord) ([]Reset, []string) { return nil, nil }
+
+var osGetpid = func() int { return 0 }
+
+func clockPair(sweepClock) [2]int64 { return [2]int64{} }
+func pairClock([2]int64) sweepClock { return sweepClock{} }
+func processID(pid int) procID      { return procID{Pid: pid} }
+func waitGone(procID)               {}

@@ -5,8 +5,6 @@ package corral
 import (
 	"path/filepath"
 	"testing"
-
-	"corral.dev/corral/sandbox"
 )
 
 // TestSweepWarnsOnce: what the sweep cannot check is one warning, given
@@ -17,7 +15,7 @@ func TestSweepWarnsOnce(t *testing.T) {
 	warn := keepWarnings(r, func(s string) { warned = append(warned, s) })
 	// A write root whose parent is gone cannot be opened.
 	root := filepath.Join(t.TempDir(), "gone", "root")
-	sweepAfter(r, &sandbox.Plan{WriteRoots: []string{root}}, "", sweepStart(), warn, func(string) {})
+	sweepAfter(r, []string{root}, nil, "", sweepStart(), false, warn, nil)
 	if len(warned) != 1 || len(r.Warnings) != 1 {
 		t.Errorf("warned %q, the Result has %q: want one warning, once in each", warned, r.Warnings)
 	}

@@ -326,7 +326,7 @@ func (b *builder) grants() {
 				if w.write {
 					real := b.facts.file(r).Real
 					if i := slices.IndexFunc(b.facts.StateDirs, func(d string) bool { return isUnder(d, real) || isUnder(real, d) }); i >= 0 {
-						b.errs = append(b.errs, fmt.Sprintf("%s reaches %s, where corral keeps its program index and mount cache: a sandbox that could write there could hide programs from the exec allowlist of later runs, or slow them down", e.Value, b.facts.StateDirs[i]))
+						b.errs = append(b.errs, fmt.Sprintf("%s reaches %s, where corral keeps its program index, mount cache and records of unfinished runs: a sandbox that could write there could hide programs from the exec allowlist of later runs, slow them down, or have a later corral act on paths it chose", e.Value, b.facts.StateDirs[i]))
 						continue
 					}
 				}

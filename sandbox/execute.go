@@ -49,11 +49,14 @@ type Request struct {
 	Trace, Warn func(string)
 	// Launching, if set, is called with the plan once it is built, before
 	// the command starts and before the landlock tier's TMPDIR
-	// (Plan.RunTmp) is made: what the caller must undo after the run is
-	// known then, and can be recorded where the sandbox cannot reach it
-	// (a corral killed before the end leaves it to the next run). An
-	// error ends the run before the command starts.
-	Launching func(*Plan) error
+	// (Plan.RunTmp) is made, with the pid of the sandbox's first process
+	// (the shim, which kills the rest as it dies): what the caller must
+	// undo after the run is known then, and can be recorded where the
+	// sandbox cannot reach it (a corral killed before the end leaves it
+	// to the next run). The caller then removes what Plan.MustNotAppear
+	// names after the run (RemoveMustNotAppear). An error ends the run
+	// before the command starts.
+	Launching func(plan *Plan, shim int) error
 }
 
 // Egress is what a run's egress proxy serves.
@@ -88,6 +91,9 @@ type Options struct {
 	// protected paths. Each opens a window in which a test changes the
 	// host; they only slow a run.
 	MountPause, ProbePause, HoldPause time.Duration
+	// CleanupPause holds package corral between the command's end and
+	// its cleanup (the sweep), for the tests that kill corral there.
+	CleanupPause time.Duration
 }
 
 // Stage is where a run ended: the step it was in when it failed, or
@@ -129,10 +135,6 @@ type Outcome struct {
 	Cgroup string
 	// Created are the hooks folders made for a writable repository.
 	Created []string
-	// Removed are files the command made that send git on the host
-	// elsewhere for config and hooks (Plan.MustNotAppear), removed after
-	// the run.
-	Removed []string
 	// Replaced are protected paths the host replaced while the sandbox
 	// ran: their read-only bind went with the old file.
 	Replaced []string
@@ -303,7 +305,7 @@ func (e *execution) run(ctx context.Context) error {
 	defer held.Close()
 	e.out.Stage = StageLaunch
 	if e.req.Launching != nil {
-		if err := e.req.Launching(plan); err != nil {
+		if err := e.req.Launching(plan, launch.Pid()); err != nil {
 			return abort(err)
 		}
 	}
@@ -322,7 +324,6 @@ func (e *execution) run(ctx context.Context) error {
 		e.out.Stage = StageCommand
 	}
 	e.trace("done")
-	e.removeMustNotAppear(plan)
 	if res != nil && res.Started {
 		for _, p := range held.Replaced() {
 			e.out.Replaced = append(e.out.Replaced, p)
@@ -465,23 +466,6 @@ func (e *execution) removeCgroup() {
 	}
 	if e.req.Spec.Options.TraceInit {
 		e.trace(fmt.Sprintf("cgroup removed in %d µs", time.Since(t).Microseconds()))
-	}
-}
-
-// removeMustNotAppear removes what the command left that would send git
-// on the host elsewhere for config and hooks: nothing of the sandbox
-// runs any more, so there is no race.
-func (e *execution) removeMustNotAppear(plan *Plan) {
-	for _, f := range plan.MustNotAppear {
-		if _, err := os.Lstat(f); err != nil {
-			continue
-		}
-		if err := os.Remove(f); err != nil {
-			e.warn(fmt.Sprintf("the command created %s, which sends git on the host to a config and hooks it chose; removing it failed: %v", printable.String(f), err))
-			continue
-		}
-		e.out.Removed = append(e.out.Removed, f)
-		e.warn(fmt.Sprintf("the command created %s, which would send git on the host to a config and hooks it chose; removed it", printable.String(f)))
 	}
 }
 

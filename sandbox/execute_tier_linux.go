@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"net/netip"
 	"os"
@@ -43,7 +42,13 @@ type landlockRun struct {
 func (e *execution) prepareLandlock(spec *Spec) (*landlockRun, error) {
 	var rnd [8]byte
 	rand.Read(rnd[:])
-	r := &landlockRun{tmp: filepath.Join(os.TempDir(), fmt.Sprintf("corral-run-%d-%s", os.Getpid(), hex.EncodeToString(rnd[:])))}
+	// By its real path: the record of the run's cleanup names it, and
+	// its removal follows no symlink on the way.
+	base, err := filepath.EvalSymlinks(os.TempDir())
+	if err != nil {
+		return nil, fmt.Errorf("the folder for the run's TMPDIR: %w", err)
+	}
+	r := &landlockRun{tmp: filepath.Join(base, fmt.Sprintf("corral-run-%d-%s", os.Getpid(), hex.EncodeToString(rnd[:])))}
 	spec.RunTmp = r.tmp
 	if len(e.req.Perms.Network) == 0 {
 		return r, nil
@@ -141,44 +146,7 @@ func (r *landlockRun) close(warn func(string)) {
 		r.ln.Close()
 	}
 	if r.made {
-		removeAll(r.tmp, warn)
-	}
-}
-
-// removeStaleTmp removes the TMPDIRs of landlock tier runs whose corral
-// is gone without removing its own (killed with SIGKILL): they are named
-// corral-run-PID-*.
-func removeStaleTmp() {
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "corral-run-*-*"))
-	for _, d := range dirs {
-		var pid int
-		if _, err := fmt.Sscanf(filepath.Base(d), "corral-run-%d-", &pid); err != nil || pid <= 0 {
-			continue
-		}
-		var st unix.Stat_t
-		if unix.Lstat(d, &st) != nil || st.Uid != uint32(os.Geteuid()) || st.Mode&unix.S_IFMT != unix.S_IFDIR {
-			continue
-		}
-		if unix.Kill(pid, 0) == unix.ESRCH {
-			removeAll(d, func(string) {})
-		}
-	}
-}
-
-// removeAll removes dir, first giving its owner every right on each
-// folder in it: the command may have made one unwritable or
-// unsearchable (chmod 000), and an ordinary user's RemoveAll stops there.
-func removeAll(dir string, warn func(string)) {
-	// WalkDir visits a folder before it reads it, and the command has
-	// ended: nothing changes meanwhile.
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, _ error) error {
-		if d != nil && d.IsDir() {
-			os.Chmod(p, 0o700)
-		}
-		return nil
-	})
-	if err := os.RemoveAll(dir); err != nil {
-		warn(fmt.Sprintf("removing the run's TMPDIR: %v", err))
+		RemoveRunTmp(r.tmp, warn)
 	}
 }
 

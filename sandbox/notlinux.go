@@ -31,3 +31,9 @@ func (h *Held) Files() []HeldFile { return nil }
 
 // Close does nothing here.
 func (h *Held) Close() {}
+
+// RemoveMustNotAppear does nothing off Linux.
+func RemoveMustNotAppear([]string, func(string)) []string { return nil }
+
+// RemoveRunTmp does nothing off Linux.
+func RemoveRunTmp(string, func(string)) {}

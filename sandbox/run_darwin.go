@@ -308,3 +308,6 @@ func realPaths(p policyengine.Permissions) map[string]string {
 
 // Tier is macOS's one way to sandbox: a Seatbelt profile.
 func (l *Launch) Tier() (TierInfo, error) { return TierInfo{Name: "seatbelt", Why: "macOS"}, nil }
+
+// Pid is 0 on macOS: the command starts only with Run.
+func (l *Launch) Pid() int { return 0 }

@@ -50,6 +50,10 @@ type Launch struct {
 	tierErr   *StageError
 }
 
+// Pid is the pid of the process Start started: the shim, which forks the
+// sandbox's PID 1 and kills the rest as it dies.
+func (l *Launch) Pid() int { return l.proc.Pid }
+
 // Start starts the init stage in new namespaces (or, as tier says, in
 // none) and returns at once; the init is exec'd on a thread of its own
 // (spawn_linux.c) while the caller goes on. It runs nothing until Run

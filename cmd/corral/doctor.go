@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	corral "corral.dev/corral"
+	"corral.dev/corral/printable"
 	"corral.dev/corral/sandbox"
 	"corral.dev/corral/sandbox/cgroup"
 	"corral.dev/corral/sandbox/fsaudit"
@@ -49,7 +51,7 @@ var doctorCommand = command{
 				enc := json.NewEncoder(os.Stdout)
 				enc.SetIndent("", "  ")
 				return enc.Encode(map[string]any{"facts": kernelFacts(facts), "tier": plan.Tier, "protections": plan.Protections, "program_index": idx,
-					"file_denials": fileDenials(facts.LandlockABI)})
+					"file_denials": fileDenials(facts.LandlockABI), "unfinished_runs": unfinishedRuns()})
 			}
 			fmt.Printf("host: uid %d, Landlock ABI %d, seccomp %v\n", facts.Uid, facts.LandlockABI, facts.Seccomp)
 			if facts.UserNSErr != "" {
@@ -70,6 +72,7 @@ var doctorCommand = command{
 				fmt.Printf("walked in %d ms, not saved (this user can write neither /run/corral nor $XDG_RUNTIME_DIR/corral): every exec with an exec allowlist walks again until root runs corral doctor\n", took.Milliseconds())
 			}
 			fmt.Printf("file denials: %s\n", fileDenials(facts.LandlockABI))
+			printUnfinished()
 			fmt.Printf("tier: %s", plan.Tier.Name)
 			if plan.Tier.Name == sandbox.TierLandlock {
 				fmt.Printf(" (no namespaces: Landlock, seccomp and corral's connect supervisor enforce the permissions on the host's own namespaces; README's protection table has a column for it)")
@@ -106,4 +109,42 @@ func fileDenials(abi int) string {
 		return "the report lists the preflight's refusals only: " + strings.TrimPrefix(err.Error(), fsaudit.ErrUnobservable.Error()+": ")
 	}
 	return "the report lists what Landlock refuses the command (the kernel's audit records)"
+}
+
+// unfinishedRuns is doctor's JSON of the runs whose cleanup is not done.
+func unfinishedRuns() map[string]any {
+	runs, dir, err := corral.UnfinishedRuns()
+	out := map[string]any{"folder": dir, "runs": runs}
+	if err != nil {
+		out["error"] = err.Error()
+	}
+	if runs == nil {
+		out["runs"] = []corral.UnfinishedRun{}
+	}
+	return out
+}
+
+// printUnfinished says where corral records each run's cleanup, and which
+// runs' cleanup is not done: a corral killed before its end leaves it to
+// the next corral exec.
+func printUnfinished() {
+	runs, dir, err := corral.UnfinishedRuns()
+	if err != nil {
+		fmt.Printf("cleanup records: cannot be kept in %s (%v): exec refuses to run unless --best-effort\n", dir, err)
+		return
+	}
+	waiting := 0
+	for _, r := range runs {
+		if !r.Running {
+			waiting++
+		}
+	}
+	fmt.Printf("cleanup records (for a corral killed before its end): %s, %d running, %d left by a killed corral\n", dir, len(runs)-waiting, waiting)
+	for _, r := range runs {
+		if r.Running {
+			continue
+		}
+		fmt.Printf("  unfinished: corral pid %d, started %s in %s: the next corral exec finishes its cleanup (%s)\n",
+			r.Pid, r.Started.Format(time.RFC3339), printable.String(r.WorkDir), r.Record)
+	}
 }

@@ -15,7 +15,7 @@ import (
 // theirs so); `corral version` says so.
 func testHooks(d *corral.Debug) error {
 	d.LegacyMounts = os.Getenv("CORRAL_MOUNTS") == "legacy"
-	for name, to := range map[string]*time.Duration{"CORRAL_MOUNT_PAUSE": &d.MountPause, "CORRAL_PROBE_PAUSE": &d.ProbePause, "CORRAL_HOLD_PAUSE": &d.HoldPause} {
+	for name, to := range map[string]*time.Duration{"CORRAL_MOUNT_PAUSE": &d.MountPause, "CORRAL_PROBE_PAUSE": &d.ProbePause, "CORRAL_HOLD_PAUSE": &d.HoldPause, "CORRAL_CLEANUP_PAUSE": &d.CleanupPause} {
 		if v := os.Getenv(name); v != "" {
 			p, err := time.ParseDuration(v)
 			if err != nil {

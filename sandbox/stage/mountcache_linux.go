@@ -10,6 +10,7 @@ import (
 
 	"corral.dev/corral/sandbox/internal/safefile"
 	"corral.dev/corral/sandbox/progindex"
+	"corral.dev/corral/sandbox/unfinished"
 )
 
 // The mount cache lets the init build the new root while corral is still
@@ -81,8 +82,9 @@ func readOwnFile(file string, max int) ([]byte, bool) {
 }
 
 // StateDirs are the folders of what later runs trust, as named and as
-// their real paths: the program index's and the mount cache's (the one
-// the constructor chose, and any CORRAL_MOUNT_CACHE names). A write grant
+// their real paths: the program index's, the mount cache's (the one the
+// constructor chose, and any CORRAL_MOUNT_CACHE names) and the one that
+// holds the records of unfinished runs (package unfinished). A write grant
 // may neither reach into nor cover them (build.go).
 func StateDirs() []string {
 	var dirs []string
@@ -99,6 +101,7 @@ func StateDirs() []string {
 		add(filepath.Dir(file))
 	}
 	add(MountCacheDir())
+	add(filepath.Dir(unfinished.Dir())) // the records' folder, and its parent that holds it
 	if d := os.Getenv("CORRAL_MOUNT_CACHE"); filepath.IsAbs(d) {
 		add(d)
 	}
