@@ -1,12 +1,12 @@
 package corral
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"corral.dev/corral/internal/nofollow"
 	"corral.dev/corral/policyengine"
 )
 
@@ -68,10 +68,10 @@ func (s *Skills) writeRoots() []writeRoot {
 }
 
 // mkdirNoFollow creates dir and its missing parents below root without
-// following symlinks: a link planted by an earlier sandboxed run must not
-// send corral's own mkdir outside the work dir.
+// following symlinks (nofollow.MkdirBelow): a link planted by an earlier
+// or concurrent sandboxed run must not send corral's own mkdir outside
+// the work dir.
 func mkdirNoFollow(root, dir string) ([]string, error) {
-	var made []string
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, err
 	}
@@ -79,24 +79,7 @@ func mkdirNoFollow(root, dir string) ([]string, error) {
 	if err != nil || rel == "." {
 		return nil, err
 	}
-	p := root
-	for _, part := range strings.Split(rel, "/") {
-		p = filepath.Join(p, part)
-		st, err := os.Lstat(p)
-		switch {
-		case err == nil && st.Mode()&os.ModeSymlink != 0:
-			return made, fmt.Errorf("%s is a symlink", p)
-		case err == nil:
-			continue
-		case !errors.Is(err, os.ErrNotExist):
-			return made, err
-		}
-		if err := os.Mkdir(p, 0o700); err != nil {
-			return made, err
-		}
-		made = append(made, p)
-	}
-	return made, nil
+	return nofollow.MkdirBelow(root, rel)
 }
 
 func within(p, root string) bool {

@@ -46,7 +46,7 @@ func (b *builder) protections() {
 	}
 	add("landlock-net", f.LandlockABI >= 4, landlockDetail(f.LandlockABI, 4, llNet))
 	add("landlock-scope", f.LandlockABI >= 6, landlockDetail(f.LandlockABI, 6, "no signals or abstract UNIX sockets beyond the sandbox"))
-	add("seccomp", f.Seccomp, orText(map[bool]string{false: "seccomp filters are unavailable"}[f.Seccomp], fmt.Sprintf("%d rules refusing namespaces, mounts, ptrace, bpf, io_uring, keyrings, TIOCSTI and more", len(seccomp.Table()))))
+	add("seccomp", f.Seccomp, orText(map[bool]string{false: "seccomp filters are unavailable"}[f.Seccomp], fmt.Sprintf("%d rules refusing namespaces, mounts, ptrace, bpf, io_uring, keyrings, TIOCSTI, set-id modes, extended attributes and more", len(seccomp.Table()))))
 	add("no-new-privs", true, "set before exec")
 	// Without a user namespace there is nothing to drop capabilities in,
 	// no network namespace and no mount namespace: say why, not what.

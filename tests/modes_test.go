@@ -339,3 +339,23 @@ func TestOpenedHome(t *testing.T) {
 		}
 	})
 }
+
+// TestWriteGrantsNosuid: in the namespaces tier the work dir, as every
+// mount of the sandbox's root, is mounted nosuid, the second layer for a
+// set-id file inside the sandbox.
+func TestWriteGrantsNosuid(t *testing.T) {
+	t.Parallel()
+	users(t, func(t *testing.T, u user) {
+		namespacesOnly(t, "mounts")
+		attack(t, "privilege", "run a set-id file from a write grant inside the sandbox")
+		f := newFS(t, u)
+		r := runScript(t, u, f.work, nil, `awk -v w="$PWD" '$5 == w { print "opts", $6 }' /proc/self/mountinfo`)
+		opts := strings.Fields(strings.ReplaceAll(r.stdout, ",", " "))
+		if len(opts) < 2 || opts[0] != "opts" {
+			t.Fatalf("no mount at the work dir:\n%s", r)
+		}
+		if !strings.Contains(r.stdout, "nosuid") {
+			t.Errorf("the work dir is not mounted nosuid: %s", r.stdout)
+		}
+	})
+}

@@ -10,9 +10,10 @@
 // taker holds the lock while it finishes that cleanup, then removes the
 // record. No pid is trusted (pids are reused).
 //
-// The folder is /run/corral/runs for root, $XDG_RUNTIME_DIR/corral/runs
-// for a user whose XDG_RUNTIME_DIR is a folder of theirs below /run, and
-// /tmp/corral-UID/runs otherwise, each 0700 and refused to a write grant
+// The folder is /run/corral/runs for the host's root,
+// $XDG_RUNTIME_DIR/corral/runs for a user whose XDG_RUNTIME_DIR is a folder
+// of theirs below /run, and /tmp/corral-UID/runs otherwise (uid 0 of a
+// user namespace mapped from another user is such a user), each 0700 and refused to a write grant
 // (sandbox/build.go, through stage.StateDirs): a sandbox that could write
 // a record could have a later corral act on any path. This package does
 // not know what a record says; package corral writes and reads it.
@@ -38,14 +39,18 @@ const maxRecord = 4 << 20
 // suffix ends a record's name; a file being written has none yet.
 const suffix = ".run"
 
+// halfWritten is how old a file without the suffix is before List takes
+// it for one a dead corral left half-written.
+const halfWritten = 10 * time.Minute
+
 // Dir is the records' folder for this user ("" when none can be trusted:
 // see Open).
 func Dir() string {
-	return dirFor(os.Geteuid(), os.Getenv("XDG_RUNTIME_DIR"))
+	return dirFor(os.Geteuid(), os.Getenv("XDG_RUNTIME_DIR"), hostRoot)
 }
 
-func dirFor(uid int, xdg string) string {
-	if uid == 0 {
+func dirFor(uid int, xdg string, hostRoot func() bool) string {
+	if uid == 0 && hostRoot() {
 		return "/run/corral/runs"
 	}
 	if xdg != "" && filepath.IsAbs(xdg) {
@@ -54,6 +59,22 @@ func dirFor(uid int, xdg string) string {
 		}
 	}
 	return filepath.Join("/tmp", "corral-"+strconv.Itoa(uid), "runs")
+}
+
+// hostRoot reports whether uid 0 is the host's root: not in a user
+// namespace that maps it from another user (unshare -U -r, rootless
+// containers), where /run/corral is not this process's to trust.
+func hostRoot() bool {
+	data, err := os.ReadFile("/proc/self/uid_map")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "0" {
+			return f[1] == "0"
+		}
+	}
+	return false
 }
 
 // ownFolder reports whether p is a folder (not a symlink) of uid's or
@@ -119,9 +140,11 @@ type Record struct {
 	fd   int
 }
 
-// Create writes data as a new record, locked: written whole under a
-// temporary name, then renamed (the lock goes with the file), so a
-// reader never sees half of one.
+// Create writes data as a new record, locked: written whole to an
+// unnamed file (O_TMPFILE), locked, then linked in under its name, so no
+// reader ever sees half of one or an unlocked one. A file system without
+// O_TMPFILE gets a file under a temporary name (no suffix), renamed once
+// written and locked (the lock goes with the file).
 func (s *Store) Create(data []byte) (*Record, error) {
 	if len(data) > maxRecord {
 		return nil, fmt.Errorf("a run record of %d bytes", len(data))
@@ -129,14 +152,21 @@ func (s *Store) Create(data []byte) (*Record, error) {
 	var rnd [8]byte
 	rand.Read(rnd[:])
 	name := fmt.Sprintf("%d-%s", os.Getpid(), hex.EncodeToString(rnd[:]))
-	fd, err := unix.Openat(s.fd, name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	path := filepath.Join(s.dir, name+suffix)
+	fd, err := unix.Openat(s.fd, ".", unix.O_RDWR|unix.O_TMPFILE|unix.O_CLOEXEC, 0o600)
+	unnamed := err == nil
+	if !unnamed {
+		fd, err = unix.Openat(s.fd, name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	}
 	if err != nil {
-		return nil, &os.PathError{Op: "create", Path: filepath.Join(s.dir, name), Err: err}
+		return nil, &os.PathError{Op: "create", Path: path, Err: err}
 	}
 	fail := func(op string, err error) (*Record, error) {
-		unix.Unlinkat(s.fd, name, 0)
+		if !unnamed {
+			unix.Unlinkat(s.fd, name, 0)
+		}
 		unix.Close(fd)
-		return nil, &os.PathError{Op: op, Path: filepath.Join(s.dir, name), Err: err}
+		return nil, &os.PathError{Op: op, Path: path, Err: err}
 	}
 	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		return fail("flock", err)
@@ -148,8 +178,15 @@ func (s *Store) Create(data []byte) (*Record, error) {
 		}
 		off += n
 	}
-	if err := unix.Renameat(s.fd, name, s.fd, name+suffix); err != nil {
-		return fail("rename", err)
+	if unnamed {
+		// linkat of /proc/self/fd/N needs no capability (AT_EMPTY_PATH
+		// would need CAP_DAC_READ_SEARCH).
+		err = unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), s.fd, name+suffix, unix.AT_SYMLINK_FOLLOW)
+	} else {
+		err = unix.Renameat(s.fd, name, s.fd, name+suffix)
+	}
+	if err != nil {
+		return fail("link", err)
 	}
 	return &Record{s: s, name: name + suffix, fd: fd}, nil
 }
@@ -187,7 +224,7 @@ type Entry struct {
 
 // List reads every record, taking the lock of each whose corral is gone
 // (Entry.Stale). Files left half-written by a corral that died before its
-// command started (no suffix yet, unlocked) are removed.
+// command started (no suffix yet, unlocked, old) are removed.
 func (s *Store) List() ([]Entry, error) {
 	names, err := s.names()
 	if err != nil {
@@ -215,7 +252,10 @@ func (s *Store) entry(n string) (Entry, bool) {
 	}
 	stale := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) == nil
 	if !strings.HasSuffix(n, suffix) {
-		if stale {
+		// Being written (on a file system without O_TMPFILE), or left by
+		// a corral that died before its command started: removed once
+		// no writer could still be at it.
+		if stale && time.Since(time.Unix(st.Mtim.Sec, st.Mtim.Nsec)) > halfWritten {
 			unix.Unlinkat(s.fd, n, 0)
 		}
 		unix.Close(fd)
