@@ -152,8 +152,11 @@ func recordRun(store *unfinished.Store, rec runRecord) (*unfinished.Record, erro
 // best effort, which warns and goes on without records.
 func openStore(bestEffort bool, warn func(string)) (*unfinished.Store, error) {
 	s, err := unfinished.Open()
-	if err == nil {
+	switch {
+	case err == nil:
 		return s, nil
+	case errors.Is(err, errors.ErrUnsupported):
+		return nil, nil // macOS: nothing is swept after a Seatbelt run
 	}
 	msg := fmt.Sprintf("corral cannot keep a record of the run's cleanup where no sandbox can reach it (%v): if corral were killed before its end, what the command left would not be swept", err)
 	if errors.Is(err, unfinished.ErrUntrusted) {
