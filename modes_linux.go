@@ -4,6 +4,7 @@ package corral
 
 import (
 	"fmt"
+	"path"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -11,12 +12,12 @@ import (
 
 // The sweep's second look at modes (docs/modes.md). The seccomp table
 // refuses every call that sets a setuid or setgid bit, and the extended
-// attribute calls, in both tiers; this is the layer behind it, for a file
-// the command gave another name or place (a link to, or a move of, a
-// set-id file already in a writable folder) and for anything the first
-// layer might miss. It looks at the files of a folder that changed during
-// the run (a new name in a folder changes the folder), one fstatat each,
-// and at the files among those that changed themselves:
+// attribute calls, in both tiers; this is the layer behind it, for a
+// set-id file already in a writable folder that the command changed
+// (linked, moved, or rewrote through a shared mapping, which keeps the
+// bits) and for anything the first layer might miss. It looks at every
+// file of the writable roots, one fstatat each, and at those that changed
+// during the run (their ctime):
 //
 //   - a set-id bit is taken off (the file keeps its other bits);
 //   - an executable's file capabilities are removed;
@@ -36,15 +37,38 @@ const setIDBits = unix.S_ISUID | unix.S_ISGID
 const capabilityXattr = "security.capability"
 
 // fileModes checks the files (names) of the folder fd, whose path is
-// dir, that changed during the run.
-func (s *sweep) fileModes(fd int, dir string, names []string) {
+// dir, that changed during the run: one fstatat each, since a file can
+// change in a folder that does not (a write through a shared mapping of
+// a set-id file keeps its bits, as write(2) would not). In a git folder
+// (inGit) a changed file any user may write is closed too.
+func (s *sweep) fileModes(fd int, dir string, names []string, inGit bool) {
 	for _, n := range names {
 		st, ok := s.stat(fd, n)
-		if !ok || st.Mode&unix.S_IFMT != unix.S_IFREG || !s.freshTime(&st) || st.Mode&(setIDBits|0o111) == 0 {
+		if !ok || st.Mode&unix.S_IFMT != unix.S_IFREG || !s.freshTime(&st) {
 			continue
 		}
-		s.fileMode(fd, dir, n, &st)
+		if st.Mode&(setIDBits|0o111) != 0 {
+			s.fileMode(fd, dir, n, &st)
+		}
+		if inGit && st.Mode&strangersWrite != 0 {
+			s.closeFileBits(fd, dir, n, "a file of a git folder", strangersWrite)
+		}
 	}
+}
+
+// gitEntryOpen closes the folder f (path p), inside a git folder, to any
+// user if it changed during the run: another user who can write refs,
+// objects or info/ could choose what the user's next checkout, build or
+// filter runs.
+func (s *sweep) gitEntryOpen(f *sweepFrame, p string) {
+	var st unix.Stat_t
+	if unix.Fstat(f.fd, &st) != nil || st.Mode&strangersWrite == 0 || !s.fresh(&st) {
+		return
+	}
+	if s.known[p] || s.known[path.Dir(p)] && f.name == "hooks" {
+		return // recorded at launch: restoreModes puts it back
+	}
+	s.closeBits(f.fd, p, "a folder of a git folder", &st, strangersWrite)
 }
 
 // fileMode takes the set-id bits and file capabilities off dir/name
@@ -63,7 +87,7 @@ func (s *sweep) fileMode(dirfd int, dir, name string, st *unix.Stat_t) {
 		return
 	}
 	if mode := uint32(now.Mode & 0o7777); mode&setIDBits != 0 {
-		const why = "a set-id file the command made, moved or linked: anyone who can reach it would run it with its owner's or group's ids"
+		const why = "a set-id file the command made, moved, linked or rewrote: anyone who can reach it would run it with its owner's or group's ids"
 		to := mode &^ setIDBits
 		if err := chmodFd(fd, to); err != nil {
 			s.removeName(dirfd, dir, name, &now, why, fmt.Sprintf("taking the bits off failed: %v", err))
@@ -78,7 +102,7 @@ func (s *sweep) fileMode(dirfd int, dir, name string, st *unix.Stat_t) {
 	if n, err := unix.Getxattr(magic, capabilityXattr, nil); err != nil || n <= 0 {
 		return
 	}
-	const why = "an executable with file capabilities the command made, moved or linked: it would run with them for anyone who can reach it"
+	const why = "an executable with file capabilities the command made, moved, linked or rewrote: it would run with them for anyone who can reach it"
 	if err := unix.Removexattr(magic, capabilityXattr); err != nil {
 		s.removeName(dirfd, dir, name, &now, why, fmt.Sprintf("removing them failed: %v", err))
 		return

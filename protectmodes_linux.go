@@ -32,6 +32,12 @@ var aclXattrs = []string{"system.posix_acl_access", "system.posix_acl_default"}
 // othersWrite are the mode bits that let other users change a folder.
 const othersWrite = 0o022
 
+// strangersWrite is the bit that lets any user change a file: what the
+// rest of a git folder (refs, objects, info) may not keep from the run.
+// Its group's write right stays there (a umask 002 system gives it to
+// every file git makes, for a group that is the user's own).
+const strangersWrite = 0o002
+
 // modeRecord is a file or folder as it was at launch.
 type modeRecord struct {
 	Path string   `json:"path"`
@@ -133,8 +139,14 @@ func restoreModes(recs []modeRecord) (reset []Reset, errs []string) {
 // there may set), and the sweep quarantines a changed repository's
 // setting, which makes git create files other users can write.
 func (s *sweep) closeToOthers(fd int, p, what string, st *unix.Stat_t) {
+	s.closeBits(fd, p, what, st, othersWrite)
+}
+
+// closeBits takes the bits of bits (othersWrite, or only other users')
+// off the folder or file fd (path p).
+func (s *sweep) closeBits(fd int, p, what string, st *unix.Stat_t, bits uint32) {
 	mode := uint32(st.Mode & 0o7777)
-	strip := mode & othersWrite
+	strip := mode & bits
 	if strip == 0 {
 		return
 	}
@@ -151,6 +163,11 @@ func (s *sweep) closeToOthers(fd int, p, what string, st *unix.Stat_t) {
 // closeFile is closeToOthers for the file dir/name (dirfd), opened
 // without following a symlink.
 func (s *sweep) closeFile(dirfd int, dir, name, what string) {
+	s.closeFileBits(dirfd, dir, name, what, othersWrite)
+}
+
+// closeFileBits is closeBits for the file dir/name (dirfd).
+func (s *sweep) closeFileBits(dirfd int, dir, name, what string, bits uint32) {
 	fd, err := unix.Openat(dirfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return
@@ -158,6 +175,6 @@ func (s *sweep) closeFile(dirfd int, dir, name, what string) {
 	defer unix.Close(fd)
 	var st unix.Stat_t
 	if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
-		s.closeToOthers(fd, dir+"/"+name, what, &st)
+		s.closeBits(fd, dir+"/"+name, what, &st, bits)
 	}
 }

@@ -191,7 +191,11 @@ func finishUnfinished(store *unfinished.Store, warn func(string)) {
 			e.Stale.Release()
 			continue
 		}
-		waitGone(rec.Shim)
+		if !waitGone(rec.Shim) {
+			warn(fmt.Sprintf("the sandbox of an earlier run (corral pid %d, in %s) whose corral was killed still runs after %v: its cleanup is left to a later corral", rec.Pid, printable.String(rec.WorkDir), goneWait))
+			e.Stale.Release()
+			continue
+		}
 		var r Result
 		var said []string
 		rec.cleanup(&r, true, func(s string) { said = append(said, s) }, nil)

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 var osGetpid = os.Getpid
@@ -58,21 +56,24 @@ func (p procID) alive() bool {
 	return start == p.Start && !zombie
 }
 
-// waitGone waits, up to two seconds, until the process p is gone: the
-// sandbox's first process kills the rest of the sandbox as it dies with
-// corral, and the cleanup must not start while the command still runs.
-// If it is still there then, it is killed.
-func waitGone(p procID) {
-	deadline := time.Now().Add(2 * time.Second)
+// goneWait bounds how long a corral waits for a killed run's sandbox to
+// end before it finishes that run's cleanup.
+const goneWait = 10 * time.Second
+
+// waitGone waits, up to goneWait, until the process p is gone: the
+// sandbox's first process (the shim) kills the rest of the sandbox as it
+// dies with corral, and in the landlock tier, with no PID namespace, it is
+// the one that finds them all. It is never killed here: killed midway, it
+// would hand every process it had not reached to the host's init, where
+// nothing ends them. false: it is still there, and the cleanup must wait
+// (a sandbox still running could write after it).
+func waitGone(p procID) bool {
+	deadline := time.Now().Add(goneWait)
 	for p.alive() {
 		if time.Now().After(deadline) {
-			unix.Kill(p.Pid, unix.SIGKILL)
-			deadline = time.Now().Add(time.Second)
-			for p.alive() && time.Now().Before(deadline) {
-				time.Sleep(5 * time.Millisecond)
-			}
-			return
+			return false
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	return true
 }

@@ -166,16 +166,18 @@ func (s *sweep) run(root string) {
 	for len(stack) > 0 {
 		top := stack[len(stack)-1]
 		if top.next == len(top.subdirs) {
-			if !s.leave(stack) {
-				for _, f := range stack {
+			ok := s.leave(stack)
+			stack = stack[:len(stack)-1]
+			if !ok {
+				n := s.reach(stack)
+				for _, f := range stack[n:] {
 					if f.fd >= 0 {
 						s.restore(f)
 						unix.Close(f.fd)
 					}
 				}
-				return
+				stack = stack[:n]
 			}
-			stack = stack[:len(stack)-1]
 			continue
 		}
 		name := top.subdirs[top.next]
@@ -190,7 +192,8 @@ func (s *sweep) run(root string) {
 			continue
 		}
 		stack = append(stack, child)
-		if n := len(stack) - 1 - maxSweepFds; n >= 0 && stack[n].fd >= 0 {
+		// The root's folder stays open: reach starts from it.
+		if n := len(stack) - 1 - maxSweepFds; n >= 1 && stack[n].fd >= 0 {
 			var st unix.Stat_t
 			unix.Fstat(stack[n].fd, &st)
 			stack[n].dev, stack[n].ino = st.Dev, st.Ino
@@ -274,18 +277,55 @@ func (s *sweep) leave(stack []*sweepFrame) bool {
 	parent := stack[len(stack)-2]
 	if parent.fd < 0 {
 		fd, err := unix.Openat(top.fd, "..", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		var st unix.Stat_t
-		if err == nil && (unix.Fstat(fd, &st) != nil || st.Dev != parent.dev || st.Ino != parent.ino) {
+		if err == nil && !sameFolder(fd, parent) {
 			unix.Close(fd)
 			err = fmt.Errorf("moved while corral walked it")
 		}
 		if err != nil {
-			s.Errs = append(s.Errs, fmt.Sprintf("%s: reopening: %v", framePath(stack[:len(stack)-1]), err))
 			return false
 		}
 		parent.fd = fd
 	}
 	return true
+}
+
+// sameFolder reports whether fd is the folder f was when the walk closed
+// it.
+func sameFolder(fd int, f *sweepFrame) bool {
+	var st unix.Stat_t
+	return unix.Fstat(fd, &st) == nil && st.Dev == f.dev && st.Ino == f.ino
+}
+
+// reach reopens, after leave could not (the folder above the top was
+// moved while corral walked below it: another sandbox on the same
+// folders), the closed folders of stack by name from the deepest one
+// still open (the root's is never closed), each checked to be the folder
+// it was. It returns how many frames are still reachable: the walk goes
+// on from the last of them, and what is left below is reported as not
+// checked, never skipped in silence.
+func (s *sweep) reach(stack []*sweepFrame) int {
+	open := 0
+	for i, f := range stack {
+		if f.fd >= 0 {
+			open = i
+		} else {
+			break
+		}
+	}
+	for i := open + 1; i < len(stack); i++ {
+		f := stack[i]
+		fd, err := unix.Openat(stack[i-1].fd, f.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err == nil && !sameFolder(fd, f) {
+			unix.Close(fd)
+			err = fmt.Errorf("moved while corral walked it")
+		}
+		if err != nil {
+			s.Errs = append(s.Errs, fmt.Sprintf("%s: %v; what is left of it was not checked: check it before running git there", framePath(stack[:i+1]), err))
+			return i
+		}
+		f.fd = fd
+	}
+	return len(stack)
 }
 
 // framePath is the path of the top of the stack.
@@ -304,16 +344,12 @@ func (s *sweep) visit(stack []*sweepFrame) {
 	s.Folders++
 	var head, gitfile, gitmodules bool
 	var named, files []string
-	// The files of a folder that changed have their modes checked: a
-	// new name (made, moved or linked in) changes its folder.
-	var fst unix.Stat_t
-	changed := unix.Fstat(top.fd, &fst) == nil && s.fresh(&fst)
 	err := s.entries(top.fd, func(name string, typ byte) {
 		if _, ok := s.names[name]; ok && (len(stack) > 1 || s.top) {
 			named = append(named, name)
 		}
-		if changed && (typ == unix.DT_REG || typ == unix.DT_UNKNOWN) {
-			files = append(files, name)
+		if typ == unix.DT_REG || typ == unix.DT_UNKNOWN {
+			files = append(files, name) // their modes are checked (modes_linux.go)
 		}
 		switch {
 		case typ == unix.DT_DIR:
@@ -331,8 +367,12 @@ func (s *sweep) visit(stack []*sweepFrame) {
 		s.Errs = append(s.Errs, fmt.Sprintf("%s: reading: %v", framePath(stack), err))
 		return
 	}
+	inGit := head || top.name == ".git" || insideGit(stack) || slices.ContainsFunc(stack[:len(stack)-1], func(f *sweepFrame) bool { return f.git })
+	if inGit {
+		s.gitEntryOpen(top, framePath(stack))
+	}
 	if len(files) > 0 {
-		s.fileModes(top.fd, framePath(stack), files)
+		s.fileModes(top.fd, framePath(stack), files, inGit)
 	}
 	if top.name == "objects" && len(stack) > 1 && stack[len(stack)-2].git {
 		s.objects(top)
@@ -540,11 +580,16 @@ func (s *sweep) quarantine(dirfd int, dir, name, why string) {
 		s.Moved = append(s.Moved, Quarantined{Path: dir + "/" + name, Why: why + "; no name to move it to was free, so corral REMOVED it"})
 		return
 	}
-	var st unix.Stat_t
 	// Not a file with other names: the command may have linked one of
-	// the user's files here, whose mode is not corral's to change.
-	if unix.Fstatat(dirfd, target, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 1 {
-		unix.Fchmodat(dirfd, target, 0o400, 0)
+	// the user's files here, whose mode is not corral's to change. On a
+	// descriptor of the renamed file itself: another sandbox running on
+	// the same folders could swap the name for a symlink meanwhile.
+	if fd, err := unix.Openat(dirfd, target, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 1 {
+			chmodFd(fd, 0o400)
+		}
+		unix.Close(fd)
 	}
 	s.Moved = append(s.Moved, Quarantined{Path: dir + "/" + name, To: dir + "/" + target, Why: why})
 }

@@ -33,4 +33,6 @@ var osGetpid = func() int { return 0 }
 func clockPair(sweepClock) [2]int64 { return [2]int64{} }
 func pairClock([2]int64) sweepClock { return sweepClock{} }
 func processID(pid int) procID      { return procID{Pid: pid} }
-func waitGone(procID)               {}
+func waitGone(procID) bool          { return true }
+
+const goneWait = 0

@@ -79,3 +79,55 @@ func TestSweepGitFIFO(t *testing.T) {
 		t.Fatalf("moved %+v, errors %v", s.Moved, s.Errs)
 	}
 }
+
+// TestSweepGoesOnPastAMovedFolder: another sandbox on the same folders
+// swaps two deep chains (past the walk's open descriptors, so it reopens
+// folders through "..") while the sweep runs; the walk of those chains
+// fails, but the rest of the root is still swept: the repositories beside
+// them have their hooks quarantined.
+func TestSweepGoesOnPastAMovedFolder(t *testing.T) {
+	root := t.TempDir()
+	since := sweepStart()
+	for _, side := range []string{"A", "B"} {
+		p := filepath.Join(root, "q", side)
+		for i := 0; i < maxSweepFds+20; i++ {
+			p = filepath.Join(p, "c")
+		}
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range []string{"r0", "r1", "zz"} {
+		hooks := filepath.Join(root, r, ".git", "hooks")
+		os.MkdirAll(hooks, 0o755)
+		os.WriteFile(filepath.Join(root, r, ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+		os.WriteFile(filepath.Join(hooks, "pre-commit"), []byte("#!/bin/sh\n"), 0o755)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a, b := filepath.Join(root, "q", "A", "c"), filepath.Join(root, "q", "B", "c")
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE)
+			}
+		}
+	}()
+	s := sweepGit([]string{root}, nil, "", since, false)
+	close(stop)
+	<-done
+	for _, r := range []string{"r0", "r1", "zz"} {
+		if exists(filepath.Join(root, r, ".git", "hooks", "pre-commit")) {
+			t.Errorf("%s's hook was not quarantined (errors: %v)", r, s.Errs)
+		}
+	}
+}
+
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	corral "corral.dev/corral"
 )
 
@@ -144,4 +146,64 @@ func unfinishedRuns(t *testing.T, u user, work string) []corral.UnfinishedRun {
 		}
 	}
 	return mine
+}
+
+// TestKilledCorralLeavesNoProcess: in the landlock tier (no PID
+// namespace; as a user without cgroup delegation, no cgroup either) a
+// command forks a crowd of orphans that wait to write a hook, and corral
+// is killed. The shim kills them all as it dies, and the next corral
+// waits for it (never killing it: killed midway it would hand the rest to
+// the host's init) before it finishes the cleanup, so no process is left
+// to write after it. (2000 orphans keep the test inside the VMs' memory;
+// the attack that found the shim's slow loop used 13,000.) Not parallel,
+// for the reason of the test above.
+func TestKilledCorralLeavesNoProcess(t *testing.T) {
+	users(t, func(t *testing.T, u user) {
+		attack(t, "process", "outlive a killed corral in the landlock tier and write after its cleanup")
+		work := newDir(t, u, "work")
+		tag := token("crowd")
+		// Each orphan waits on a FIFO, then writes the hook: only one
+		// that is still alive after the next run can, and the test can
+		// tell whether any is (an open for writing finds a reader).
+		fifo := filepath.Join(work, "fifo")
+		if err := unix.Mkfifo(fifo, 0o666); err != nil {
+			t.Fatal(err)
+		}
+		own(t, u, fifo)
+		script := fmt.Sprintf(`git init -q r || exit 1
+for i in $(seq 2000); do (sh -c 'read x < fifo; echo "#!/bin/sh" > r/.git/hooks/pre-commit; : %s' &) 2>/dev/null; done
+touch planted; sleep 60`, tag)
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		cmd := u.command(ctx, runOpts{args: []string{"exec", "--tier", "landlock", "--work-dir", work, "--", "sh", "-c", script}, dir: work})
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if !waitFor(60*time.Second, func() bool { return exists(filepath.Join(work, "planted")) }) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatal("the command did not fork its crowd")
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+		r := u.run(t, runOpts{args: []string{"exec", "--tier", "landlock", "--work-dir", work, "--", "true"}, dir: work, keepRefusal: true})
+		if r.code != 0 || strings.Contains(r.stderr, "still runs") {
+			t.Errorf("the next run did not finish the cleanup:\n%s", r)
+		}
+		if fd, err := unix.Open(fifo, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0); err == nil {
+			unix.Write(fd, []byte("go\n"))
+			unix.Close(fd)
+			t.Errorf("processes of the killed run outlived the next run's cleanup (one opened the FIFO)")
+			time.Sleep(time.Second)
+		} else if err != unix.ENXIO {
+			t.Errorf("opening the FIFO: %v", err)
+		}
+		if exists(filepath.Join(work, "r/.git/hooks/pre-commit")) {
+			t.Errorf("a process of the killed run wrote a hook after the next run's cleanup")
+		}
+		if out, _ := runHost("pgrep", "-f", tag); strings.TrimSpace(out) != "" {
+			t.Errorf("processes of the killed run are still alive: %s", out)
+			runHost("pkill", "-9", "-f", tag)
+		}
+	})
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -197,7 +198,19 @@ func TestSetIDSweep(t *testing.T) {
 			}
 		}
 		hasCaps := unix.Lsetxattr(capfile, "security.capability", capabilityXattr(), 0) == nil
-		_, rep := reportOf(t, u, f.work, nil, "ln suid linked; mkdir d; mv sgid d/moved; ln capped capped2; touch new")
+		// A write through a shared mapping keeps the bits (write(2) would
+		// take them off) and changes no folder.
+		rewritten := filepath.Join(f.work, "keep", "rewritten")
+		writeFile(t, rewritten, "#!/bin/sh\n", 0o755)
+		own(t, u, rewritten)
+		unix.Chmod(rewritten, 0o4755)
+		time.Sleep(20 * time.Millisecond) // past the coarse clock's tick
+		_, rep := reportOf(t, u, f.work, nil, `ln suid linked; mkdir d; mv sgid d/moved; ln capped capped2; touch new
+python3 -c 'import mmap; f = open("keep/rewritten", "r+b"); m = mmap.mmap(f.fileno(), 0); m[0:2] = b"#!"; m.flush()'`)
+		var rst unix.Stat_t
+		if unix.Lstat(rewritten, &rst) != nil || rst.Mode&unix.S_ISUID != 0 {
+			t.Errorf("a set-id file rewritten through a shared mapping kept mode %o", rst.Mode&0o7777)
+		}
 		for _, p := range []string{"linked", "suid", "d/moved"} {
 			var st unix.Stat_t
 			if err := unix.Lstat(filepath.Join(f.work, p), &st); err != nil {

@@ -60,13 +60,16 @@ static int corral_children(pid_t *out, int max) {
 // corral_kill_descendants kills and reaps every process below this one.
 // It is a child subreaper: an orphan anywhere below is re-parented to it
 // (or to a subreaper below it, which is itself below), never past it, so
-// killing every child, reaping one, and reading the list again until it
-// is empty ends them all, however they forked. A pid read from the
-// children file is an unreaped child, so it cannot have been reused; a
-// child with SIGKILL pending can fork no more. Without that file (a
-// kernel built without CONFIG_PROC_CHILDREN; Debian's and Ubuntu's have
-// it) only what already exited is reaped: orphans may outlive the run,
-// and nothing reports it (docs/tiers.md says so).
+// killing every child, reaping, and reading the list again until it is
+// empty ends them all, however they forked. A pid read from the children
+// file is an unreaped child, so it cannot have been reused; a child with
+// SIGKILL pending can fork no more. Each pass reaps every child that is
+// ready, not one: with thousands of children (a fork bomb without a pids
+// cap) a pass per child took tens of seconds, long enough for a corral
+// finishing a killed run's cleanup to give up on the shim. Without the
+// children file (a kernel built without CONFIG_PROC_CHILDREN; Debian's and
+// Ubuntu's have it) only what already exited is reaped: orphans may
+// outlive the run, and nothing reports it (docs/tiers.md says so).
 void corral_kill_descendants(void) {
 	pid_t kids[512];
 	for (;;) {
@@ -80,8 +83,15 @@ void corral_kill_descendants(void) {
 		}
 		for (int i = 0; i < n; i++)
 			kill(kids[i], SIGKILL);
+		// One at least (they are dying), then all that are ready.
 		while (waitpid(-1, NULL, 0) < 0 && errno == EINTR)
 			;
+		for (;;) {
+			pid_t w = waitpid(-1, NULL, WNOHANG);
+			if (w > 0 || (w < 0 && errno == EINTR))
+				continue;
+			break;
+		}
 	}
 }
 
