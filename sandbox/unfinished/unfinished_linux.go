@@ -46,11 +46,16 @@ const halfWritten = 10 * time.Minute
 // Dir is the records' folder for this user ("" when none can be trusted:
 // see Open).
 func Dir() string {
-	return dirFor(os.Geteuid(), os.Getenv("XDG_RUNTIME_DIR"), hostRoot)
+	uidMap, _ := os.ReadFile("/proc/self/uid_map")
+	return dirFor(os.Geteuid(), os.Getenv("XDG_RUNTIME_DIR"), string(uidMap))
 }
 
-func dirFor(uid int, xdg string, hostRoot func() bool) string {
-	if uid == 0 && hostRoot() {
+// dirFor is Dir for uid, its XDG_RUNTIME_DIR and its user namespace's
+// uid_map. The folder in /tmp is named by the host's uid, so that the
+// root of two users' user namespaces (unshare -U -r) share none.
+func dirFor(uid int, xdg, uidMap string) string {
+	host, ok := hostUID(uid, uidMap)
+	if uid == 0 && ok && host == 0 {
 		return "/run/corral/runs"
 	}
 	if xdg != "" && filepath.IsAbs(xdg) {
@@ -58,23 +63,28 @@ func dirFor(uid int, xdg string, hostRoot func() bool) string {
 			return filepath.Join(real, "corral", "runs")
 		}
 	}
-	return filepath.Join("/tmp", "corral-"+strconv.Itoa(uid), "runs")
+	if !ok {
+		host = uid
+	}
+	return filepath.Join("/tmp", "corral-"+strconv.Itoa(host), "runs")
 }
 
-// hostRoot reports whether uid 0 is the host's root: not in a user
-// namespace that maps it from another user (unshare -U -r, rootless
-// containers), where /run/corral is not this process's to trust.
-func hostRoot() bool {
-	data, err := os.ReadFile("/proc/self/uid_map")
-	if err != nil {
-		return false
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(line); len(f) == 3 && f[0] == "0" {
-			return f[1] == "0"
+// hostUID is the host's uid for uid, as the uid_map of its user
+// namespace maps it ("0 0 4294967295" in the host's own).
+func hostUID(uid int, uidMap string) (int, bool) {
+	for _, line := range strings.Split(uidMap, "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			continue
+		}
+		in, err1 := strconv.ParseUint(f[0], 10, 32)
+		out, err2 := strconv.ParseUint(f[1], 10, 32)
+		n, err3 := strconv.ParseUint(f[2], 10, 32)
+		if err1 == nil && err2 == nil && err3 == nil && uint64(uid) >= in && uint64(uid)-in < n {
+			return int(out + uint64(uid) - in), true
 		}
 	}
-	return false
+	return 0, false
 }
 
 // ownFolder reports whether p is a folder (not a symlink) of uid's or

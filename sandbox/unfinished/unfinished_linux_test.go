@@ -11,15 +11,18 @@ import (
 // XDG_RUNTIME_DIR below /run, else in /tmp/corral-UID, never in a folder
 // another user could write or a relative path.
 func TestDir(t *testing.T) {
-	yes, no := func() bool { return true }, func() bool { return false }
-	if got := dirFor(0, "/home/x", yes); got != "/run/corral/runs" {
+	const host = "         0          0 4294967295\n"
+	if got := dirFor(0, "/home/x", host); got != "/run/corral/runs" {
 		t.Errorf("root: %s", got)
 	}
-	if got := dirFor(0, "", no); got != "/tmp/corral-0/runs" {
-		t.Errorf("uid 0 of a user namespace: %s", got)
+	if got := dirFor(0, "", "         0      12345          1\n"); got != "/tmp/corral-12345/runs" {
+		t.Errorf("uid 0 of a user namespace mapped from 12345: %s", got)
+	}
+	if got := dirFor(0, "", ""); got != "/tmp/corral-0/runs" {
+		t.Errorf("no uid_map: %s", got)
 	}
 	for _, xdg := range []string{"", "relative", "/tmp", "/nonexistent-run"} {
-		if got := dirFor(1000, xdg, yes); got != "/tmp/corral-1000/runs" {
+		if got := dirFor(1000, xdg, host); got != "/tmp/corral-1000/runs" {
 			t.Errorf("XDG_RUNTIME_DIR=%q: %s", xdg, got)
 		}
 	}
