@@ -155,7 +155,7 @@ func (a *asker) ask(kind, arg string) (answer, error) {
 			d = ans.Decision
 		}
 		if a.policy != nil {
-			d = agentpolicy.Combine(d, a.policyAsk(kind, arg))
+			d = agentpolicy.Combine(d, a.policyAsk(kind, arg, ans.inside))
 		}
 	}
 	if d.Action == policyengine.Confirm && a.noConfirm {
@@ -170,9 +170,16 @@ func (a *asker) ask(kind, arg string) (answer, error) {
 	return ans, nil
 }
 
-// policyAsk is the agent policy's answer for a kind the skills answered.
-func (a *asker) policyAsk(kind, arg string) policyengine.Decision {
+// policyAsk is the agent policy's answer for a kind the skills answered;
+// inside asks about a file as the command sees it (answer.inside).
+func (a *asker) policyAsk(kind, arg string, inside bool) policyengine.Decision {
 	p := a.policy
+	switch {
+	case kind == "read" && inside:
+		return p.CheckReadInside(arg)
+	case kind == "write" && inside:
+		return p.CheckWriteInside(arg)
+	}
 	switch kind {
 	case "read":
 		return p.CheckRead(arg)
@@ -274,6 +281,11 @@ type answer struct {
 	View  string `json:"view,omitempty"`
 	Path  string `json:"path,omitempty"`
 	Error string `json:"error,omitempty"`
+	// inside is set where the host's file is reached through the system
+	// baseline's entry for a place of the sandbox's own (the landlock
+	// tier's /proc/cpuinfo): the agent policy is asked about it as the
+	// command sees it too.
+	inside bool
 }
 
 // badQuestion is the answer to a question that cannot be answered (an

@@ -66,6 +66,14 @@ func (a *asker) fileAnswer(kind, arg string, d policyengine.Decision) answer {
 		out.Decision = d
 	}
 	fa := plan.FileAccess(h, op, sandbox.ViewHost)
+	if fa.Allowed && d.Action != policyengine.Allow {
+		if in := a.insideDecision(op, h.Real); in.Action == policyengine.Allow {
+			// The baseline's entry for a place of the sandbox's own
+			// (/proc/**) where this tier shows the host's file (the
+			// landlock tier's /proc/cpuinfo): the command reads it.
+			d, out.Decision, out.inside = in, in, true
+		}
+	}
 	switch {
 	case !fa.Allowed && (d.Action == policyengine.Allow || !ungranted[fa.Kind]):
 		// The plan decides: the globs allow it, or the plan's reason
@@ -81,6 +89,15 @@ func (a *asker) fileAnswer(kind, arg string, d policyengine.Decision) answer {
 	}
 	out.Reason = a.withVars(out.Reason)
 	return out
+}
+
+// insideDecision is the skills' decision on real as the command sees it
+// (policyengine.Engine.CheckReadInside).
+func (a *asker) insideDecision(op sandbox.FileOp, real string) policyengine.Decision {
+	if op == sandbox.OpRead {
+		return a.engine.CheckReadInside(real)
+	}
+	return a.engine.CheckWriteInside(real)
 }
 
 // withVars writes the work dir as $WORK_DIR in the quoted paths of
