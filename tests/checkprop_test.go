@@ -27,25 +27,10 @@ import (
 // run, CORRAL_CHECKPROP_CASES=N sets the count (default 150).
 func TestCheckProperty(t *testing.T) {
 	attack(t, "check", "random file operations: check and exec agree")
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("CORRAL_CHECKPROP_SEED"); s != "" {
-		var err error
-		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
-			t.Fatalf("CORRAL_CHECKPROP_SEED: %v", err)
-		}
-	}
-	cases := 150
-	if s := os.Getenv("CORRAL_CHECKPROP_CASES"); s != "" {
-		cases, _ = strconv.Atoi(s)
-	}
-	t.Logf("seed %d (replay with CORRAL_CHECKPROP_SEED=%d)", seed, seed)
+	seed, cases := propSeed(t, 150)
 	// Half the cases as root, half as nobody, each from its own stream.
 	users(t, func(t *testing.T, u user) {
-		stream := seed
-		if u.unpriv {
-			stream = ^seed
-		}
-		rng := rand.New(rand.NewPCG(stream, stream^0x9e3779b97f4a7c15))
+		rng := propRand(seed, u)
 		w := newPropWorld(t, u)
 		deadline := time.Now().Add(90 * time.Second)
 		for i := 0; i < (cases+1)/2 && time.Now().Before(deadline); i++ {
@@ -55,6 +40,32 @@ func TestCheckProperty(t *testing.T) {
 			}
 		}
 	})
+}
+
+// propSeed is the property tests' seed (CORRAL_CHECKPROP_SEED, else
+// the clock) and case count (CORRAL_CHECKPROP_CASES, else cases).
+func propSeed(t *testing.T, cases int) (uint64, int) {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("CORRAL_CHECKPROP_SEED"); s != "" {
+		var err error
+		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
+			t.Fatalf("CORRAL_CHECKPROP_SEED: %v", err)
+		}
+	}
+	if s := os.Getenv("CORRAL_CHECKPROP_CASES"); s != "" {
+		cases, _ = strconv.Atoi(s)
+	}
+	t.Logf("seed %d (replay with CORRAL_CHECKPROP_SEED=%d)", seed, seed)
+	return seed, cases
+}
+
+// propRand is u's own stream of the seed.
+func propRand(seed uint64, u user) *rand.Rand {
+	if u.unpriv {
+		seed = ^seed
+	}
+	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 }
 
 // propWorld is the fixture every case runs in.
