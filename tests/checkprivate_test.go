@@ -5,6 +5,7 @@ package tests
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -84,6 +85,38 @@ func TestCheckWorkDirInPrivatePlace(t *testing.T) {
 		}
 		if checkAllows, ran := a.Action == "allow", r.code == 0; checkAllows != ran {
 			t.Errorf("check exec 'echo x > %s' says %s (%s), exec exits %d:\n%s", host, a.Action, a.Reason, r.code, r)
+		}
+	})
+}
+
+// TestCheckWorkDirThroughSymlink: a work dir given as a symlink (here
+// from /var/tmp into /tmp, the sandbox's own place, and back) is bound at
+// its real path, where the command reads and writes its files: check
+// answers the real path as the grant names it, not "outside the globs".
+func TestCheckWorkDirThroughSymlink(t *testing.T) {
+	attack(t, "check", "check of a work dir given through a symlink")
+	users(t, func(t *testing.T, u user) {
+		inTmp, inVarTmp := newDir(t, u, "real"), varTmpDir(t, u, "real")
+		for _, pair := range [][2]string{{inTmp, varTmpDir(t, u, "link")}, {inVarTmp, newDir(t, u, "link")}} {
+			real, link := pair[0], filepath.Join(pair[1], "work")
+			if err := os.Symlink(real, link); err != nil {
+				t.Fatal(err)
+			}
+			tok := token("data")
+			writeFile(t, filepath.Join(real, "f.txt"), tok, 0o644)
+			own(t, u, real)
+			plain := writeSkill(t, newDir(t, u, "skills"), "plain", "")
+			for _, c := range []struct{ kind, arg string }{
+				{"read", "f.txt"}, {"write", "f.txt"}, {"write", "new.txt"},
+				{"read", filepath.Join(real, "f.txt")}, {"write", filepath.Join(real, "new.txt")},
+			} {
+				a := askCheck(t, u, link, []string{plain}, c.kind, c.arg)
+				wantCheck(t, a, c.kind, c.arg+" in "+link, "allow", "", "host")
+			}
+			r := u.exec(t, link, []string{plain}, "sh", "-c", "cat f.txt && echo x > new.txt")
+			if r.code != 0 || !strings.Contains(r.stdout, tok) || readFile(t, filepath.Join(real, "new.txt")) != "x\n" {
+				t.Errorf("exec in the work dir %s -> %s: want f.txt read and new.txt written:\n%s", link, real, r)
+			}
 		}
 	})
 }

@@ -118,6 +118,10 @@ type asker struct {
 	// plan is the kernel plan exec would build, made on first use: file
 	// questions are answered from it (checkfs.go).
 	plan func() (*sandbox.Plan, error)
+	// linkedBases are the grants' folders reached through a symlink
+	// (linked), found on first use.
+	linkedOnce  sync.Once
+	linkedBases []linkedBase
 }
 
 // ask answers one question: allowed only where the skills and the policy

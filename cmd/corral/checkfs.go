@@ -58,11 +58,11 @@ func (a *asker) fileAnswer(kind, arg string, d policyengine.Decision) answer {
 		if len(h.Links) > 0 {
 			through = h.Path + " resolves through the symlink " + strings.Join(distinct(h.Links), ", ") + " to " + h.Real + ": "
 		}
-		if op == sandbox.OpRead {
-			d = a.engine.CheckRead(h.Real)
-		} else {
-			d = a.engine.CheckWrite(h.Real)
-		}
+		d = a.realDecision(op, h.Real)
+		out.Decision = d
+	} else if d.Action != policyengine.Allow {
+		// The real path inside a grant's folder that is a symlink.
+		d = a.realDecision(op, h.Real)
 		out.Decision = d
 	}
 	fa := plan.FileAccess(h, op, sandbox.ViewHost)
@@ -89,6 +89,46 @@ func (a *asker) fileAnswer(kind, arg string, d policyengine.Decision) answer {
 	}
 	out.Reason = a.withVars(out.Reason)
 	return out
+}
+
+// realDecision is the skills' decision on the host's file at real. A
+// grant whose folder is reached through a symlink (a work dir given as a
+// link to another folder) is bound, and given its Landlock rule, at the
+// real path: real is asked about as such a grant names it too.
+func (a *asker) realDecision(op sandbox.FileOp, real string) policyengine.Decision {
+	ask := a.engine.CheckRead
+	if op == sandbox.OpWrite {
+		ask = a.engine.CheckWrite
+	}
+	d := ask(real)
+	if d.Action == policyengine.Allow {
+		return d
+	}
+	for _, l := range a.linked() {
+		if rest, ok := strings.CutPrefix(real, l.real); ok && (rest == "" || rest[0] == '/') {
+			if via := ask(l.base + rest); via.Action == policyengine.Allow {
+				via.Reason = real + " is " + l.base + rest + " (the grant's folder " + l.base + " is a symlink to " + l.real + "): " + via.Reason
+				return via
+			}
+		}
+	}
+	return d
+}
+
+// linkedBase is a grant's base folder and the real path it resolves to.
+type linkedBase struct{ base, real string }
+
+// linked are the grants' bases that resolve through a symlink, found
+// once.
+func (a *asker) linked() []linkedBase {
+	a.linkedOnce.Do(func() {
+		for _, b := range policyengine.GrantBases(a.engine.Permissions()) {
+			if h := sandbox.ResolveHost(b, "/"); h.Err == "" && h.Real != path.Clean(b) {
+				a.linkedBases = append(a.linkedBases, linkedBase{path.Clean(b), h.Real})
+			}
+		}
+	})
+	return a.linkedBases
 }
 
 // insideDecision is the skills' decision on real as the command sees it
