@@ -136,7 +136,7 @@ func New(p Permissions, opts Options) (*Engine, error) {
 	if e.deny, e.granted, err = compileDeny(p); err != nil {
 		return nil, err
 	}
-	e.shown = shownBases(p)
+	e.shown = shownBases(e.read, p.Exec)
 	for _, h := range p.Network {
 		hp, err := ParseHostPattern(h.Value)
 		if err != nil {

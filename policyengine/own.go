@@ -1,6 +1,9 @@
 package policyengine
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // SandboxOwn are the places where the sandbox has files of its own, not
 // the host's: the namespaces tier mounts a private /tmp and /proc there
@@ -29,12 +32,20 @@ func ownPlace(base string) string {
 }
 
 // shownBases are the folders and files where the sandbox shows the
-// host's own files: the bases of the fs grants and the programs the exec
-// list names by their path, which exec binds (or, in the landlock tier,
-// lets Landlock reach) where they are.
-func shownBases(p Permissions) []string {
-	bases := GrantBases(p)
-	for _, x := range p.Exec {
+// host's own files: the bases of the fs grants (read, the compiled
+// fs.read and fs.write rules) and the programs the exec list names by
+// their path, which exec binds (or, in the landlock tier, lets Landlock
+// reach) where they are.
+func shownBases(read globIndex, exec []Entry) []string {
+	var bases []string
+	for _, rules := range read {
+		for _, r := range rules {
+			if !slices.Equal(r.entry.From, []string{SystemSource}) {
+				bases = append(bases, r.glob.Base())
+			}
+		}
+	}
+	for _, x := range exec {
 		if strings.HasPrefix(x.Value, "/") {
 			bases = append(bases, x.Value)
 		}
