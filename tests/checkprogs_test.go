@@ -81,6 +81,12 @@ func TestCheckProgramPathsAgree(t *testing.T) {
 						t.Errorf("skill %s: check exec %s says %s (%s), exec -- %q ran=%v:\n%s",
 							filepath.Base(sk), line, a.Action, a.Reason, run, ran, r)
 					}
+					// The same class of refusal: not there (127) or
+					// not permitted (126).
+					if a.Action == "deny" && a.NotFound != (r.code == 127) {
+						t.Errorf("skill %s: check exec %s says deny, not_found=%v (%s), exec -- %q exits %d:\n%s",
+							filepath.Base(sk), line, a.NotFound, a.Reason, run, r.code, r)
+					}
 				}
 			}
 		}

@@ -198,6 +198,10 @@ func (w *propWorld) run(t *testing.T, c propCase) (checkAnswer, string) {
 		r := u.exec(t, w.work, []string{skill}, append([]string{full}, c.argv...)...)
 		reached = strings.Contains(r.stdout, "OK ran")
 		detail = r.output()
+		// The same class of refusal: not there (127) or not permitted.
+		if a.Action == "deny" && a.NotFound != (r.code == 127) {
+			return a, fmt.Sprintf("exec %s (real %s): check says deny, not_found=%v (%s), exec exits %d:\n%s", c.path, real, a.NotFound, a.Reason, r.code, detail)
+		}
 	}
 	if allowed != reached {
 		return a, fmt.Sprintf("%s %s (real %s): check says %s (%s), exec %s:\n%s", c.op, c.path, real, a.Action, a.Reason, map[bool]string{true: "reached it", false: "did not"}[reached], detail)

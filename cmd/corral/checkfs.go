@@ -154,6 +154,12 @@ func (a *asker) withVars(s string) string {
 // the globs deny too, their reason (which names the grant to add) leads.
 var ungranted = map[string]bool{"ungranted": true, "landlock": true, "private": true, "hidden": true}
 
+// absent are the kinds of plan answers for a program that is not there
+// in the sandbox at all (none at that path, one outside every grant or in
+// a private folder): exec exits 127 for it, not found, as for a missing
+// program, rather than 126.
+var absent = map[string]bool{"missing": true, "ungranted": true, "private": true, "hidden": true}
+
 // execAnswer narrows an allowed command line to what the plan lets run:
 // a program named by its path must be executable in the sandbox, and a
 // redirection must be possible there. Only the commands before any cd are
@@ -174,7 +180,7 @@ func (a *asker) execAnswer(line string, d policyengine.Decision) answer {
 		return answer{Decision: d}
 	}
 	deny := func(what string, fa sandbox.FileAnswer, view sandbox.View) answer {
-		return answer{Decision: policyengine.Decision{Action: policyengine.Deny, Rule: fa.Rule,
+		return answer{Decision: policyengine.Decision{Action: policyengine.Deny, Rule: fa.Rule, NotFound: view == sandbox.ViewHost && absent[fa.Kind],
 			Reason: a.withVars(what + ": " + fa.Reason + joinAdvice(fa.Advice))}, View: string(view)}
 	}
 	for _, c := range cmds {
