@@ -152,6 +152,16 @@ func allowedFiles(p policyengine.Permissions, workDir string) allowedSet {
 	return out
 }
 
+// LookPath finds a program name on the sandbox's PATH as the plan does
+// (Facts.program) and as the shell inside the sandbox does: the first
+// executable file of that name, "" when there is none.
+func LookPath(name string) string {
+	if strings.Contains(name, "/") {
+		return ""
+	}
+	return findProgram(name, "/")
+}
+
 // findProgram finds prog as the sandbox does: a path (relative to the
 // work dir), or a name on the sandbox's PATH.
 func findProgram(prog, workDir string) string {

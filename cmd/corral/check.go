@@ -54,7 +54,7 @@ string or a number) is echoed in it.`,
 			// Addresses of this machine are answered as the proxy
 			// answers them: only preset:host or the literal grants one.
 			host := netns.SystemHostAddrs()
-			a := &asker{engine: l.Engine.WithHostAddrs(host), noConfirm: *noConfirm, agent: pf.agent, workDir: l.Vars.WorkDir}
+			a := &asker{engine: l.Engine.WithHostAddrs(host), noConfirm: *noConfirm, agent: pf.agent, workDir: l.Vars.WorkDir, lookPath: sandbox.LookPath}
 			if a.policy, err = pf.load(l); err != nil {
 				return failed(err)
 			}
@@ -122,6 +122,12 @@ type asker struct {
 	// (linked), found on first use.
 	linkedOnce  sync.Once
 	linkedBases []linkedBase
+	// lookPath finds a program name on the sandbox's PATH
+	// (sandbox.LookPath); tests fake it. named keeps the plan's answer
+	// for each name (programAccess): the questions of one check are
+	// answered one after another.
+	lookPath func(name string) string
+	named    map[string]sandbox.FileAnswer
 }
 
 // ask answers one question: allowed only where the skills and the policy

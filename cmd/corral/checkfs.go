@@ -154,62 +154,6 @@ func (a *asker) withVars(s string) string {
 // the globs deny too, their reason (which names the grant to add) leads.
 var ungranted = map[string]bool{"ungranted": true, "landlock": true, "private": true, "hidden": true}
 
-// absent are the kinds of plan answers for a program that is not there
-// in the sandbox at all (none at that path, one outside every grant or in
-// a private folder): exec exits 127 for it, not found, as for a missing
-// program, rather than 126.
-var absent = map[string]bool{"missing": true, "ungranted": true, "private": true, "hidden": true}
-
-// execAnswer narrows an allowed command line to what the plan lets run:
-// a program named by its path must be executable in the sandbox, and a
-// redirection must be possible there. Only the commands before any cd are
-// looked at (after it, relative paths start elsewhere).
-func (a *asker) execAnswer(line string, d policyengine.Decision) answer {
-	if d.Action != policyengine.Allow {
-		return answer{Decision: d}
-	}
-	plan, err := a.filePlan()
-	if err != nil {
-		return refused(err)
-	}
-	if plan == nil {
-		return answer{Decision: d}
-	}
-	cmds, err := policyengine.SplitCommandLine(line)
-	if err != nil {
-		return answer{Decision: d}
-	}
-	deny := func(what string, fa sandbox.FileAnswer, view sandbox.View) answer {
-		return answer{Decision: policyengine.Decision{Action: policyengine.Deny, Rule: fa.Rule, NotFound: view == sandbox.ViewHost && absent[fa.Kind],
-			Reason: a.withVars(what + ": " + fa.Reason + joinAdvice(fa.Advice))}, View: string(view)}
-	}
-	for _, c := range cmds {
-		if p := path.Base(c.Program); p == "cd" || p == "pushd" || p == "popd" {
-			break
-		}
-		for _, r := range c.Redirects {
-			op := sandbox.OpWrite
-			switch r.Op {
-			case "<<", "<<<", ">&", "<&":
-				continue
-			case "<":
-				op = sandbox.OpRead
-			}
-			if fa := plan.FileAccess(sandbox.ResolveHost(r.Target, a.workDir), op, sandbox.ViewSandbox); !fa.Allowed {
-				return deny("the redirection "+r.Op+" "+r.Target, fa, sandbox.ViewSandbox)
-			}
-		}
-		if strings.Contains(c.Program, "/") && !strings.ContainsAny(c.Program, "$`*?[~") {
-			// A program is run from what the sandbox starts with: one
-			// in its private /tmp is not the host's.
-			if fa := plan.FileAccess(sandbox.ResolveHost(c.Program, a.workDir), sandbox.OpExec, sandbox.ViewHost); !fa.Allowed {
-				return deny(c.Program, fa, sandbox.ViewHost)
-			}
-		}
-	}
-	return answer{Decision: d}
-}
-
 // distinct returns list without repeats (a symlink loop names its links
 // many times), in order.
 func distinct(list []string) []string {
