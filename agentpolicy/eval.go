@@ -224,6 +224,18 @@ func (e *Evaluator) CheckWrite(path string) policyengine.Decision {
 	return e.capCheck(func(c capLayer) bool { return c.fs }, func(x *policyengine.Engine) policyengine.Decision { return x.CheckWrite(path) })
 }
 
+// CheckReadInside decides a read against the fs caps, of the path as a
+// sandboxed command sees it (policyengine.Engine.CheckReadInside).
+func (e *Evaluator) CheckReadInside(path string) policyengine.Decision {
+	return e.capCheck(func(c capLayer) bool { return c.fs }, func(x *policyengine.Engine) policyengine.Decision { return x.CheckReadInside(path) })
+}
+
+// CheckWriteInside decides a write against the fs caps, of the path as a
+// sandboxed command sees it.
+func (e *Evaluator) CheckWriteInside(path string) policyengine.Decision {
+	return e.capCheck(func(c capLayer) bool { return c.fs }, func(x *policyengine.Engine) policyengine.Decision { return x.CheckWriteInside(path) })
+}
+
 // CheckEnv decides an environment variable against the env caps.
 func (e *Evaluator) CheckEnv(name string) policyengine.Decision {
 	return e.capCheck(func(c capLayer) bool { return c.env }, func(x *policyengine.Engine) policyengine.Decision { return x.CheckEnv(name) })

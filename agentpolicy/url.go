@@ -107,6 +107,7 @@ func compileURLRule(s string) (urlRule, error) {
 	scheme = strings.ToLower(scheme)
 	host = canonicalRuleHost(scheme, host)
 	r.scheme, r.host, r.path = compileGlob(scheme), compileGlob(host), compileGlob(path)
+	r.path.normalizeEscapes()
 	return r, nil
 }
 
@@ -186,9 +187,11 @@ func hostMatch(g pattern, host string) bool {
 }
 
 // CanonicalURL is the text URL rules match: lower-cased scheme and host,
-// dot segments resolved, the host percent-decoded and shown as unicode
-// (not punycode), the port only when it is not the scheme's default, and
-// percent-encoded unreserved characters of the path and query decoded.
+// the host percent-decoded and shown as unicode (not punycode), the port
+// only when it is not the scheme's default, the path's canonical reading
+// (policyengine.PathReadings: dot segments resolved, repeated slashes
+// merged) and percent-encoded unreserved characters of the path and query
+// decoded.
 func CanonicalURL(u policyengine.URL) string {
 	host, path := canonicalParts(u)
 	return u.Scheme + "://" + host + path
@@ -205,56 +208,11 @@ func canonicalParts(u policyengine.URL) (host, path string) {
 	if u.Port != defaultPorts[u.Scheme] {
 		host += ":" + strconv.Itoa(u.Port)
 	}
-	path = decodeUnreserved(u.Path)
+	path = u.Readings().Canonical
 	if u.RawQuery != "" {
-		path += "?" + decodeUnreserved(u.RawQuery)
+		path += "?" + policyengine.NormalizeEscapes(u.RawQuery)
 	}
 	return host, path
-}
-
-// decodeUnreserved decodes %XX of unreserved characters (letters, digits,
-// '-', '.', '_', '~'), as RFC 3986 6.2.2.2 makes equivalent, and writes
-// other escapes in upper case, so "/%61dmin" is "/admin".
-func decodeUnreserved(s string) string {
-	if !strings.Contains(s, "%") {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
-			v := unhex(s[i+1])<<4 | unhex(s[i+2])
-			c := byte(v)
-			if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' {
-				b.WriteByte(c)
-			} else {
-				b.WriteString(strings.ToUpper(s[i : i+3]))
-			}
-			i += 2
-			continue
-		}
-		if s[i] == '%' {
-			// A '%' that starts no escape is written as one, so a decoded
-			// character can never complete a new escape with it.
-			b.WriteString("%25")
-			continue
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-func isHex(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
-}
-
-func unhex(c byte) int {
-	switch {
-	case c >= '0' && c <= '9':
-		return int(c - '0')
-	case c >= 'a' && c <= 'f':
-		return int(c-'a') + 10
-	}
-	return int(c-'A') + 10
 }
 
 // compiledURL is a URL policy ready to decide.
@@ -276,12 +234,6 @@ func compileURL(p *URLPolicy, layer string) compiledURL {
 		}
 	}
 	return c
-}
-
-// decide applies first-match-wins: deny_override, allow_override, deny,
-// allow, default.
-func (c compiledURL) decide(u policyengine.URL) policyengine.Decision {
-	return c.decideMode(u, false)
 }
 
 // decideTunnel decides a CONNECT tunnel to u's host, whose paths the proxy

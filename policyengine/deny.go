@@ -23,7 +23,7 @@ func compileDeny(p Permissions) ([]globRule, []string, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("deny rule %q: %w", entry.Value, err)
 		}
-		rules = append(rules, globRule{g, entry, matchesFrom(entry)})
+		rules = append(rules, globRule{glob: g, entry: entry, why: matchesFrom(entry)})
 	}
 	if len(rules) == 0 {
 		return nil, nil, nil

@@ -18,6 +18,7 @@ type Engine struct {
 	write   globIndex             // fs.write and the writable system baseline
 	deny    []globRule            // fs.deny
 	granted []string              // the bases of fs.read and fs.write: where fs.deny applies
+	shown   []string              // where the sandbox shows the host's files (shownBases)
 	hosts   []hostRule            // wildcard, IP and preset rules, tried in turn
 	exact   map[string][]hostRule // exact-name rules by host
 	exec    map[string]Entry      // program name or absolute path → its entry
@@ -34,6 +35,9 @@ type globRule struct {
 	glob  *Glob
 	entry Entry
 	why   string // ": it matches GLOB (from SKILLS)"
+	// own is the place of SandboxOwn a system baseline entry is about
+	// (/tmp for /tmp/**), "" for the rest.
+	own string
 }
 
 type hostRule struct {
@@ -54,7 +58,8 @@ const SystemSource = "system baseline"
 // programs, libraries, shared data and the few /etc files that name
 // services, users, time zones, certificates and locales. Secrets in /etc
 // (shadow, ssh keys, sudoers, the TLS private keys in /etc/ssl/private)
-// are deliberately not listed.
+// are deliberately not listed. Those in SandboxOwn (/tmp/**, /proc/**)
+// are the sandbox's own files, not the host's.
 var SystemRead = []string{
 	"/bin/**", "/sbin/**", "/lib/**", "/lib64/**", "/usr/**",
 	"/etc/alternatives/**", "/etc/ca-certificates/**",
@@ -87,7 +92,7 @@ func systemHidden(clean string) bool {
 }
 
 // SystemWrite are the paths every sandbox may write: the null devices, the
-// terminal and the sandbox's own private /tmp.
+// terminal and the sandbox's own private /tmp (SandboxOwn).
 var SystemWrite = []string{
 	"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/stdout",
 	"/dev/stderr", "/dev/fd/**", "/tmp/**",
@@ -131,6 +136,7 @@ func New(p Permissions, opts Options) (*Engine, error) {
 	if e.deny, e.granted, err = compileDeny(p); err != nil {
 		return nil, err
 	}
+	e.shown = shownBases(e.read, p.Exec)
 	for _, h := range p.Network {
 		hp, err := ParseHostPattern(h.Value)
 		if err != nil {
@@ -194,8 +200,12 @@ func compileGlobs(lists ...[]Entry) (globIndex, error) {
 			if err != nil {
 				return nil, fmt.Errorf("path rule %q: %w", entry.Value, err)
 			}
+			r := globRule{glob: g, entry: entry, why: matchesFrom(entry)}
+			if slices.Equal(entry.From, []string{SystemSource}) {
+				r.own = ownPlace(g.Base())
+			}
 			key := firstSegment(g.Base())
-			out[key] = append(out[key], globRule{g, entry, matchesFrom(entry)})
+			out[key] = append(out[key], r)
 		}
 	}
 	return out, nil
@@ -210,14 +220,32 @@ func (e *Engine) abs(p string) string {
 	return path.Clean(p)
 }
 
-// CheckRead decides whether path may be read.
+// CheckRead decides whether the host's file at path may be read by a
+// sandboxed command. The system baseline's entries in the sandbox's own
+// places (SandboxOwn: /tmp/**, /proc/**) do not grant it: a command that
+// reads /tmp/x reads the sandbox's private /tmp.
 func (e *Engine) CheckRead(p string) Decision {
-	return e.checkPath(p, "read", e.read, e.readFrom)
+	return e.checkPath(p, "read", e.read, e.readFrom, false)
 }
 
-// CheckWrite decides whether path may be written.
+// CheckWrite decides whether the host's file at path may be written by a
+// sandboxed command (see CheckRead).
 func (e *Engine) CheckWrite(p string) Decision {
-	return e.checkPath(p, "write", e.write, e.writeFrom)
+	return e.checkPath(p, "write", e.write, e.writeFrom, false)
+}
+
+// CheckReadInside decides whether a sandboxed command may read path as it
+// sees it, whatever file that is: the sandbox's own /tmp/x as well as the
+// host's files its grants show. A command line's redirections are
+// checked so.
+func (e *Engine) CheckReadInside(p string) Decision {
+	return e.checkPath(p, "read", e.read, e.readFrom, true)
+}
+
+// CheckWriteInside decides whether a sandboxed command may write path as
+// it sees it (see CheckReadInside).
+func (e *Engine) CheckWriteInside(p string) Decision {
+	return e.checkPath(p, "write", e.write, e.writeFrom, true)
 }
 
 // declaredBy says who declares the fs globs of a kind, for deny reasons.
@@ -228,7 +256,9 @@ func declaredBy(entries []Entry, verb string) string {
 	return " of skills " + sources(entries)
 }
 
-func (e *Engine) checkPath(p, verb string, index globIndex, declaredBy string) Decision {
+// checkPath decides a read or write of p; inside asks about the path as
+// the command sees it, not about the host's file (SandboxOwn).
+func (e *Engine) checkPath(p, verb string, index globIndex, declaredBy string, inside bool) Decision {
 	if p == "" {
 		return Decision{Action: Deny, Reason: "an empty path names nothing"}
 	}
@@ -238,22 +268,36 @@ func (e *Engine) checkPath(p, verb string, index globIndex, declaredBy string) D
 			" (from " + strings.Join(r.entry.From, ", ") + "), which carves it out of the fs grants", Rule: r.entry.Value}
 	}
 	hiddenFromBaseline := systemHidden(clean)
+	var own *globRule // a baseline entry of the sandbox's own that matched but does not answer here
 	near, rooted := index.candidates(clean)
 	for _, rules := range [2][]globRule{near, rooted} {
-		for _, r := range rules {
+		for i, r := range rules {
 			if hiddenFromBaseline && slices.Equal(r.entry.From, []string{SystemSource}) {
 				continue
 			}
-			if r.glob.matchClean(clean) {
-				return Decision{Action: Allow, Reason: clean + " may be " + pastTense(verb) + r.why, Rule: r.entry.Value}
+			if !r.glob.matchClean(clean) {
+				continue
 			}
+			if r.own != "" && (!inside || within(clean, e.shown)) {
+				// Below a grant's folder the sandbox shows the host's
+				// files, and the grants alone decide, as anywhere else.
+				if !within(clean, e.shown) {
+					own = &rules[i]
+				}
+				continue
+			}
+			return Decision{Action: Allow, Reason: clean + " may be " + pastTense(verb) + r.why, Rule: r.entry.Value}
 		}
 	}
 	why := " is outside the fs." + verb + " globs" + declaredBy
 	if hiddenFromBaseline {
 		why = " is in a configuration folder, which the system baseline leaves out, and outside the fs." + verb + " globs" + declaredBy
 	}
-	return Decision{Action: Deny, Reason: clean + why + "; to allow it, add " + strconv.Quote(clean) + " to permissions.fs." + verb}
+	advice := "; to allow it, add " + strconv.Quote(clean) + " to permissions.fs." + verb
+	if own != nil {
+		advice += ownReason(*own)
+	}
+	return Decision{Action: Deny, Reason: clean + why + advice}
 }
 
 func pastTense(verb string) string {

@@ -45,14 +45,18 @@ func TestCheckPaths(t *testing.T) {
 		{"write", "/ws/data/x", Deny},
 		{"write", "/ws/out/../../etc/passwd", Deny},
 		{"write", "/dev/null", Allow},
-		{"write", "/tmp/x", Allow}, // the sandbox's private /tmp
+		{"write", "/tmp/x", Deny}, // the host's: the baseline's /tmp/** is the sandbox's private /tmp
+		{"write-inside", "/tmp/x", Allow},
 		{"write", "/usr/bin/ls", Deny},
 	}
 	for _, tt := range tests {
 		var d Decision
-		if tt.kind == "read" {
+		switch tt.kind {
+		case "read":
 			d = e.CheckRead(tt.path)
-		} else {
+		case "write-inside":
+			d = e.CheckWriteInside(tt.path)
+		default:
 			d = e.CheckWrite(tt.path)
 		}
 		if d.Action != tt.want {

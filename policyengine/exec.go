@@ -413,9 +413,11 @@ func (e *Engine) checkRedirectIn(r Redirect, dirs []string) Decision {
 	if strings.ContainsAny(t, "$`*?[~") {
 		return Decision{Action: Deny, Reason: fmt.Sprintf("the redirection target %q depends on a shell expansion that corral cannot check; write the path literally", t)}
 	}
-	check := e.CheckWrite
+	// The target is the path as the command sees it: > /tmp/x writes the
+	// sandbox's own /tmp.
+	check := e.CheckWriteInside
 	if r.Op == "<" || r.Op == "<&" {
-		check = e.CheckRead
+		check = e.CheckReadInside
 	}
 	if path.IsAbs(t) {
 		return check(t)

@@ -106,6 +106,13 @@ func (e *Engine) CheckURL(raw string) Decision {
 	if err != nil {
 		return Decision{Action: Deny, Reason: fmt.Sprintf("cannot check URL: %v", err)}
 	}
+	if u.Scheme == "http" {
+		// A plain-HTTP request goes through corral's proxy, which
+		// refuses a path origins would read in ways it cannot check.
+		if _, err := RequestPath(u.RawPath); err != nil {
+			return Decision{Action: Deny, Reason: u.String() + ": the egress proxy refuses this plain-HTTP request (400): " + err.Error()}
+		}
+	}
 	d := e.CheckNetwork(u.Host, u.Port)
 	d.Reason = u.String() + ": " + d.Reason
 	return d

@@ -11,10 +11,13 @@ import (
 // URL is a canonical URL: what a browser-grade parser would send a request
 // to, with the host classified.
 type URL struct {
-	Scheme   string // lower case: http, https, ws, wss or ftp
-	Host     string // canonical host (CanonicalHost), IPv6 without brackets
-	Port     int    // explicit or the scheme's default
-	Path     string // dot segments resolved, starts with "/"
+	Scheme string // lower case: http, https, ws, wss or ftp
+	Host   string // canonical host (CanonicalHost), IPv6 without brackets
+	Port   int    // explicit or the scheme's default
+	Path   string // dot segments resolved, starts with "/"
+	// RawPath is the path as written, before dot segments are resolved
+	// (backslashes kept), for its readings (Readings, RequestPath).
+	RawPath  string
 	RawQuery string // without the '?'
 	Category Category
 	Addr     netip.Addr // the address when IsIP
@@ -97,6 +100,7 @@ func ParseURL(raw string) (URL, error) {
 	if i := strings.IndexByte(rest, '?'); i >= 0 {
 		path, u.RawQuery = rest[:i], escapeQuery(rest[i+1:])
 	}
+	u.RawPath = path
 	u.Path = escapePath(resolveDotSegments(strings.ReplaceAll(path, `\`, "/")))
 	return u, nil
 }

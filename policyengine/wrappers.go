@@ -176,6 +176,11 @@ var runuserSpec = func() OptSpec {
 
 // isBuiltin reports whether name runs inside the shell: what "builtin
 // NAME" can run, and what needs no exec entry.
+// IsShellBuiltin reports whether the shell runs name itself, starting no
+// program: a builtin (echo, cd, test, ...), eval, source or a wrapper that
+// is one (command, builtin, exec).
+func IsShellBuiltin(name string) bool { return isBuiltin(name) }
+
 func isBuiltin(name string) bool {
 	return shellBuiltins[name] || name == "eval" || name == "." || name == "source" || wrapperSpecs()[name].builtin
 }

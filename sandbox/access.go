@@ -266,8 +266,14 @@ func (p *Plan) topMount(real string) *Mount {
 }
 
 // shows reports whether the host's file at real is what the sandbox sees
-// there.
+// there. A symlink the plan makes again at the same path (/bin -> usr/bin
+// on a merged-/usr host, /lib64, an exec target's links) leads where the
+// host's does: the builder points it at the real path the probe found
+// for the host's link.
 func (p *Plan) shows(real string) bool {
+	if slices.ContainsFunc(p.Mounts, func(m Mount) bool { return m.Kind == MountSymlnk && m.Target == real }) {
+		return true
+	}
 	m := p.topMount(real)
 	return m != nil && (m.Kind == MountBind || m.Kind == MountDev || m.Kind == MountCopy) && m.Source == m.Target
 }

@@ -54,6 +54,10 @@ func TestFileAccess(t *testing.T) {
 		{HostPath{Path: "/ws/l", Real: "/srv/data/d", Exists: true, Links: []string{"/ws/l"}}, OpExec, ViewHost, true, "granted"},
 		{HostPath{Path: "/srv/l/d", Real: "/srv/data/d", Exists: true, Links: []string{"/srv/l"}}, OpExec, ViewHost, false, "ungranted"},
 		{HostPath{Path: "/srv/l/d", Real: "/srv/data/d", Exists: true, Links: []string{"/srv/l"}}, OpRead, ViewHost, true, "granted"},
+		// A merged-/usr host: the plan makes /bin -> /usr/bin again, so
+		// a program through it runs as exec runs it (issue 27, item 4).
+		{HostPath{Path: "/bin/sh", Real: "/usr/bin/sh", Exists: true, Links: []string{"/bin"}}, OpExec, ViewHost, true, "granted"},
+		{HostPath{Path: "/bin/sh", Real: "/usr/bin/sh", Exists: true, Links: []string{"/bin"}}, OpRead, ViewSandbox, true, "granted"},
 	}
 	for _, tt := range tests {
 		a := plan.FileAccess(tt.h, tt.op, tt.view)
@@ -79,5 +83,13 @@ func TestFileAccess(t *testing.T) {
 	}
 	if a := plan.FileAccess(file("/usr/bin/sh"), OpExec, ViewHost); !a.Allowed {
 		t.Errorf("exec of the allowed sh = %v", a)
+	}
+	binSh := HostPath{Path: "/bin/sh", Real: "/usr/bin/sh", Exists: true, Links: []string{"/bin"}}
+	if a := plan.FileAccess(binSh, OpExec, ViewHost); !a.Allowed {
+		t.Errorf("exec of the allowed sh through the /bin link = %v", a)
+	}
+	binTrue := HostPath{Path: "/bin/true", Real: "/usr/bin/true", Exists: true, Links: []string{"/bin"}}
+	if a := plan.FileAccess(binTrue, OpExec, ViewHost); a.Allowed || a.Kind != "landlock" {
+		t.Errorf("exec of true, which the allowlist leaves out, through the /bin link = %v, want landlock", a)
 	}
 }

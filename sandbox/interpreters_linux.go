@@ -32,7 +32,7 @@ func KernelExec(p policyengine.Permissions, workDir string) func(prog string) (s
 	if !p.ExecRestricted() {
 		return nil
 	}
-	allowed := sync.OnceValue(func() map[fileID]string { return allowedFiles(p, workDir) })
+	allowed := sync.OnceValue(func() allowedSet { return allowedFiles(p, workDir) })
 	noexec := []string{"/tmp", "/dev/shm", workDir}
 	for _, w := range p.Write {
 		if g, err := policyengine.CompileGlob(w.Value); err == nil {
@@ -45,21 +45,35 @@ func KernelExec(p policyengine.Permissions, workDir string) func(prog string) (s
 			return "", false
 		}
 		// A hard link in a granted folder is the same file, but that
-		// folder is mounted noexec: the kernel refuses it there.
+		// folder is mounted noexec: the kernel refuses it there. The
+		// allowed file itself is bound where it is, executable, also
+		// under /tmp or in the work dir: a path that leads to it (a
+		// symlinked folder on the way) runs.
 		real, err := filepath.EvalSymlinks(found)
-		if err != nil || slices.ContainsFunc(noexec, func(d string) bool { return isUnder(real, d) }) {
+		if err != nil {
+			return "", false
+		}
+		set := allowed()
+		if !set.paths[real] && slices.ContainsFunc(noexec, func(d string) bool { return isUnder(real, d) }) {
 			return "", false
 		}
 		id, ok := idOf(real)
 		if !ok {
 			return "", false
 		}
-		why, ok := allowed()[id]
+		why, ok := set.ids[id]
 		if !ok {
 			return "", false
 		}
 		return prog + " is " + why, true
 	}
+}
+
+// allowedSet are the files the plan makes executable: by file (each with
+// why) and by the real path the plan binds each at.
+type allowedSet struct {
+	ids   map[fileID]string
+	paths map[string]bool
 }
 
 // ProgramExists tells whether prog names a file on the sandbox's PATH or,
@@ -113,27 +127,39 @@ func idOf(p string) (fileID, bool) {
 
 // allowedFiles are the files the plan makes executable for the exec
 // entries, each with why.
-func allowedFiles(p policyengine.Permissions, workDir string) map[fileID]string {
-	out := map[fileID]string{}
+func allowedFiles(p policyengine.Permissions, workDir string) allowedSet {
+	out := allowedSet{ids: map[fileID]string{}, paths: map[string]bool{}}
+	add := func(file, why string) {
+		if id, ok := idOf(file); ok {
+			if _, seen := out.ids[id]; !seen {
+				out.ids[id] = why
+			}
+		}
+		if real, err := filepath.EvalSymlinks(file); err == nil {
+			out.paths[real] = true
+		}
+	}
 	for _, e := range p.Exec {
 		found := findProgram(e.Value, workDir)
 		if found == "" {
 			continue
 		}
-		if id, ok := idOf(found); ok {
-			if _, seen := out[id]; !seen {
-				out[id] = "the file of exec entry " + e.Value
-			}
-		}
+		add(found, "the file of exec entry "+e.Value)
 		for _, in := range scriptInterpreters(found, 0) {
-			if id, ok := idOf(in); ok {
-				if _, seen := out[id]; !seen {
-					out[id] = "the #! interpreter of exec entry " + e.Value
-				}
-			}
+			add(in, "the #! interpreter of exec entry "+e.Value)
 		}
 	}
 	return out
+}
+
+// LookPath finds a program name on the sandbox's PATH as the plan does
+// (Facts.program) and as the shell inside the sandbox does: the first
+// executable file of that name, "" when there is none.
+func LookPath(name string) string {
+	if strings.Contains(name, "/") {
+		return ""
+	}
+	return findProgram(name, "/")
 }
 
 // findProgram finds prog as the sandbox does: a path (relative to the

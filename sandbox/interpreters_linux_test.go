@@ -89,3 +89,47 @@ func TestKernelExec(t *testing.T) {
 		t.Errorf("without an exec list KernelExec answers")
 	}
 }
+
+// TestKernelExecUnderTmp: an allowed program the exec list names under
+// /tmp is bound executable where it is, so a path to it through a
+// symlinked folder runs, as it does under /var/tmp (issue 27, item 4);
+// a hard link of it elsewhere in /tmp, the sandbox's own noexec /tmp,
+// or in the work dir does not.
+func TestKernelExecUnderTmp(t *testing.T) {
+	dir := t.TempDir()
+	if hiddenRootOf(dir) != "/tmp" {
+		t.Skipf("the test's temporary folder %s is not under /tmp", dir)
+	}
+	for _, d := range []string{"pbin", "outside", "work"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tool := filepath.Join(dir, "pbin", "tool")
+	if err := os.WriteFile(tool, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "pbin"), filepath.Join(dir, "outside", "l-pbin")); err != nil {
+		t.Fatal(err)
+	}
+	for _, hard := range []string{filepath.Join(dir, "hard"), filepath.Join(dir, "work", "hard")} {
+		if err := os.Link(tool, hard); err != nil {
+			t.Fatal(err)
+		}
+	}
+	work := filepath.Join(dir, "work")
+	p := policyengine.Permissions{Exec: policyengine.NewEntries("t", []string{tool}), ExecDeclared: []string{"t"}}
+	kernel := KernelExec(p, work)
+	for _, tt := range []struct {
+		prog string
+		ok   bool
+	}{
+		{filepath.Join(dir, "outside", "l-pbin", "tool"), true},
+		{filepath.Join(dir, "hard"), false},
+		{"./hard", false},
+	} {
+		if why, ok := kernel(tt.prog); ok != tt.ok {
+			t.Errorf("KernelExec(%q) = %q, %v; want %v", tt.prog, why, ok, tt.ok)
+		}
+	}
+}

@@ -25,10 +25,11 @@ func sharedSkill(t *testing.T, name string) string {
 }
 
 type decision struct {
-	Action string `json:"action"`
-	Reason string `json:"reason"`
-	Rule   string `json:"rule"`
-	Error  string `json:"error"`
+	Action   string `json:"action"`
+	Reason   string `json:"reason"`
+	Rule     string `json:"rule"`
+	Error    string `json:"error"`
+	NotFound bool   `json:"not_found"`
 }
 
 // TestCheckSampleSkills asks the questions of the foundation issue through

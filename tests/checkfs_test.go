@@ -14,9 +14,10 @@ import (
 // checkAnswer is one answer of corral check, with the view it is for.
 type checkAnswer struct {
 	decision
-	View string `json:"view"`
-	Path string `json:"path"`
-	code int
+	View  string `json:"view"`
+	Path  string `json:"path"`
+	code  int
+	skill string // the skill asked with, where the caller keeps it
 }
 
 // askCheck asks corral check one question about work with skills.

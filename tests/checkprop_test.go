@@ -17,16 +17,53 @@ import (
 
 // TestCheckProperty generates random file operations (read, write, create
 // and run, on paths inside and outside grants, protected paths, the
-// host's /tmp and /var/tmp, symlinks, '..' after a symlink, nested git
-// folders, system files) under random skill permissions, asks corral
-// check about each and does each through corral exec, and fails where
-// they disagree. A read or write is about the host's file: check allows
-// it exactly when the sandbox can reach that file (through the real path;
+// host's /tmp, /var/tmp and /dev/shm and links into them, symlinks, '..'
+// after a symlink, nested git folders, system files, programs through
+// symlinked folders such as /bin) under random skill permissions (globs
+// narrower than the kernel's rule among them), in a work dir under /tmp
+// or under /var/tmp, asks corral check about each and does each through
+// corral exec, and fails where they disagree. A read or write is about
+// the host's file: check allows it (or says a command could still do it)
+// exactly when the sandbox can reach that file (through the real path;
 // where check denies, neither the path as written nor the real one may
 // reach it). Seeded and reproducible: CORRAL_CHECKPROP_SEED=N replays a
 // run, CORRAL_CHECKPROP_CASES=N sets the count (default 150).
 func TestCheckProperty(t *testing.T) {
 	attack(t, "check", "random file operations: check and exec agree")
+	seed, cases := propSeed(t, 150)
+	// Half the cases as root, half as nobody, each from its own stream.
+	users(t, func(t *testing.T, u user) {
+		rng := propRand(seed, u)
+		// The same fixture in a work dir under /tmp, where the
+		// sandbox's own /tmp is, and under /var/tmp.
+		worlds := []*propWorld{newPropWorld(t, u, func(name string) string { return newDir(t, u, name) }),
+			newPropWorld(t, u, func(name string) string { return varTmpDir(t, u, name) })}
+		deadline := time.Now().Add(90 * time.Second)
+		i := 0
+		for ; i < (cases+1)/2 && time.Now().Before(deadline); i++ {
+			k := rng.IntN(len(worlds))
+			w, other := worlds[k], worlds[1-k]
+			c := w.randomCase(rng)
+			a, msg := w.run(t, c)
+			if msg != "" {
+				t.Errorf("case %d (seed %d, %s): %s\n  permissions:\n%s", i, seed, u.name, msg, c.perms)
+			}
+			// The same case in the other world gets the same answer: a
+			// work dir under /tmp answers as one under /var/tmp.
+			twin := other.twin(c, w)
+			if b := other.ask(t, twin); b.Action != a.Action || canDo(b) != canDo(a) {
+				t.Errorf("case %d (seed %d, %s): %s %s in %s is %s (%s), in %s %s (%s)\n  permissions:\n%s", i, seed, u.name,
+					c.op, c.path, w.work, a.Action, a.Reason, other.work, b.Action, b.Reason, c.perms)
+			}
+		}
+		t.Logf("%d cases", i)
+	})
+}
+
+// propSeed is the property tests' seed (CORRAL_CHECKPROP_SEED, else
+// the clock) and case count (CORRAL_CHECKPROP_CASES, else cases).
+func propSeed(t *testing.T, cases int) (uint64, int) {
+	t.Helper()
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("CORRAL_CHECKPROP_SEED"); s != "" {
 		var err error
@@ -34,175 +71,68 @@ func TestCheckProperty(t *testing.T) {
 			t.Fatalf("CORRAL_CHECKPROP_SEED: %v", err)
 		}
 	}
-	cases := 150
 	if s := os.Getenv("CORRAL_CHECKPROP_CASES"); s != "" {
 		cases, _ = strconv.Atoi(s)
 	}
 	t.Logf("seed %d (replay with CORRAL_CHECKPROP_SEED=%d)", seed, seed)
-	// Half the cases as root, half as nobody, each from its own stream.
-	users(t, func(t *testing.T, u user) {
-		stream := seed
-		if u.unpriv {
-			stream = ^seed
-		}
-		rng := rand.New(rand.NewPCG(stream, stream^0x9e3779b97f4a7c15))
-		w := newPropWorld(t, u)
-		deadline := time.Now().Add(90 * time.Second)
-		for i := 0; i < (cases+1)/2 && time.Now().Before(deadline); i++ {
-			c := w.randomCase(rng)
-			if msg := w.run(t, c); msg != "" {
-				t.Errorf("case %d (seed %d, %s): %s\n  permissions:\n%s", i, seed, u.name, msg, c.perms)
-			}
-		}
-	})
+	return seed, cases
 }
 
-// propWorld is the fixture every case runs in.
-type propWorld struct {
-	u                            user
-	skills                       string // one skill per case in it
-	n                            int
-	work, outside, pbin, probe   string
-	tmpFile, varTmpFile, tmpTool string
-	// content is each existing file's original content, by real path.
-	content map[string]string
+// propRand is u's own stream of the seed.
+func propRand(seed uint64, u user) *rand.Rand {
+	if u.unpriv {
+		seed = ^seed
+	}
+	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 }
 
-func newPropWorld(t *testing.T, u user) *propWorld {
-	w := &propWorld{u: u, content: map[string]string{}}
-	w.work = newDir(t, u, "work")
-	w.outside = newDir(t, u, "outside")
-	w.pbin = newDir(t, u, "pbin")
-	w.skills = newDir(t, u, "skills")
-	w.probe = installProbe(t, w.pbin)
-	file := func(p string) {
-		tok := token("content")
-		writeFile(t, p, tok, 0o644)
-		w.content[p] = tok
-	}
-	gitRepo(t, w.work, false)
-	gitRepo(t, filepath.Join(w.work, "vendor", "lib"), false)
-	gitRepo(t, filepath.Join(w.work, "sub", "inner"), true)
-	for _, p := range []string{"a.txt", "sub/b.txt", "data/d.txt", ".bashrc", ".profile", ".git/hooks/pre-commit"} {
-		file(filepath.Join(w.work, p))
-	}
-	for _, p := range []string{".git/config", "vendor/lib/.git/config", "sub/inner/.git/config"} {
-		w.content[filepath.Join(w.work, p)] = readFile(t, filepath.Join(w.work, p))
-	}
-	file(filepath.Join(w.outside, "s.txt"))
-	file(filepath.Join(w.outside, "sub", "x.txt"))
-	installProbe(t, w.work)
-	if err := os.Rename(filepath.Join(w.work, "probe"), filepath.Join(w.work, "tool")); err != nil {
-		t.Fatal(err)
-	}
-	installProbe(t, filepath.Join(w.work, "sub"))
-	installProbe(t, w.outside)
-	w.tmpFile = filepath.Join(os.TempDir(), token("corral-prop"))
-	file(w.tmpFile)
-	w.tmpTool = filepath.Join(os.TempDir(), token("corral-prop-tool"))
-	writeFile(t, w.tmpTool, readFile(t, probeBin), 0o755)
-	w.varTmpFile = filepath.Join("/var/tmp", token("corral-prop"))
-	file(w.varTmpFile)
-	t.Cleanup(func() { os.Remove(w.tmpFile); os.Remove(w.tmpTool); os.Remove(w.varTmpFile) })
-	own(t, u, w.work, w.outside, w.pbin, w.tmpFile, w.tmpTool, w.varTmpFile)
-	for _, p := range []string{"/etc/passwd", "/etc/hosts", "/usr/lib/os-release", "/usr/bin/true"} {
-		if b, err := os.ReadFile(p); err == nil {
-			w.content[realPath(p)] = string(b)
-		}
-	}
-	for link, target := range map[string]string{
-		"l-a": "a.txt", "l-secret": filepath.Join(w.outside, "s.txt"), "l-git": ".git/config",
-		"l-hooks": ".git/hooks", "l-tmp": w.tmpFile, "l-out": w.outside, "l-sub": "sub",
-		"l-new": filepath.Join(w.outside, "sub", "made.txt"), "l-tool": "tool",
-		"l-loop": "l-loop2", "l-loop2": "l-loop",
-	} {
-		if err := os.Symlink(target, filepath.Join(w.work, link)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return w
+// canDo reports whether check says a sandboxed command can do it: an
+// allow, or a deny because a glob is narrower than the kernel's rule (a
+// write glob like $WORK_DIR/**/*.md), which says the command could still
+// do it.
+func canDo(a checkAnswer) bool {
+	return a.Action == "allow" || strings.Contains(a.Reason, "a sandboxed command could still do it")
 }
 
-// propCase is one operation under one permission set.
-type propCase struct {
-	op    string // read, write, create, exec
-	path  string // as asked: relative to the work dir, or absolute
-	perms string // the permissions block ("" for the default sandbox)
+// full is the case's path, absolute.
+func (w *propWorld) full(c propCase) string {
+	if filepath.IsAbs(c.path) {
+		return c.path
+	}
+	return w.work + "/" + c.path // not Join: '..' must stay after the link
 }
 
-func (w *propWorld) randomCase(rng *rand.Rand) propCase {
-	pick := func(list []string) string { return list[rng.IntN(len(list))] }
-	var c propCase
-	c.op = pick([]string{"read", "read", "write", "create", "exec"})
-	switch c.op {
-	case "read", "write":
-		c.path = pick([]string{"a.txt", "sub/b.txt", "data/d.txt", ".bashrc", ".profile", ".git/config",
-			".git/hooks/pre-commit", "vendor/lib/.git/config", "sub/inner/.git/config", "l-a", "l-secret",
-			"l-git", "l-tmp", "l-out/s.txt", "l-sub/../a.txt", "sub/../a.txt", "l-out/sub/../s.txt",
-			"a.txt/../a.txt", "nosuch/../a.txt", "l-loop/x", "sub/inner/../b.txt",
-			filepath.Join(w.outside, "s.txt"), filepath.Join(w.outside, "sub", "x.txt"), w.tmpFile, w.varTmpFile,
-			"/etc/passwd", "/etc/hosts", "/usr/lib/os-release", "/usr/bin/true"})
-	case "create":
-		c.path = pick([]string{"new.txt", "sub/new.txt", "out/new.txt", "data/new.txt", ".git/hooks/post-merge",
-			"sub/inner/.git/hooks/pre-commit", ".zshrc", "l-hooks/pre-push", "l-new", "l-sub/../new2.txt",
-			filepath.Join(w.outside, "sub", "new.txt"), filepath.Join(os.TempDir(), token("corral-prop-new")),
-			"/var/tmp/" + token("corral-prop-new")})
-	case "exec":
-		c.path = pick([]string{"tool", "sub/probe", "l-tool", filepath.Join(w.outside, "probe"), w.tmpTool, "nothere"})
-	}
-	if rng.IntN(6) == 0 {
-		return c // the default sandbox
-	}
-	var read, write []string
-	for _, g := range []string{"$WORK_DIR/**", "$WORK_DIR/sub/**", "$WORK_DIR/a.txt", w.outside + "/**", w.outside + "/s.txt"} {
-		if rng.IntN(3) == 0 {
-			read = append(read, strconv.Quote(g))
-		}
-	}
-	for _, g := range []string{"$WORK_DIR/**", "$WORK_DIR/sub/**", "$WORK_DIR/out/**", w.outside + "/sub/**"} {
-		if rng.IntN(3) == 0 {
-			write = append(write, strconv.Quote(g))
-		}
-	}
-	read = append(read, strconv.Quote(w.pbin+"/**")) // where the probe runs from
-	c.perms = "  fs:\n    read: [" + strings.Join(read, ", ") + "]\n    write: [" + strings.Join(write, ", ") + "]\n"
-	if rng.IntN(2) == 0 {
-		exec := []string{w.probe}
-		for _, p := range []string{filepath.Join(w.work, "tool"), filepath.Join(w.outside, "probe"), filepath.Join(w.work, "sub", "probe")} {
-			if rng.IntN(2) == 0 {
-				exec = append(exec, p)
-			}
-		}
-		c.perms += "  exec: [" + strings.Join(exec, ", ") + "]\n"
-	}
-	return c
-}
-
-// run does one case through check and exec and returns what disagreed.
-func (w *propWorld) run(t *testing.T, c propCase) string {
+// ask asks check about the case, under a skill of its own.
+func (w *propWorld) ask(t *testing.T, c propCase) checkAnswer {
 	t.Helper()
-	u := w.u
 	w.n++
 	skill := writeSkill(t, w.skills, fmt.Sprintf("prop%d", w.n), c.perms)
-	full := c.path
-	if !filepath.IsAbs(full) {
-		full = w.work + "/" + c.path // not Join: '..' must stay after the link
-	}
-	real := realPath(full)
-	kind := c.op
-	if kind == "create" {
+	kind, arg := c.op, c.path
+	switch c.op {
+	case "create":
 		kind = "write"
+	case "exec":
+		arg = w.full(c) + " " + strings.Join(c.argv, " ")
 	}
-	arg := c.path
-	if c.op == "exec" {
-		arg = full + " echo ran"
-	}
+	a := askCheck(t, w.u, w.work, []string{skill}, kind, arg)
+	a.skill = skill
+	return a
+}
+
+// run does one case through check and exec and returns check's answer
+// and what disagreed.
+func (w *propWorld) run(t *testing.T, c propCase) (checkAnswer, string) {
+	t.Helper()
+	u := w.u
+	full := w.full(c)
+	real := realPath(full)
 	probe := w.probe
 	if c.perms == "" {
 		probe = filepath.Join(w.work, "tool") // the default sandbox grants only the work dir
 	}
-	a := askCheck(t, u, w.work, []string{skill}, kind, arg)
-	allowed := a.Action == "allow"
+	a := w.ask(t, c)
+	skill := a.skill
+	allowed := canDo(a)
 	var reached bool
 	var detail string
 	switch c.op {
@@ -222,6 +152,7 @@ func (w *propWorld) run(t *testing.T, c propCase) string {
 		// Each write starts from the fixture as check saw it: a file
 		// the first one created would be bound read-only in the second.
 		restore := func() {
+			w.unquarantine(t)
 			if orig, ok := w.content[real]; ok {
 				// Only a file the case changed is written back, in
 				// place (its mode and owner kept): the fixture includes
@@ -264,14 +195,18 @@ func (w *propWorld) run(t *testing.T, c propCase) string {
 		}
 		detail = r.stdout + r2.stdout
 	case "exec":
-		r := u.exec(t, w.work, []string{skill}, full, "echo", "ran")
+		r := u.exec(t, w.work, []string{skill}, append([]string{full}, c.argv...)...)
 		reached = strings.Contains(r.stdout, "OK ran")
 		detail = r.output()
+		// The same class of refusal: not there (127) or not permitted.
+		if a.Action == "deny" && a.NotFound != (r.code == 127) {
+			return a, fmt.Sprintf("exec %s (real %s): check says deny, not_found=%v (%s), exec exits %d:\n%s", c.path, real, a.NotFound, a.Reason, r.code, detail)
+		}
 	}
 	if allowed != reached {
-		return fmt.Sprintf("%s %s (real %s): check says %s (%s), exec %s:\n%s", c.op, c.path, real, a.Action, a.Reason, map[bool]string{true: "reached it", false: "did not"}[reached], detail)
+		return a, fmt.Sprintf("%s %s (real %s): check says %s (%s), exec %s:\n%s", c.op, c.path, real, a.Action, a.Reason, map[bool]string{true: "reached it", false: "did not"}[reached], detail)
 	}
-	return ""
+	return a, ""
 }
 
 // realPath resolves p with the kernel: its folder is opened as written

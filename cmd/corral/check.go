@@ -54,7 +54,7 @@ string or a number) is echoed in it.`,
 			// Addresses of this machine are answered as the proxy
 			// answers them: only preset:host or the literal grants one.
 			host := netns.SystemHostAddrs()
-			a := &asker{engine: l.Engine.WithHostAddrs(host), noConfirm: *noConfirm, agent: pf.agent, workDir: l.Vars.WorkDir}
+			a := &asker{engine: l.Engine.WithHostAddrs(host), noConfirm: *noConfirm, agent: pf.agent, workDir: l.Vars.WorkDir, lookPath: sandbox.LookPath}
 			if a.policy, err = pf.load(l); err != nil {
 				return failed(err)
 			}
@@ -118,6 +118,16 @@ type asker struct {
 	// plan is the kernel plan exec would build, made on first use: file
 	// questions are answered from it (checkfs.go).
 	plan func() (*sandbox.Plan, error)
+	// linkedBases are the grants' folders reached through a symlink
+	// (linked), found on first use.
+	linkedOnce  sync.Once
+	linkedBases []linkedBase
+	// lookPath finds a program name on the sandbox's PATH
+	// (sandbox.LookPath); tests fake it. named keeps the plan's answer
+	// for each name (programAccess): the questions of one check are
+	// answered one after another.
+	lookPath func(name string) string
+	named    map[string]sandbox.FileAnswer
 }
 
 // ask answers one question: allowed only where the skills and the policy
@@ -155,7 +165,7 @@ func (a *asker) ask(kind, arg string) (answer, error) {
 			d = ans.Decision
 		}
 		if a.policy != nil {
-			d = agentpolicy.Combine(d, a.policyAsk(kind, arg))
+			d = agentpolicy.Combine(d, a.policyAsk(kind, arg, ans.inside))
 		}
 	}
 	if d.Action == policyengine.Confirm && a.noConfirm {
@@ -170,9 +180,16 @@ func (a *asker) ask(kind, arg string) (answer, error) {
 	return ans, nil
 }
 
-// policyAsk is the agent policy's answer for a kind the skills answered.
-func (a *asker) policyAsk(kind, arg string) policyengine.Decision {
+// policyAsk is the agent policy's answer for a kind the skills answered;
+// inside asks about a file as the command sees it (answer.inside).
+func (a *asker) policyAsk(kind, arg string, inside bool) policyengine.Decision {
 	p := a.policy
+	switch {
+	case kind == "read" && inside:
+		return p.CheckReadInside(arg)
+	case kind == "write" && inside:
+		return p.CheckWriteInside(arg)
+	}
 	switch kind {
 	case "read":
 		return p.CheckRead(arg)
@@ -274,6 +291,11 @@ type answer struct {
 	View  string `json:"view,omitempty"`
 	Path  string `json:"path,omitempty"`
 	Error string `json:"error,omitempty"`
+	// inside is set where the host's file is reached through the system
+	// baseline's entry for a place of the sandbox's own (the landlock
+	// tier's /proc/cpuinfo): the agent policy is asked about it as the
+	// command sees it too.
+	inside bool
 }
 
 // badQuestion is the answer to a question that cannot be answered (an

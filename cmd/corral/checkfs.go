@@ -58,14 +58,22 @@ func (a *asker) fileAnswer(kind, arg string, d policyengine.Decision) answer {
 		if len(h.Links) > 0 {
 			through = h.Path + " resolves through the symlink " + strings.Join(distinct(h.Links), ", ") + " to " + h.Real + ": "
 		}
-		if op == sandbox.OpRead {
-			d = a.engine.CheckRead(h.Real)
-		} else {
-			d = a.engine.CheckWrite(h.Real)
-		}
+		d = a.realDecision(op, h.Real)
+		out.Decision = d
+	} else if d.Action != policyengine.Allow {
+		// The real path inside a grant's folder that is a symlink.
+		d = a.realDecision(op, h.Real)
 		out.Decision = d
 	}
 	fa := plan.FileAccess(h, op, sandbox.ViewHost)
+	if fa.Allowed && d.Action != policyengine.Allow {
+		if in := a.insideDecision(op, h.Real); in.Action == policyengine.Allow {
+			// The baseline's entry for a place of the sandbox's own
+			// (/proc/**) where this tier shows the host's file (the
+			// landlock tier's /proc/cpuinfo): the command reads it.
+			d, out.Decision, out.inside = in, in, true
+		}
+	}
 	switch {
 	case !fa.Allowed && (d.Action == policyengine.Allow || !ungranted[fa.Kind]):
 		// The plan decides: the globs allow it, or the plan's reason
@@ -83,6 +91,55 @@ func (a *asker) fileAnswer(kind, arg string, d policyengine.Decision) answer {
 	return out
 }
 
+// realDecision is the skills' decision on the host's file at real. A
+// grant whose folder is reached through a symlink (a work dir given as a
+// link to another folder) is bound, and given its Landlock rule, at the
+// real path: real is asked about as such a grant names it too.
+func (a *asker) realDecision(op sandbox.FileOp, real string) policyengine.Decision {
+	ask := a.engine.CheckRead
+	if op == sandbox.OpWrite {
+		ask = a.engine.CheckWrite
+	}
+	d := ask(real)
+	if d.Action == policyengine.Allow {
+		return d
+	}
+	for _, l := range a.linked() {
+		if rest, ok := strings.CutPrefix(real, l.real); ok && (rest == "" || rest[0] == '/') {
+			if via := ask(l.base + rest); via.Action == policyengine.Allow {
+				via.Reason = real + " is " + l.base + rest + " (the grant's folder " + l.base + " is a symlink to " + l.real + "): " + via.Reason
+				return via
+			}
+		}
+	}
+	return d
+}
+
+// linkedBase is a grant's base folder and the real path it resolves to.
+type linkedBase struct{ base, real string }
+
+// linked are the grants' bases that resolve through a symlink, found
+// once.
+func (a *asker) linked() []linkedBase {
+	a.linkedOnce.Do(func() {
+		for _, b := range policyengine.GrantBases(a.engine.Permissions()) {
+			if h := sandbox.ResolveHost(b, "/"); h.Err == "" && h.Real != path.Clean(b) {
+				a.linkedBases = append(a.linkedBases, linkedBase{path.Clean(b), h.Real})
+			}
+		}
+	})
+	return a.linkedBases
+}
+
+// insideDecision is the skills' decision on real as the command sees it
+// (policyengine.Engine.CheckReadInside).
+func (a *asker) insideDecision(op sandbox.FileOp, real string) policyengine.Decision {
+	if op == sandbox.OpRead {
+		return a.engine.CheckReadInside(real)
+	}
+	return a.engine.CheckWriteInside(real)
+}
+
 // withVars writes the work dir as $WORK_DIR in the quoted paths of
 // advice, so it can be pasted into a skill.
 func (a *asker) withVars(s string) string {
@@ -96,56 +153,6 @@ func (a *asker) withVars(s string) string {
 // ungranted are the kinds of plan answers that a grant would change: where
 // the globs deny too, their reason (which names the grant to add) leads.
 var ungranted = map[string]bool{"ungranted": true, "landlock": true, "private": true, "hidden": true}
-
-// execAnswer narrows an allowed command line to what the plan lets run:
-// a program named by its path must be executable in the sandbox, and a
-// redirection must be possible there. Only the commands before any cd are
-// looked at (after it, relative paths start elsewhere).
-func (a *asker) execAnswer(line string, d policyengine.Decision) answer {
-	if d.Action != policyengine.Allow {
-		return answer{Decision: d}
-	}
-	plan, err := a.filePlan()
-	if err != nil {
-		return refused(err)
-	}
-	if plan == nil {
-		return answer{Decision: d}
-	}
-	cmds, err := policyengine.SplitCommandLine(line)
-	if err != nil {
-		return answer{Decision: d}
-	}
-	deny := func(what string, fa sandbox.FileAnswer, view sandbox.View) answer {
-		return answer{Decision: policyengine.Decision{Action: policyengine.Deny, Rule: fa.Rule,
-			Reason: a.withVars(what + ": " + fa.Reason + joinAdvice(fa.Advice))}, View: string(view)}
-	}
-	for _, c := range cmds {
-		if p := path.Base(c.Program); p == "cd" || p == "pushd" || p == "popd" {
-			break
-		}
-		for _, r := range c.Redirects {
-			op := sandbox.OpWrite
-			switch r.Op {
-			case "<<", "<<<", ">&", "<&":
-				continue
-			case "<":
-				op = sandbox.OpRead
-			}
-			if fa := plan.FileAccess(sandbox.ResolveHost(r.Target, a.workDir), op, sandbox.ViewSandbox); !fa.Allowed {
-				return deny("the redirection "+r.Op+" "+r.Target, fa, sandbox.ViewSandbox)
-			}
-		}
-		if strings.Contains(c.Program, "/") && !strings.ContainsAny(c.Program, "$`*?[~") {
-			// A program is run from what the sandbox starts with: one
-			// in its private /tmp is not the host's.
-			if fa := plan.FileAccess(sandbox.ResolveHost(c.Program, a.workDir), sandbox.OpExec, sandbox.ViewHost); !fa.Allowed {
-				return deny(c.Program, fa, sandbox.ViewHost)
-			}
-		}
-	}
-	return answer{Decision: d}
-}
 
 // distinct returns list without repeats (a symlink loop names its links
 // many times), in order.

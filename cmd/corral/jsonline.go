@@ -59,6 +59,9 @@ func appendAnswer(b []byte, a *answer) []byte {
 		b = append(b, `,"layer":`...)
 		b = appendJSONString(b, a.Layer)
 	}
+	if a.NotFound {
+		b = append(b, `,"not_found":true`...)
+	}
 	if a.View != "" {
 		b = append(b, `,"view":`...)
 		b = appendJSONString(b, a.View)

@@ -14,7 +14,7 @@ func FuzzAnswerJSON(f *testing.F) {
 		f.Add(s, s)
 	}
 	f.Fuzz(func(t *testing.T, reason, rule string) {
-		a := answer{Decision: policyengine.Decision{Action: policyengine.Deny, Reason: reason, Rule: rule, Layer: rule}, View: reason, Path: rule, Error: rule}
+		a := answer{Decision: policyengine.Decision{Action: policyengine.Deny, Reason: reason, Rule: rule, Layer: rule, NotFound: len(rule)%2 == 1}, View: reason, Path: rule, Error: rule}
 		if len(reason)%2 == 1 {
 			a.ID = questionID{json: string(appendJSONString(nil, reason))}
 		}
