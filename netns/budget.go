@@ -159,9 +159,11 @@ func (b *budgets) applying(host string, port int) []*pool {
 
 // admit counts one request to host:port against every cap that applies,
 // or refuses it, counting nothing, when one is used up (also a byte cap
-// with no byte left). It returns the meter for the request's bytes, nil
-// when no byte cap applies.
-func (b *budgets) admit(host string, port int) (*meter, error) {
+// with no byte left). The proxy admits a request before anything leaves
+// the host for it (a question, a lookup, a dial): the admission's release
+// gives its place back when it is refused before anything did. Its meter
+// counts the request's bytes; nil when no byte cap applies.
+func (b *budgets) admit(host string, port int) (*admission, error) {
 	if b == nil {
 		return nil, nil
 	}
@@ -176,17 +178,69 @@ func (b *budgets) admit(host string, port int) (*meter, error) {
 			return nil, b.refuse(p, "sent")
 		}
 	}
-	var m *meter
+	a := &admission{b: b, pools: pools}
 	for _, p := range pools {
 		p.requests++
 		if p.cap.Sent > 0 {
-			if m == nil {
-				m = &meter{b: b}
+			if a.meter == nil {
+				a.meter = &meter{b: b}
 			}
-			m.pools = append(m.pools, p)
+			a.meter.pools = append(a.meter.pools, p)
 		}
 	}
-	return m, nil
+	return a, nil
+}
+
+// admission is one request counted by admit.
+type admission struct {
+	b        *budgets
+	pools    []*pool // every count the request is in
+	meter    *meter  // its byte caps; nil without
+	released bool
+}
+
+// release takes the request out of its counts again: for a request
+// refused before anything left the host for it (the ask channel said
+// no, or an IP literal failed its checks). Its place may have refused
+// another request meanwhile; that refusal stands. A nil admission (no
+// caps) has nothing to release.
+func (a *admission) release() {
+	if a == nil {
+		return
+	}
+	a.b.mu.Lock()
+	defer a.b.mu.Unlock()
+	if a.released {
+		return
+	}
+	a.released = true
+	for _, p := range a.pools {
+		p.requests--
+	}
+}
+
+// meterOf is a's meter; nil for a nil admission.
+func (a *admission) meterOf() *meter {
+	if a == nil {
+		return nil
+	}
+	return a.meter
+}
+
+// capsRequests reports whether a request cap counts requests to
+// host:port, without counting one.
+func (b *budgets) capsRequests(host string, port int) bool {
+	if b == nil {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, p := range b.applying(host, port) {
+		if p.cap.Requests > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // refuse records that p's cap of kind refused one more request or write

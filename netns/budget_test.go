@@ -270,15 +270,15 @@ func TestBudgetSentPlainHTTP(t *testing.T) {
 // relay keeps splicing: budgets cost the fast path nothing.
 func TestBudgetFastPathUnwrapped(t *testing.T) {
 	b := newBudgets([]policyengine.Budget{{From: "s", Each: policyengine.Cap{Requests: 5}}})
-	m, err := b.admit("a.test", 443)
-	if err != nil || m != nil {
-		t.Fatalf("admit with a request cap only: meter %v, %v; want none", m, err)
+	a, err := b.admit("a.test", 443)
+	if err != nil || a.meterOf() != nil {
+		t.Fatalf("admit with a request cap only: meter %v, %v; want none", a.meterOf(), err)
 	}
 	if newBudgets(nil) != nil || newBudgets([]policyengine.Budget{{From: "s"}}) != nil {
 		t.Fatal("no caps should compile to no budgets")
 	}
 	var nb *budgets
-	if m, err := nb.admit("a.test", 443); m != nil || err != nil {
+	if a, err := nb.admit("a.test", 443); a != nil || err != nil {
 		t.Fatal("nil budgets admit everything")
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
