@@ -48,7 +48,7 @@ func newHeadOrigin(t *testing.T) *headOrigin {
 			if line == "\r\n" {
 				continue
 			}
-			host, length := "", int64(0)
+			host, length, chunked := "", int64(0), false
 			for {
 				l, err := br.ReadString('\n')
 				if err != nil {
@@ -63,12 +63,17 @@ func newHeadOrigin(t *testing.T) *headOrigin {
 					host = strings.TrimSpace(v)
 				case "content-length":
 					length, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				case "transfer-encoding":
+					chunked = strings.Contains(strings.ToLower(v), "chunked")
 				}
 			}
 			o.heads.Add(1)
 			o.mu.Lock()
 			o.lines = append(o.lines, strings.TrimSpace(line)+" host="+host)
 			o.mu.Unlock()
+			if chunked && skipChunks(br) != nil {
+				return
+			}
 			if _, err := io.CopyN(io.Discard, br, length); err != nil {
 				return
 			}
@@ -78,6 +83,30 @@ func newHeadOrigin(t *testing.T) *headOrigin {
 		}
 	})
 	return o
+}
+
+// skipChunks reads a chunked body up to the end of its trailers.
+func skipChunks(br *bufio.Reader) error {
+	for {
+		l, err := br.ReadString('\n')
+		if err != nil {
+			return err
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(strings.SplitN(l, ";", 2)[0]), 16, 64)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			for {
+				if l, err := br.ReadString('\n'); err != nil || l == "\r\n" {
+					return err
+				}
+			}
+		}
+		if _, err := io.CopyN(io.Discard, br, n+2); err != nil {
+			return err
+		}
+	}
 }
 
 func (o *headOrigin) seen() []string {
@@ -107,11 +136,14 @@ func (l *lookupLog) looked() []string {
 	return append([]string(nil), l.names...)
 }
 
-// route is one way a request reaches the proxy. try makes one request
-// to host:port and reports whether the origin answered it.
+// route is one way a request reaches the proxy. open makes a connection
+// on which the client's next bytes go to host:port (nil when the proxy
+// refused it); absolute says its requests are written in absolute form
+// (through HTTP_PROXY), not as a client inside a tunnel writes them.
 type route struct {
-	name string
-	try  func(t *testing.T, e *routeEnv, host string, port int) bool
+	name     string
+	open     func(t *testing.T, e *routeEnv, host string, port int) (net.Conn, *bufio.Reader)
+	absolute bool
 }
 
 // routeEnv is a proxy with the sandbox's fake DNS and the supervisor's
@@ -129,67 +161,86 @@ func newRouteEnv(t *testing.T, cfg Config) *routeEnv {
 	return e
 }
 
-// answered reads an HTTP answer from r and reports whether it is the
+// head is a GET of path on host:port as r's clients write it.
+func (r route) head(host string, port int, path string) string {
+	authority := host + ":" + strconv.Itoa(port)
+	if r.absolute {
+		return "GET http://" + authority + path + " HTTP/1.1\r\nHost: " + authority + "\r\n\r\n"
+	}
+	return "GET " + path + " HTTP/1.1\r\nHost: " + authority + "\r\n\r\n"
+}
+
+// try makes one request to host:port and reports whether the origin
+// answered it.
+func (r route) try(t *testing.T, e *routeEnv, host string, port int) bool {
+	c, br := r.open(t, e, host, port)
+	if c == nil {
+		return false
+	}
+	defer c.Close()
+	io.WriteString(c, r.head(host, port, "/r"))
+	return answered(br)
+}
+
+// answered reads an HTTP answer from br and reports whether it is the
 // origin's "ok"; a refusal (a 403, a reset, a close) is not.
-func answered(r io.Reader) bool {
-	resp, err := readResponse(bufio.NewReader(r))
+func answered(br *bufio.Reader) bool {
+	resp, err := readResponse(br)
 	return err == nil && resp.status == 200 && resp.body == "ok"
 }
 
-func getHead(host string, port int) string {
-	return "GET /r HTTP/1.1\r\nHost: " + host + ":" + strconv.Itoa(port) + "\r\n\r\n"
+// redirectedTo is a transparent connection the supervisor redirected
+// from dest, with a deadline.
+func redirectedTo(t *testing.T, e *routeEnv, dest netip.AddrPort) (net.Conn, *bufio.Reader) {
+	c, err := redirected(t, e.tp, e.orig, dest)
+	if err != nil {
+		return nil, nil
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	return c, bufio.NewReader(c)
 }
 
-var routes = []route{
-	{"HTTP_PROXY absolute-form", func(t *testing.T, e *routeEnv, host string, port int) bool {
+var (
+	proxyRoute = route{"HTTP_PROXY absolute-form", func(t *testing.T, e *routeEnv, host string, port int) (net.Conn, *bufio.Reader) {
 		c := dial(t, e.tp.addr)
-		io.WriteString(c, "GET http://"+host+":"+strconv.Itoa(port)+"/r HTTP/1.1\r\nHost: "+host+"\r\n\r\n")
-		return answered(c)
-	}},
-	{"CONNECT", func(t *testing.T, e *routeEnv, host string, port int) bool {
+		return c, bufio.NewReader(c)
+	}, true}
+	connectRoute = route{"CONNECT", func(t *testing.T, e *routeEnv, host string, port int) (net.Conn, *bufio.Reader) {
 		c := dial(t, e.tp.addr)
 		io.WriteString(c, connectHead(host+":"+strconv.Itoa(port)))
 		br := bufio.NewReader(c)
 		if r, err := readResponse(br); err != nil || r.status != 200 {
-			return false
+			return nil, nil
 		}
-		io.WriteString(c, getHead(host, port))
-		return answered(br)
-	}},
-	{"SOCKS5", func(t *testing.T, e *routeEnv, host string, port int) bool {
+		return c, br
+	}, false}
+	socksRoute = route{"SOCKS5", func(t *testing.T, e *routeEnv, host string, port int) (net.Conn, *bufio.Reader) {
 		c := dial(t, e.tp.addr)
 		c.Write([]byte{5, 1, 0})
 		req := append([]byte{5, 1, 0, 3, byte(len(host))}, host...)
 		c.Write(append(req, byte(port>>8), byte(port)))
 		reply := make([]byte, 12)
 		if _, err := io.ReadFull(c, reply); err != nil || reply[3] != socksOK {
-			return false
+			return nil, nil
 		}
-		io.WriteString(c, getHead(host, port))
-		return answered(c)
-	}},
-	{"transparent by fake DNS name", func(t *testing.T, e *routeEnv, host string, port int) bool {
+		return c, bufio.NewReader(c)
+	}, false}
+	fakeDNSRoute = route{"transparent by fake DNS name", func(t *testing.T, e *routeEnv, host string, port int) (net.Conn, *bufio.Reader) {
 		fake, _ := e.dns.Address(host)
-		c, err := redirected(t, e.tp, e.orig, netip.AddrPortFrom(fake, uint16(port)))
-		if err != nil {
-			return false
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(5 * time.Second))
-		io.WriteString(c, getHead(host, port))
-		return answered(c)
-	}},
-	{"transparent by Host header", func(t *testing.T, e *routeEnv, host string, port int) bool {
-		c, err := redirected(t, e.tp, e.orig, netip.MustParseAddrPort("192.0.2.1:"+strconv.Itoa(port)))
-		if err != nil {
-			return false
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(5 * time.Second))
-		io.WriteString(c, getHead(host, port))
-		return answered(c)
-	}},
-}
+		return redirectedTo(t, e, netip.AddrPortFrom(fake, uint16(port)))
+	}, false}
+	// The client writes its head at once: the proxy learns the host from
+	// its Host header.
+	hostRoute = route{"transparent by Host header", func(t *testing.T, e *routeEnv, host string, port int) (net.Conn, *bufio.Reader) {
+		return redirectedTo(t, e, netip.MustParseAddrPort("192.0.2.1:"+strconv.Itoa(port)))
+	}, false}
+
+	routes = []route{proxyRoute, connectRoute, socksRoute, fakeDNSRoute, hostRoute}
+	// tunnelRoutes are the routes that relay a client's bytes as they
+	// come, once the connection is allowed.
+	tunnelRoutes = []route{connectRoute, socksRoute, fakeDNSRoute, hostRoute}
+)
 
 // TestBudgetBeforeLookup: once a request cap is used up, no request
 // under it makes a DNS query, by any route. Lookups that fail, and
@@ -262,7 +313,7 @@ func TestBudgetBeforeLookupSent(t *testing.T) {
 		Budgets:  []policyengine.Budget{{From: "s", Total: policyengine.Cap{Sent: 10}}},
 	})
 	// The first request's head is cut at 10 bytes.
-	routes[0].try(t, e, "a.test", port)
+	proxyRoute.try(t, e, "a.test", port)
 	for _, r := range routes {
 		if r.try(t, e, "data-"+strings.ReplaceAll(r.name, " ", "-")+".test", port) {
 			t.Errorf("%s: answered with no byte left", r.name)

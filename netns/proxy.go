@@ -301,7 +301,7 @@ func (p *Proxy) untrack(c net.Conn) {
 }
 
 // handle serves one client connection: one request head, a decision, and
-// then a tunnel to the checked address.
+// then one exchange with the origin or a tunnel to the checked address.
 func (p *Proxy) handle(c net.Conn) {
 	if o := p.cfg.Originals; o != nil {
 		if from, err := netip.ParseAddrPort(c.RemoteAddr().String()); err == nil {
@@ -352,6 +352,10 @@ func (p *Proxy) handle(c net.Conn) {
 		respond(c, status, d.Reason)
 		return
 	}
+	if req.connect {
+		p.tunnel(c, br, up, ev, d, []byte("HTTP/1.1 200 Connection Established\r\n\r\n"))
+		return
+	}
 	ev.Decision, ev.Addr = "allow", up.RemoteAddr().String()
 	p.cfg.Audit(ev)
 	if !p.track(up) {
@@ -359,54 +363,7 @@ func (p *Proxy) handle(c net.Conn) {
 		return
 	}
 	defer p.untrack(up)
-	if !req.connect {
-		// One checked request goes upstream, with exactly its declared
-		// body; whatever the client sends after it (a pipelined request
-		// for another path or host) goes nowhere.
-		if _, err := up.Write(req.originHead()); err != nil {
-			respondBudget(c, err)
-			return
-		}
-		c.SetReadDeadline(time.Now().Add(p.cfg.IdleTimeout))
-		if err := req.copyBody(up, br); err != nil {
-			// The origin holds an incomplete message: reset rather than
-			// end it, so nothing reads it as a whole one.
-			if tc, ok := up.(interface{ SetLinger(int) error }); ok {
-				tc.SetLinger(0)
-			}
-			respondBudget(c, err)
-			var be *bodyError
-			if errors.As(err, &be) {
-				ev.Time, ev.Decision, ev.Status, ev.Reason = time.Now(), "error", 400, "request body: "+be.msg
-				p.cfg.Audit(ev)
-				respond(c, 400, ev.Reason)
-			}
-			return
-		}
-		if cw, ok := up.(interface{ CloseWrite() error }); ok {
-			cw.CloseWrite()
-		}
-		if err := relayResponse(c, up, p.cfg.IdleTimeout); err != nil {
-			var he *headError
-			if errors.As(err, &he) {
-				ev.Time, ev.Decision, ev.Status, ev.Reason = time.Now(), "error", he.status, he.msg
-				p.cfg.Audit(ev)
-				respond(c, he.status, he.msg)
-			}
-		}
-		return
-	}
-	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection Established\r\n\r\n"); err != nil {
-		return
-	}
-	// Bytes the client sent after its head go first.
-	if n := br.Buffered(); n > 0 {
-		b, _ := br.Peek(n)
-		if _, err := up.Write(b); err != nil {
-			return
-		}
-	}
-	relay(c, up, p.cfg.IdleTimeout)
+	p.exchange(c, br, up, bufio.NewReaderSize(readSide(up), 4096), req, ev, false)
 }
 
 func (p *Proxy) isSelf(a netip.Addr, port int) bool {
