@@ -16,8 +16,12 @@ import (
 // host pattern and in all: a limit on what an allowed host can carry away.
 //
 // Requests are counted at the decision, after the allow list and the agent
-// policy said yes and before anything is resolved or dialled: a request
-// over a cap is refused with 403, naming the cap. Bytes are counted on
+// policy said yes and before anything leaves the host for the request (a
+// question on the ask channel, a lookup, a dial: decide.go): a request
+// over a cap is refused with 403, naming the cap, and sends nothing. A
+// tunnel is one request; plain HTTP inside one is served one request a
+// connection (tunnel.go), so each of its requests is counted on its own
+// connection. Bytes are counted on
 // their way upstream, through the connection connect returns: a request
 // with a byte cap gets its upstream socket wrapped (meteredConn), so every
 // write to it (a plain-HTTP request's head and body, a tunnel's bytes in

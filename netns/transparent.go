@@ -33,7 +33,8 @@ const sniffWait = time.Second
 // dest: it learns the host name (the fake DNS answer the command used,
 // or the TLS SNI or HTTP Host the client sends to a bare address),
 // decides it exactly as a CONNECT tunnel to that host and port, and
-// relays the bytes to the address it checked.
+// serves it as one (tunnel.go): to the address it checked, plain HTTP one
+// request a connection.
 func (p *Proxy) handleTransparent(c net.Conn, dest netip.AddrPort) {
 	dest = netip.AddrPortFrom(dest.Addr().Unmap(), dest.Port())
 	ev := Event{Method: "TCP", Port: int(dest.Port()), Via: "address"}
