@@ -131,7 +131,8 @@ func (p *Proxy) firstBytes(c net.Conn, br *bufio.Reader, up net.Conn, ubr *bufio
 // still be one when the reader is full or HeadTimeout passes are taken
 // for a request: the HTTP path reads it, and refuses what it cannot (the
 // deadline stays for reading the head). Bytes the client ended its side
-// after are relayed: no request line can be completed after the end.
+// after are relayed with the end unless an origin could take them for a
+// request then (classifyAtEnd).
 func (p *Proxy) classify(c net.Conn, br *bufio.Reader) (tunnelProto, error) {
 	c.SetReadDeadline(time.Now().Add(p.cfg.HeadTimeout))
 	for {
@@ -148,6 +149,9 @@ func (p *Proxy) classify(c net.Conn, br *bufio.Reader) (tunnelProto, error) {
 		}
 		switch _, err := br.Peek(len(b) + 1); {
 		case err == io.EOF:
+			if classifyAtEnd(b) == protoHTTP1 {
+				return protoHTTP1, nil
+			}
 			c.SetReadDeadline(time.Time{})
 			return protoOther, nil
 		case isTimeout(err):

@@ -305,6 +305,40 @@ func TestTunnelOtherProtocols(t *testing.T) {
 	}
 }
 
+// TestTunnelSimpleRequestAtEnd: a method and a target the client ends its
+// side after ("GET /secret", then FIN) is an HTTP/0.9 request to some
+// origins (Python's http.server): it is not relayed, where a bare word
+// ended the same way is.
+func TestTunnelSimpleRequestAtEnd(t *testing.T) {
+	got := make(chan string, 4)
+	origin := startServer(t, "127.0.0.1:0", func(c net.Conn) {
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		b, _ := io.ReadAll(c)
+		got <- string(b)
+		c.Write(b)
+	})
+	for _, r := range []route{connectRoute, socksRoute, fakeDNSRoute} {
+		t.Run(r.name, func(t *testing.T) {
+			e := tunnelEnv(t, origin, Config{})
+			for _, tc := range []struct{ send, want string }{{"GET /secret", ""}, {"hello", "hello"}} {
+				c, br := r.open(t, e, "api.test", origin.port)
+				io.WriteString(c, tc.send)
+				c.(*net.TCPConn).CloseWrite()
+				io.ReadAll(br)
+				c.Close()
+				select {
+				case b := <-got:
+					if b != tc.want {
+						t.Errorf("%q then the end: the origin got %q, want %q", tc.send, b, tc.want)
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatalf("%q: the origin's connection did not end", tc.send)
+				}
+			}
+		})
+	}
+}
+
 // h2cPreface is HTTP/2's connection preface without TLS (prior
 // knowledge): many requests in one connection, which the proxy cannot
 // count.

@@ -89,6 +89,29 @@ func classifyPrefix(b []byte) tunnelProto {
 	return protoHTTP1
 }
 
+// classifyAtEnd tells what b, the first bytes of a client that then ended
+// its side, are: a request when classifyPrefix says so, or when b is
+// still undecided but holds a method and a target ("GET /secret"), which
+// some origins (Python's http.server) serve as an HTTP/0.9 request when
+// the stream ends. Anything shorter cannot be a request and is relayed
+// with the end.
+func classifyAtEnd(b []byte) tunnelProto {
+	if p := classifyPrefix(b); p != protoUndecided {
+		return p
+	}
+	i := 0
+	for i < len(b) && (b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	for i < len(b) && isTchar(b[i]) {
+		i++
+	}
+	if t := skipBlanks(b, i); t > i && t < len(b) {
+		return protoHTTP1
+	}
+	return protoOther
+}
+
 func isBlank(c byte) bool { return c == ' ' || c == '\t' }
 
 func skipBlanks(b []byte, i int) int {

@@ -53,6 +53,29 @@ func TestClassifyPrefix(t *testing.T) {
 	}
 }
 
+// TestClassifyAtEnd: what a client ended its side after is relayed with
+// the end only when no origin could take it for a request then.
+func TestClassifyAtEnd(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want tunnelProto
+	}{
+		{"hello", protoOther},
+		{"GET", protoOther},
+		{"GET ", protoOther},
+		{"\r\n", protoOther},
+		{"GET /secret", protoHTTP1}, // HTTP/0.9 at the end of the stream
+		{"GET key", protoHTTP1},
+		{"GET /a HTTP/1.1\r\n", protoHTTP1},
+		{"SSH-2.0-x", protoOther},
+		{"\x00abc", protoOther},
+	} {
+		if got := classifyAtEnd([]byte(tc.in)); got != tc.want {
+			t.Errorf("%q: %d, want %d", tc.in, got, tc.want)
+		}
+	}
+}
+
 // FuzzClassifyPrefix: a decision never changes as more bytes come (so a
 // head split across reads is decided as a whole one), and every head the
 // proxy would serve as a request is taken for one.
