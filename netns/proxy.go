@@ -6,7 +6,10 @@
 // loopback, the host's own interface addresses or the cloud metadata
 // service get nowhere. A plain-HTTP request is relayed only when its
 // framing is unambiguous, with a body the proxy re-frames itself, so no
-// request the policy never saw can hide inside an allowed one.
+// request the policy never saw can hide inside an allowed one; a
+// connection carries one such request, also inside a tunnel (CONNECT,
+// SOCKS5, transparent), so each is decided and counted against
+// network.budget on its own.
 //
 // It speaks just enough HTTP/1.1 to route a request and does not import
 // net/http or crypto/tls: their package init would cost every corral start,
