@@ -209,16 +209,17 @@ func (p *Proxy) serveInTunnel(c net.Conn, br *bufio.Reader, up net.Conn, ubr *bu
 	if m, ok := up.(*meteredConn); ok {
 		m.m.ev.Method, m.m.ev.URL = req.method, ev.URL // a cut is this request's, answered 403
 	}
-	// Allowed by the rule that allowed the tunnel, and the URL rule that
-	// allowed its path, if any.
-	ev.Time, ev.Status, ev.Decision, ev.Addr = time.Now(), 200, "allow", tev.Addr
-	ev.Rule, ev.Reason, ev.Layer = tev.Rule, tev.Reason, tev.Layer
+	// The tunnel's event stands for the request it carries: the audit log
+	// keeps one event an allowed connection, and its own for a request
+	// refused inside. ev is what a later error of this request (its body,
+	// the origin's answer) is audited as: allowed by the rule that allowed
+	// the tunnel, and the URL rule that allowed its path, if any.
+	ev.Addr, ev.Rule, ev.Reason, ev.Layer = tev.Addr, tev.Rule, tev.Reason, tev.Layer
 	if d.Rule != "" {
 		ev.Rule += "; policy " + d.Rule
 		ev.Reason += "; " + d.Reason
 		ev.Layer = d.Layer
 	}
-	p.cfg.Audit(ev)
 	p.exchange(c, br, up, ubr, req, ev, true)
 }
 
