@@ -82,14 +82,15 @@ func (p *Proxy) tunnel(c net.Conn, br *bufio.Reader, up net.Conn, ev Event, d po
 	relay(c, up, p.cfg.IdleTimeout)
 }
 
-// longAgo is a deadline in the past, which ends a read at once.
+// longAgo is a deadline in the past: it ends a read at once.
 var longAgo = time.Unix(1, 0)
 
 // firstBytes waits for the first bytes of either side, and tells what the
-// client's start: protoOther when the origin spoke (or ended) first. What
-// either side sent stays in br and ubr. An error ends the tunnel: neither
-// side sent a byte for IdleTimeout, or the client stalled in what could
-// still be a request line.
+// client's start: protoOther when the origin spoke first. An origin that
+// ended or failed without a byte decides nothing: the client's first
+// bytes still do. What either side sent stays in br and ubr. An error
+// ends the tunnel: neither side sent a byte for IdleTimeout, or the
+// client's side broke.
 func (p *Proxy) firstBytes(c net.Conn, br *bufio.Reader, up net.Conn, ubr *bufio.Reader) (tunnelProto, error) {
 	deadline := time.Now().Add(p.cfg.IdleTimeout)
 	c.SetReadDeadline(deadline)
@@ -97,33 +98,35 @@ func (p *Proxy) firstBytes(c net.Conn, br *bufio.Reader, up net.Conn, ubr *bufio
 	client, origin := make(chan error, 1), make(chan error, 1)
 	go func() { _, err := br.Peek(1); client <- err }()
 	go func() { _, err := ubr.Peek(1); origin <- err }()
-	// stop ends the other side's wait and waits for it: a byte that came
-	// meanwhile is in its reader.
-	stop := func(conn net.Conn, done <-chan error) error {
-		conn.SetReadDeadline(longAgo)
-		err := <-done
-		conn.SetReadDeadline(time.Time{})
-		return err
-	}
+	var cerr error
 	select {
-	case <-origin:
-		stop(c, client)
+	case err := <-origin:
 		up.SetReadDeadline(time.Time{})
-		return protoOther, nil
-	case err := <-client:
-		stop(up, origin)
-		switch {
-		case err == nil:
-			return p.classify(c, br)
-		case err == io.EOF:
+		if err == nil {
+			// The origin spoke first. End the client's wait: a byte
+			// that came meanwhile is in br.
+			c.SetReadDeadline(longAgo)
+			<-client
 			c.SetReadDeadline(time.Time{})
-			return protoOther, nil // the relay passes the half-close on
-		case isTimeout(err) && ubr.Buffered() > 0:
-			c.SetReadDeadline(time.Time{})
-			return protoOther, nil // the origin spoke as the wait ended
+			return protoOther, nil
 		}
-		return protoOther, err
+		cerr = <-client
+	case cerr = <-client:
+		up.SetReadDeadline(longAgo)
+		<-origin
+		up.SetReadDeadline(time.Time{})
 	}
+	switch {
+	case cerr == nil:
+		return p.classify(c, br)
+	case cerr == io.EOF:
+		c.SetReadDeadline(time.Time{})
+		return protoOther, nil // the relay passes the half-close on
+	case isTimeout(cerr) && ubr.Buffered() > 0:
+		c.SetReadDeadline(time.Time{})
+		return protoOther, nil // the origin spoke as the wait ended
+	}
+	return protoOther, cerr
 }
 
 // classify reads the client's first bytes, which br has begun to hold,
@@ -166,7 +169,7 @@ func (p *Proxy) classify(c net.Conn, br *bufio.Reader) (tunnelProto, error) {
 // tev as a request through HTTP_PROXY is served: its one request, to the
 // tunnel's host, checked against the URL rules.
 func (p *Proxy) serveInTunnel(c net.Conn, br *bufio.Reader, up net.Conn, ubr *bufio.Reader, tev Event) {
-	ev := Event{Method: "?", Host: tev.Host, Port: tev.Port, Via: tev.Via}
+	ev := Event{Host: tev.Host, Port: tev.Port, Via: tev.Via} // Method "": not read yet
 	refuse := func(status int, d policyengine.Decision) {
 		resetConn(up)
 		ev.Time, ev.Status, ev.Rule, ev.Reason, ev.Layer, ev.Decision = time.Now(), status, d.Rule, d.Reason, d.Layer, "deny"

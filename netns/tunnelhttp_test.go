@@ -339,6 +339,38 @@ func TestTunnelSimpleRequestAtEnd(t *testing.T) {
 	}
 }
 
+// TestTunnelOriginEndsFirst: an origin that half-closes before it says
+// anything has not spoken first; the client's first bytes still decide,
+// and its pipelined requests do not reach an origin that goes on
+// reading.
+func TestTunnelOriginEndsFirst(t *testing.T) {
+	heads := make(chan int, 4)
+	origin := startServer(t, "127.0.0.1:0", func(c net.Conn) {
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		c.(*net.TCPConn).CloseWrite()
+		b, _ := io.ReadAll(c)
+		heads <- strings.Count(string(b), " HTTP/1.1\r\n")
+	})
+	for _, r := range []route{connectRoute, socksRoute, fakeDNSRoute} {
+		t.Run(r.name, func(t *testing.T) {
+			e := tunnelEnv(t, origin, Config{})
+			c, br := r.open(t, e, "api.test", origin.port)
+			time.Sleep(50 * time.Millisecond) // the origin's end comes first
+			io.WriteString(c, r.head("api.test", origin.port, "/one")+r.head("api.test", origin.port, "/two"))
+			io.ReadAll(br)
+			c.Close()
+			select {
+			case n := <-heads:
+				if n != 1 {
+					t.Errorf("the origin read %d request heads, want 1", n)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the origin's connection did not end")
+			}
+		})
+	}
+}
+
 // h2cPreface is HTTP/2's connection preface without TLS (prior
 // knowledge): many requests in one connection, which the proxy cannot
 // count.
