@@ -290,6 +290,31 @@ type meter struct {
 	cut   bool
 }
 
+// takeName takes the bytes of a name the proxy is about to look up from
+// every byte cap, all or none: the query carries them to the name's DNS
+// servers, whatever the answer, so a command cannot spell unlimited data
+// into names whose lookups fail and send nothing else. It refuses when a
+// cap has fewer left. (The bound is on the name's bytes, not on the DNS
+// packets, which carry the name more than once.) A nil admission has no
+// byte cap.
+func (a *admission) takeName(name string) error {
+	if a == nil || a.meter == nil {
+		return nil
+	}
+	b, n := a.b, int64(len(name))
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, p := range a.meter.pools {
+		if p.cap.Sent-p.sent < n {
+			return b.refuse(p, "sent")
+		}
+	}
+	for _, p := range a.meter.pools {
+		p.sent += n
+	}
+	return nil
+}
+
 // take takes up to n bytes from every cap and returns how many fit in all
 // of them, with the error of the cap that refused the rest.
 func (m *meter) take(n int64) (int64, error) {

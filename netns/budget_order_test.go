@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -321,6 +322,32 @@ func TestBudgetBeforeLookupSent(t *testing.T) {
 	}
 	if got := res.looked(); len(got) != 1 {
 		t.Errorf("the proxy looked up %q; want only a.test", got)
+	}
+}
+
+// TestBudgetSentCountsNames: a name the proxy looks up takes its bytes
+// from the byte caps first, so under a byte cap alone names whose
+// lookups fail (and send nothing else) cannot go on without end.
+func TestBudgetSentCountsNames(t *testing.T) {
+	res := &lookupLog{answer: func(string) ([]netip.Addr, error) { return nil, errors.New("no such host") }}
+	e := newRouteEnv(t, Config{
+		Engine:   testEngine(t, "*.test:443"),
+		Resolver: res,
+		Budgets:  []policyengine.Budget{{From: "s", Total: policyengine.Cap{Sent: 100}}},
+	})
+	refused := 0
+	for i := range 20 {
+		// 19 bytes a name: 5 lookups fit in 100 bytes.
+		r, _, _ := exchange(t, e.tp.addr, connectHead(fmt.Sprintf("n%02d-c2vjcmv0abc.test:443", i)))
+		if r.status == 403 {
+			refused++
+			if why := r.header["x-corral-reason"]; !strings.Contains(why, "100 bytes sent") {
+				t.Fatalf("reason %q", why)
+			}
+		}
+	}
+	if got := res.looked(); len(got) != 5 || refused != 15 {
+		t.Errorf("%d lookups, %d refusals; want 5 lookups (100 bytes of names) and 15 refusals", len(got), refused)
 	}
 }
 

@@ -27,7 +27,9 @@ import (
 // in the counts back: nothing left for it. One refused after its lookup
 // or dial keeps it: the query or the connection attempt left, and a
 // command spelling data into names whose lookups fail, or that resolve to
-// refused addresses, would otherwise send them without end.
+// refused addresses, would otherwise send them without end. For the same
+// reason a name's bytes are taken from the byte caps before its lookup
+// (takeName), so a budget with only a byte cap bounds such names too.
 
 // connect decides the request, resolves its host, checks every address and
 // dials a checked one. On refusal it returns the status and the decision
@@ -56,6 +58,12 @@ func (p *Proxy) connect(req *request) (_ net.Conn, _ int, _ policyengine.Decisio
 		if d, asked = p.ask(req, host, *unlisted); d.Action != policyengine.Allow {
 			adm.release()
 			return nil, 403, d, asked
+		}
+	}
+	if _, isIP := policyengine.ParseIP(host); !isIP {
+		if err := adm.takeName(host); err != nil {
+			adm.release()
+			return nil, 403, policyengine.Decision{Action: policyengine.Deny, Reason: err.Error(), Rule: "network.budget"}, asked
 		}
 	}
 	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.DialTimeout)
