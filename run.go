@@ -66,6 +66,10 @@ type Spec struct {
 	Audit io.Writer
 	// Resolve pins names in the proxy's resolver (still checked).
 	Resolve map[string][]netip.Addr
+	// Resolver answers the proxy's lookups of the names Resolve does not
+	// pin (default: the system's resolver). Its answers are checked as
+	// any others.
+	Resolver netns.Resolver
 	// Keep are more files and folders the run must not change besides the
 	// skills' folders and Policy's files: a policy file that does not
 	// exist yet (the global one), which the command must not create.
@@ -432,8 +436,11 @@ func newProxy(sk *Skills, spec Spec, audit *auditLog, r *Result, asker *asking, 
 	if asker != nil {
 		cfg.Ask = asker.network
 	}
+	if cfg.Resolver = spec.Resolver; cfg.Resolver == nil {
+		cfg.Resolver = netns.SystemResolver()
+	}
 	if len(spec.Resolve) > 0 {
-		cfg.Resolver = &netns.Pinned{Names: spec.Resolve, Next: netns.SystemResolver()}
+		cfg.Resolver = &netns.Pinned{Names: spec.Resolve, Next: cfg.Resolver}
 	}
 	if eg.Originals != nil {
 		cfg.Originals = eg.Originals

@@ -13,11 +13,14 @@ import (
 
 // The proxy asks (Config.Ask) only about a host no rule lists: a request
 // the skills' allow list or the agent's URL policy refuses for want of a
-// rule, and nothing else. A deny rule, a cap, an address category
-// (loopback, the host's own addresses, private, link-local, metadata),
-// an unresolvable name or the proxy itself refuse without a question. The
-// question comes last, after the name resolved and every address passed,
-// so an answer can only let through what the allow list alone held back.
+// rule, and nothing else. A deny rule, a policy cap, network.budget, an
+// address category of an IP literal (loopback, the host's own addresses,
+// private, link-local, metadata) or the proxy itself refuse without a
+// question. The question comes after the rules and the budget and before
+// the name is resolved (decide.go): a lookup of a name no rule lists
+// would carry the command's data to that name's servers. An allowing
+// answer still meets the checks of every address the name resolves to,
+// so it only lets through what the allow list alone held back.
 
 // grants are the host:ports an allow-run (or remember) answer opened for
 // the rest of the run.

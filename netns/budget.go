@@ -16,8 +16,12 @@ import (
 // host pattern and in all: a limit on what an allowed host can carry away.
 //
 // Requests are counted at the decision, after the allow list and the agent
-// policy said yes and before anything is resolved or dialled: a request
-// over a cap is refused with 403, naming the cap. Bytes are counted on
+// policy said yes and before anything leaves the host for the request (a
+// question on the ask channel, a lookup, a dial: decide.go): a request
+// over a cap is refused with 403, naming the cap, and sends nothing. A
+// tunnel is one request; plain HTTP inside one is served one request a
+// connection (tunnel.go), so each of its requests is counted on its own
+// connection. Bytes are counted on
 // their way upstream, through the connection connect returns: a request
 // with a byte cap gets its upstream socket wrapped (meteredConn), so every
 // write to it (a plain-HTTP request's head and body, a tunnel's bytes in
@@ -159,9 +163,11 @@ func (b *budgets) applying(host string, port int) []*pool {
 
 // admit counts one request to host:port against every cap that applies,
 // or refuses it, counting nothing, when one is used up (also a byte cap
-// with no byte left). It returns the meter for the request's bytes, nil
-// when no byte cap applies.
-func (b *budgets) admit(host string, port int) (*meter, error) {
+// with no byte left). The proxy admits a request before anything leaves
+// the host for it (a question, a lookup, a dial): the admission's release
+// gives its place back when it is refused before anything did. Its meter
+// counts the request's bytes; nil when no byte cap applies.
+func (b *budgets) admit(host string, port int) (*admission, error) {
 	if b == nil {
 		return nil, nil
 	}
@@ -176,17 +182,69 @@ func (b *budgets) admit(host string, port int) (*meter, error) {
 			return nil, b.refuse(p, "sent")
 		}
 	}
-	var m *meter
+	a := &admission{b: b, pools: pools}
 	for _, p := range pools {
 		p.requests++
 		if p.cap.Sent > 0 {
-			if m == nil {
-				m = &meter{b: b}
+			if a.meter == nil {
+				a.meter = &meter{b: b}
 			}
-			m.pools = append(m.pools, p)
+			a.meter.pools = append(a.meter.pools, p)
 		}
 	}
-	return m, nil
+	return a, nil
+}
+
+// admission is one request counted by admit.
+type admission struct {
+	b        *budgets
+	pools    []*pool // every count the request is in
+	meter    *meter  // its byte caps; nil without
+	released bool
+}
+
+// release takes the request out of its counts again: for a request
+// refused before anything left the host for it (the ask channel said
+// no, or an IP literal failed its checks). Its place may have refused
+// another request meanwhile; that refusal stands. A nil admission (no
+// caps) has nothing to release.
+func (a *admission) release() {
+	if a == nil {
+		return
+	}
+	a.b.mu.Lock()
+	defer a.b.mu.Unlock()
+	if a.released {
+		return
+	}
+	a.released = true
+	for _, p := range a.pools {
+		p.requests--
+	}
+}
+
+// meterOf is a's meter; nil for a nil admission.
+func (a *admission) meterOf() *meter {
+	if a == nil {
+		return nil
+	}
+	return a.meter
+}
+
+// capsRequests reports whether a request cap counts requests to
+// host:port, without counting one.
+func (b *budgets) capsRequests(host string, port int) bool {
+	if b == nil {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, p := range b.applying(host, port) {
+		if p.cap.Requests > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // refuse records that p's cap of kind refused one more request or write
@@ -230,6 +288,31 @@ type meter struct {
 	ev    Event
 	audit func(Event)
 	cut   bool
+}
+
+// takeName takes the bytes of a name the proxy is about to look up from
+// every byte cap, all or none: the query carries them to the name's DNS
+// servers, whatever the answer, so a command cannot spell unlimited data
+// into names whose lookups fail and send nothing else. It refuses when a
+// cap has fewer left. (The bound is on the name's bytes, not on the DNS
+// packets, which carry the name more than once.) A nil admission has no
+// byte cap.
+func (a *admission) takeName(name string) error {
+	if a == nil || a.meter == nil {
+		return nil
+	}
+	b, n := a.b, int64(len(name))
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, p := range a.meter.pools {
+		if p.cap.Sent-p.sent < n {
+			return b.refuse(p, "sent")
+		}
+	}
+	for _, p := range a.meter.pools {
+		p.sent += n
+	}
+	return nil
 }
 
 // take takes up to n bytes from every cap and returns how many fit in all

@@ -118,7 +118,8 @@ func TestBudgetHostPatternShared(t *testing.T) {
 	}
 }
 
-// A byte cap cuts a tunnel: the origin receives exactly the cap, though
+// A byte cap cuts a tunnel: the origin receives exactly the cap (less the
+// name the proxy looked up for it, which took its bytes first), though
 // the client sends more, and the next request is refused at the decision.
 func TestBudgetSentCutsTunnel(t *testing.T) {
 	origin, got := sinkOrigin(t)
@@ -147,12 +148,14 @@ func TestBudgetSentCutsTunnel(t *testing.T) {
 	if _, err := io.ReadAll(br); err != nil && !strings.Contains(err.Error(), "reset") {
 		t.Fatalf("reading the cut tunnel: %v", err)
 	}
-	if !eventually(5*time.Second, func() bool { return got.Load() == limit }) {
-		t.Fatalf("the origin received %d bytes, want exactly the cap %d", got.Load(), limit)
+	// The name the proxy looked up took its bytes first.
+	const want = int64(limit - len("a.test"))
+	if !eventually(5*time.Second, func() bool { return got.Load() == want }) {
+		t.Fatalf("the origin received %d bytes, want exactly the cap %d less the name's %d", got.Load(), limit, len("a.test"))
 	}
 	time.Sleep(100 * time.Millisecond)
-	if n := got.Load(); n != limit {
-		t.Fatalf("the origin received %d bytes, want exactly the cap %d", n, limit)
+	if n := got.Load(); n != want {
+		t.Fatalf("the origin received %d bytes, want exactly the cap %d less the name's %d", n, limit, len("a.test"))
 	}
 	var cut *Event
 	for _, ev := range p.events.all() {
@@ -199,12 +202,14 @@ func TestBudgetSentSharedByConcurrentTunnels(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if !eventually(5*time.Second, func() bool { return got.Load() == limit }) {
-		t.Fatalf("the origin received %d bytes in all, want exactly the cap %d", got.Load(), limit)
+	// The four names the proxy looked up took their bytes first.
+	const want = int64(limit - 4*len("h0.test"))
+	if !eventually(5*time.Second, func() bool { return got.Load() == want }) {
+		t.Fatalf("the origin received %d bytes in all, want exactly the cap %d less the names' bytes", got.Load(), limit)
 	}
 	time.Sleep(100 * time.Millisecond)
-	if n := got.Load(); n != limit {
-		t.Fatalf("the origin received %d bytes, want exactly the cap %d", n, limit)
+	if n := got.Load(); n != want {
+		t.Fatalf("the origin received %d bytes, want exactly the cap %d less the names' bytes", n, limit)
 	}
 }
 
@@ -270,15 +275,15 @@ func TestBudgetSentPlainHTTP(t *testing.T) {
 // relay keeps splicing: budgets cost the fast path nothing.
 func TestBudgetFastPathUnwrapped(t *testing.T) {
 	b := newBudgets([]policyengine.Budget{{From: "s", Each: policyengine.Cap{Requests: 5}}})
-	m, err := b.admit("a.test", 443)
-	if err != nil || m != nil {
-		t.Fatalf("admit with a request cap only: meter %v, %v; want none", m, err)
+	a, err := b.admit("a.test", 443)
+	if err != nil || a.meterOf() != nil {
+		t.Fatalf("admit with a request cap only: meter %v, %v; want none", a.meterOf(), err)
 	}
 	if newBudgets(nil) != nil || newBudgets([]policyengine.Budget{{From: "s"}}) != nil {
 		t.Fatal("no caps should compile to no budgets")
 	}
 	var nb *budgets
-	if m, err := nb.admit("a.test", 443); m != nil || err != nil {
+	if a, err := nb.admit("a.test", 443); a != nil || err != nil {
 		t.Fatal("nil budgets admit everything")
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -28,6 +28,8 @@ type request struct {
 	proto   string // "HTTP/1.1"
 	headers [][2]string
 	body    framing // how the body is delimited, for plain HTTP
+	// inTunnel: the request came inside a tunnel, whose host it goes to.
+	inTunnel bool
 }
 
 // headError is a malformed or oversized head: status is the answer.
@@ -44,7 +46,13 @@ func badRequest(format string, args ...any) error {
 
 // readHead reads and parses one request head from br, refusing heads over
 // maxHeadBytes or maxHeaders.
-func readHead(br *bufio.Reader) (*request, error) {
+func readHead(br *bufio.Reader) (*request, error) { return readHeadIn(br, false) }
+
+// readHeadIn is readHead for a request sent to the proxy (tunnel false)
+// or inside a tunnel, whose host is the tunnel's: there an origin-form
+// request needs no Host header (HTTP/1.0 clients send none), and the
+// caller sets the host.
+func readHeadIn(br *bufio.Reader, tunnel bool) (*request, error) {
 	budget := maxHeadBytes
 	line := func() (string, error) {
 		var buf []byte
@@ -89,7 +97,7 @@ func readHead(br *bufio.Reader) (*request, error) {
 			return nil, badRequest("malformed method %q", clip(method))
 		}
 	}
-	r := &request{method: method, proto: proto}
+	r := &request{method: method, proto: proto, inTunnel: tunnel}
 	for {
 		l, err := line()
 		if err != nil {
@@ -163,6 +171,9 @@ func (r *request) parseTarget(target string) error {
 		return badRequest("https:// must go through a CONNECT tunnel (set HTTPS_PROXY)")
 	case strings.HasPrefix(target, "/"):
 		authority, r.target = r.header("Host"), target
+		if authority == "" && r.inTunnel {
+			return nil // the tunnel's host is the request's
+		}
 		if authority == "" {
 			return badRequest("origin-form request %q without a Host header", clip(target))
 		}
@@ -261,8 +272,10 @@ var hopByHop = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-A
 
 // originHead is the head sent upstream for a plain HTTP request: the origin
 // form, hop-by-hop headers dropped, Host set to the checked authority, and
-// "Connection: close" so one upstream connection carries one exchange.
-func (r *request) originHead() []byte {
+// "Connection: close" so one upstream connection carries one exchange; a
+// WebSocket upgrade (websocket true) asks for it instead, one exchange
+// too, after which the connection is no longer HTTP.
+func (r *request) originHead(websocket bool) []byte {
 	var b bytes.Buffer
 	b.WriteString(r.method + " " + r.target + " " + r.proto + "\r\n")
 	drop := map[string]bool{}
@@ -292,8 +305,33 @@ func (r *request) originHead() []byte {
 	case r.body.declared:
 		b.WriteString("Content-Length: " + strconv.FormatInt(r.body.length, 10) + "\r\n")
 	}
+	if websocket {
+		b.WriteString("Upgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+		return b.Bytes()
+	}
 	b.WriteString("Connection: close\r\n\r\n")
 	return b.Bytes()
+}
+
+// websocket reports whether r asks to upgrade its connection to a
+// WebSocket (RFC 6455 §4.1): a GET without a body, "Upgrade: websocket"
+// and "upgrade" among its Connection options. No other upgrade is
+// relayed (h2c would carry many requests in one connection).
+func (r *request) websocket() bool {
+	if r.method != "GET" || r.body.chunked || r.body.length != 0 || !strings.EqualFold(strings.TrimSpace(r.header("Upgrade")), "websocket") {
+		return false
+	}
+	for _, h := range r.headers {
+		if !strings.EqualFold(h[0], "Connection") {
+			continue
+		}
+		for _, tok := range strings.Split(h[1], ",") {
+			if strings.EqualFold(strings.Trim(tok, " \t"), "upgrade") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func authority(host string, port, defPort int) string {

@@ -108,7 +108,7 @@ func TestOriginHead(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", tc.in, err)
 		}
-		if got := string(r.originHead()); got != tc.want {
+		if got := string(r.originHead(false)); got != tc.want {
 			t.Errorf("%q:\ngot  %q\nwant %q", tc.in, got, tc.want)
 		}
 	}
@@ -180,7 +180,7 @@ func FuzzReadHead(f *testing.F) {
 		if !strings.HasPrefix(r.target, "/") {
 			t.Fatalf("origin-form target %q", r.target)
 		}
-		head := string(r.originHead())
+		head := string(r.originHead(false))
 		if !strings.HasSuffix(head, "\r\nConnection: close\r\n\r\n") || strings.Count(head, "\r\n\r\n") != 1 {
 			t.Fatalf("origin head %q", head)
 		}

@@ -159,7 +159,7 @@ func TestNoLeaks(t *testing.T) {
 			tc := c.(*net.TCPConn)
 			conns[i] = tc
 			tc.SetDeadline(deadline)
-			msg := "hello " + strconv.Itoa(i)
+			msg := "hello " + strconv.Itoa(i) + "\n" // a line: see roundTripEcho
 			io.WriteString(tc, connectHead(origin.addr)+msg)
 			br := bufio.NewReader(tc)
 			r, err := readResponse(br)

@@ -6,7 +6,10 @@
 // loopback, the host's own interface addresses or the cloud metadata
 // service get nowhere. A plain-HTTP request is relayed only when its
 // framing is unambiguous, with a body the proxy re-frames itself, so no
-// request the policy never saw can hide inside an allowed one.
+// request the policy never saw can hide inside an allowed one; a
+// connection carries one such request, also inside a tunnel (CONNECT,
+// SOCKS5, transparent), so each is decided and counted against
+// network.budget on its own.
 //
 // It speaks just enough HTTP/1.1 to route a request and does not import
 // net/http or crypto/tls: their package init would cost every corral start,
@@ -301,7 +304,7 @@ func (p *Proxy) untrack(c net.Conn) {
 }
 
 // handle serves one client connection: one request head, a decision, and
-// then a tunnel to the checked address.
+// then one exchange with the origin or a tunnel to the checked address.
 func (p *Proxy) handle(c net.Conn) {
 	if o := p.cfg.Originals; o != nil {
 		if from, err := netip.ParseAddrPort(c.RemoteAddr().String()); err == nil {
@@ -352,6 +355,10 @@ func (p *Proxy) handle(c net.Conn) {
 		respond(c, status, d.Reason)
 		return
 	}
+	if req.connect {
+		p.tunnel(c, br, up, ev, d, []byte("HTTP/1.1 200 Connection Established\r\n\r\n"))
+		return
+	}
 	ev.Decision, ev.Addr = "allow", up.RemoteAddr().String()
 	p.cfg.Audit(ev)
 	if !p.track(up) {
@@ -359,154 +366,7 @@ func (p *Proxy) handle(c net.Conn) {
 		return
 	}
 	defer p.untrack(up)
-	if !req.connect {
-		// One checked request goes upstream, with exactly its declared
-		// body; whatever the client sends after it (a pipelined request
-		// for another path or host) goes nowhere.
-		if _, err := up.Write(req.originHead()); err != nil {
-			respondBudget(c, err)
-			return
-		}
-		c.SetReadDeadline(time.Now().Add(p.cfg.IdleTimeout))
-		if err := req.copyBody(up, br); err != nil {
-			// The origin holds an incomplete message: reset rather than
-			// end it, so nothing reads it as a whole one.
-			if tc, ok := up.(interface{ SetLinger(int) error }); ok {
-				tc.SetLinger(0)
-			}
-			respondBudget(c, err)
-			var be *bodyError
-			if errors.As(err, &be) {
-				ev.Time, ev.Decision, ev.Status, ev.Reason = time.Now(), "error", 400, "request body: "+be.msg
-				p.cfg.Audit(ev)
-				respond(c, 400, ev.Reason)
-			}
-			return
-		}
-		if cw, ok := up.(interface{ CloseWrite() error }); ok {
-			cw.CloseWrite()
-		}
-		if err := relayResponse(c, up, p.cfg.IdleTimeout); err != nil {
-			var he *headError
-			if errors.As(err, &he) {
-				ev.Time, ev.Decision, ev.Status, ev.Reason = time.Now(), "error", he.status, he.msg
-				p.cfg.Audit(ev)
-				respond(c, he.status, he.msg)
-			}
-		}
-		return
-	}
-	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection Established\r\n\r\n"); err != nil {
-		return
-	}
-	// Bytes the client sent after its head go first.
-	if n := br.Buffered(); n > 0 {
-		b, _ := br.Peek(n)
-		if _, err := up.Write(b); err != nil {
-			return
-		}
-	}
-	relay(c, up, p.cfg.IdleTimeout)
-}
-
-// connect decides the request, resolves its host, checks every address and
-// dials a checked one. On refusal it returns the status and the decision
-// whose reason explains it. A refusal only for want of a rule is put to
-// the ask channel last, when everything else passed; asked is its answer.
-func (p *Proxy) connect(req *request) (_ net.Conn, _ int, _ policyengine.Decision, asked *ask.Answer) {
-	e := p.cfg.Engine
-	host := canonicalHost(req.host)
-	var unlisted *policyengine.Decision // the refusal to ask about
-	d := e.CheckNetwork(req.host, req.port)
-	if d.Action != policyengine.Allow {
-		if !p.askable(host, d) {
-			return nil, 403, d, nil
-		}
-		unlisted = &d
-	}
-	url := ""
-	if !req.connect {
-		url = "http://" + authority(host, req.port, 80) + req.target
-	}
-	if pol := p.cfg.Policy; pol != nil {
-		pd := pol.CheckRequest(req.method, url, host, req.port)
-		if pd.Action != policyengine.Allow {
-			if !p.askable(host, pd) {
-				return nil, 403, pd, nil
-			}
-			if unlisted == nil {
-				unlisted = &pd
-			}
-		} else if pd.Rule != "" {
-			d.Rule += "; policy " + pd.Rule
-			d.Layer = pd.Layer
-		}
-	}
-	if unlisted != nil {
-		// Asked before the name is resolved: a lookup of a name no rule
-		// lists would carry whatever the command put in it to the
-		// name's DNS servers, answer or not. An address category
-		// (loopback, metadata, the host's own) still refuses it after
-		// an allowing answer.
-		if d, asked = p.ask(req, host, *unlisted); d.Action != policyengine.Allow {
-			return nil, 403, d, asked
-		}
-	}
-	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.DialTimeout)
-	defer cancel()
-	var addrs []netip.Addr
-	if a, ok := policyengine.ParseIP(host); ok {
-		addrs = []netip.Addr{a}
-	} else {
-		var err error
-		addrs, err = p.cfg.Resolver.LookupNetIP(ctx, "ip", host)
-		if err != nil || len(addrs) == 0 {
-			return nil, 502, policyengine.Decision{Action: policyengine.Deny, Reason: fmt.Sprintf("cannot resolve %s: %v", host, errText(err))}, nil
-		}
-	}
-	// Every address must pass, not just the one dialled: a resolver that
-	// mixes a public address with 127.0.0.1 is refused outright.
-	for i, a := range addrs {
-		a = a.WithZone("").Unmap()
-		addrs[i] = a
-		if ad := e.CheckAddr(host, a, req.port); ad.Action != policyengine.Allow {
-			return nil, 403, ad, nil
-		}
-		if pol := p.cfg.Policy; pol != nil {
-			if ad := pol.CheckAddr(host, a, req.port); ad.Action != policyengine.Allow {
-				return nil, 403, ad, nil
-			}
-		}
-		if p.isSelf(a, req.port) {
-			return nil, 403, policyengine.Decision{Action: policyengine.Deny, Reason: fmt.Sprintf("%s is the proxy itself; it never relays to itself", netip.AddrPortFrom(a, uint16(req.port)))}, nil
-		}
-	}
-	// The budget counts the request once everything allowed it (the ask
-	// channel's answer too), before it is dialled.
-	m, err := p.budgets.admit(host, req.port)
-	if err != nil {
-		return nil, 403, policyengine.Decision{Action: policyengine.Deny, Reason: err.Error(), Rule: "network.budget"}, asked
-	}
-	if m != nil {
-		m.ev, m.audit = Event{Method: req.method, Host: host, Port: req.port, URL: url, Rule: "network.budget"}, p.cfg.Audit
-	}
-	var lastErr error
-	for _, a := range addrs {
-		var dl net.Dialer
-		c, err := dl.DialContext(ctx, "tcp", netip.AddrPortFrom(a, uint16(req.port)).String())
-		if err == nil {
-			return metered(c, m), 200, d, asked
-		}
-		lastErr = err
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	status := 502
-	if ctx.Err() != nil || isTimeout(lastErr) {
-		status = 504
-	}
-	return nil, status, policyengine.Decision{Action: policyengine.Deny, Reason: fmt.Sprintf("cannot connect to %s port %d: %s", host, req.port, errText(lastErr))}, asked
+	p.exchange(c, br, up, bufio.NewReaderSize(readSide(up), 4096), req, ev, false)
 }
 
 func (p *Proxy) isSelf(a netip.Addr, port int) bool {

@@ -142,15 +142,17 @@ func push(c *net.TCPConn, buf []byte, n int64) error {
 	return nil
 }
 
+// roundTrip sends one byte and waits for the echo. ('@' begins no HTTP
+// request line, so the tunnel relays it at once: tunnel.go.)
 func roundTrip(c net.Conn) error {
 	var b [1]byte
-	if _, err := c.Write([]byte{'x'}); err != nil {
+	if _, err := c.Write([]byte{'@'}); err != nil {
 		return err
 	}
 	if _, err := io.ReadFull(c, b[:]); err != nil {
 		return err
 	}
-	if b[0] != 'x' {
+	if b[0] != '@' {
 		return errors.New("echo answered a different byte")
 	}
 	return nil

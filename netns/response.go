@@ -24,38 +24,54 @@ import (
 // maxInterim bounds the 1xx responses before the final one.
 const maxInterim = 8
 
-// relayResponse copies the origin's response to the client with its head
-// rewritten, and the rest as it comes until the origin closes.
-func relayResponse(c, up net.Conn, idle time.Duration) error {
-	br := bufio.NewReaderSize(up, 4096)
+// relayResponse copies the origin's response, read through br, to the
+// client with its head rewritten, and the rest as it comes until the
+// origin closes. With upgrade (a WebSocket upgrade was asked for) a 101
+// goes through as it came, and upgraded says so: the caller relays the
+// connection from then on.
+func relayResponse(c, up net.Conn, br *bufio.Reader, idle time.Duration, upgrade bool) (upgraded bool, _ error) {
 	for interim := 0; ; interim++ {
 		up.SetReadDeadline(time.Now().Add(idle))
 		head, status, err := readResponseHead(br)
 		if err != nil {
-			return err
+			return false, err
+		}
+		if status == 101 && upgrade {
+			if _, err := c.Write(head); err != nil {
+				return false, err
+			}
+			upgraded = true
+			break
 		}
 		if status >= 100 && status < 200 && status != 101 && interim < maxInterim {
 			if _, err := c.Write(head); err != nil {
-				return err
+				return false, err
 			}
 			continue
 		}
 		if status < 200 {
-			return &headError{status: 502, msg: fmt.Sprintf("the origin answered %d, which the proxy does not relay", status)}
+			return false, &headError{status: 502, msg: fmt.Sprintf("the origin answered %d, which the proxy does not relay", status)}
 		}
 		if _, err := c.Write(closeHead(head)); err != nil {
-			return err
+			return false, err
 		}
 		break
 	}
 	if n := br.Buffered(); n > 0 {
 		b, _ := br.Peek(n)
 		if _, err := c.Write(b); err != nil {
-			return err
+			return false, err
 		}
 	}
+	if upgraded {
+		return true, nil
+	}
+	if upgrade {
+		// The origin refused the upgrade; the request was its one.
+		closeWrite(up)
+	}
 	copyIdle(c, up, idle)
-	return nil
+	return false, nil
 }
 
 // readResponseHead reads a status line and header lines up to the empty

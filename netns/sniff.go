@@ -44,17 +44,20 @@ func sniffName(br *bufio.Reader) (name, via string) {
 	if !isTokenByte(first[0]) {
 		return "", ""
 	}
-	// Whatever has come so far, then one byte more, until the head ends.
-	for n := 1; n <= maxSniff; n = br.Buffered() + 1 {
-		b, err := br.Peek(n)
+	// Everything that has come so far, then one byte more, until the
+	// head ends. (Asking for one byte more before looking at what came
+	// made every head wait for sniffWait.)
+	for n := 1; ; {
+		_, err := br.Peek(n)
+		b, _ := br.Peek(br.Buffered())
 		if i := bytes.Index(b, []byte("\r\n\r\n")); i >= 0 {
 			return hostHeader(b[:i+2]), "host"
 		}
-		if err != nil {
+		if err != nil || len(b) >= maxSniff {
 			return "", ""
 		}
+		n = len(b) + 1
 	}
-	return "", ""
 }
 
 func isTokenByte(c byte) bool { return c >= 'A' && c <= 'Z' }

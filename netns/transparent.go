@@ -33,7 +33,8 @@ const sniffWait = time.Second
 // dest: it learns the host name (the fake DNS answer the command used,
 // or the TLS SNI or HTTP Host the client sends to a bare address),
 // decides it exactly as a CONNECT tunnel to that host and port, and
-// relays the bytes to the address it checked.
+// serves it as one (tunnel.go): to the address it checked, plain HTTP one
+// request a connection.
 func (p *Proxy) handleTransparent(c net.Conn, dest netip.AddrPort) {
 	dest = netip.AddrPortFrom(dest.Addr().Unmap(), dest.Port())
 	ev := Event{Method: "TCP", Port: int(dest.Port()), Via: "address"}
@@ -93,30 +94,4 @@ func (d *FakeDNS) nameOf(a netip.Addr) (string, bool) {
 		return "", false
 	}
 	return d.Name(a)
-}
-
-// tunnel audits an allowed connection to up, answers the client with
-// greet (if any), and relays: first what the client sent that br holds,
-// then both ways until both end.
-func (p *Proxy) tunnel(c net.Conn, br *bufio.Reader, up net.Conn, ev Event, d policyengine.Decision, greet []byte) {
-	ev.Time, ev.Status, ev.Rule, ev.Reason, ev.Layer = time.Now(), 200, d.Rule, d.Reason, d.Layer
-	ev.Decision, ev.Addr = "allow", up.RemoteAddr().String()
-	p.cfg.Audit(ev)
-	if !p.track(up) {
-		up.Close()
-		return
-	}
-	defer p.untrack(up)
-	if greet != nil {
-		if _, err := c.Write(greet); err != nil {
-			return
-		}
-	}
-	if n := br.Buffered(); n > 0 {
-		b, _ := br.Peek(n)
-		if _, err := up.Write(b); err != nil {
-			return
-		}
-	}
-	relay(c, up, p.cfg.IdleTimeout)
 }

@@ -90,6 +90,12 @@ type caller struct {
 // descriptor 3, answering with answer.
 func runAsk(t *testing.T, work string, args []string, answer func(n int, q askQuestion) string) (result, *caller) {
 	t.Helper()
+	return runAskAs(t, asSelf, work, args, answer)
+}
+
+// runAskAs is runAsk as user u.
+func runAskAs(t *testing.T, u user, work string, args []string, answer func(n int, q askQuestion) string) (result, *caller) {
+	t.Helper()
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +137,7 @@ func runAsk(t *testing.T, work string, args []string, answer func(n int, q askQu
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	o := runOpts{args: append([]string{"exec", "--work-dir", work, "--ask-fd", "3"}, args...), dir: work}
-	cmd := asSelf.command(ctx, o)
+	cmd := u.command(ctx, o)
 	cmd.ExtraFiles = []*os.File{theirs}
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -116,7 +116,7 @@ for i in 1 2 3; do
   curl -q -sS --max-time 20 -o /dev/null -w "CASE get$i %%{http_code}\n" http://api.test:%[1]d/r$i
 done
 head -c 1048576 /dev/zero > big
-curl -q -sS --max-time 20 -p -X POST --data-binary @big -o /dev/null http://up.test:%[2]d/up; echo "CASE upload $?"
+curl -q -sS --max-time 20 -p -X POST --data-binary @big -o /dev/null -w "CASE upload %%{http_code}\n" http://up.test:%[2]d/up
 curl -q -sS --max-time 20 -o /dev/null -w "CASE after %%{http_code}\n" http://up.test:%[2]d/again
 `, api.port, up.port), "--resolve", "api.test=127.0.0.1", "--resolve", "up.test=127.0.0.1")
 		c := cases(r.stdout)
@@ -126,8 +126,10 @@ curl -q -sS --max-time 20 -o /dev/null -w "CASE after %%{http_code}\n" http://up
 		if n := api.conns.Load(); n != 2 {
 			t.Errorf("api.test's origin saw %d connections, want 2", n)
 		}
-		if c["upload"] == "0" || c["upload"] == "" {
-			t.Errorf("the 1 MiB upload through a tunnel succeeded (curl status %q), want it cut at 64k:\n%s", c["upload"], r)
+		// Plain HTTP inside the tunnel is served as a request (issue 27):
+		// cut at the cap and answered 403, or reset while curl still sends.
+		if c["upload"] == "200" || c["upload"] == "" {
+			t.Errorf("the 1 MiB upload through a tunnel: %q, want it cut at 64k:\n%s", c["upload"], r)
 		}
 		if c["after"] != "403" {
 			t.Errorf("a request to up.test after its byte budget is spent: %q, want 403:\n%s", c["after"], r)

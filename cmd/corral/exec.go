@@ -244,7 +244,7 @@ func runExec(l *corral.Skills, nf *netFlags, lf *limitFlags, pf *policyFlags, ar
 		spec.Debug.TraceInit = true
 	}
 	r.Stage = corral.StageFlags
-	if err := testHooks(&spec.Debug); err != nil {
+	if err := testHooks(&spec); err != nil {
 		return failed(err)
 	}
 	spec.Skills = l

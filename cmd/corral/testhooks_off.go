@@ -6,6 +6,6 @@ import "corral.dev/corral"
 
 // testHooks does nothing in the product: the tests' windows and switches
 // exist only in a binary built with -tags corral_testhooks.
-func testHooks(*corral.Debug) error { return nil }
+func testHooks(*corral.Spec) error { return nil }
 
 const testHooksBuilt = false
