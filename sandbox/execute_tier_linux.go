@@ -245,7 +245,7 @@ func (o *ownListener) dial(proxy netip.AddrPort) (*os.File, error) {
 	f := os.NewFile(uintptr(fd), "proxy-connection")
 	tv := unix.NsecToTimeval(int64(5 * time.Second))
 	unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv)
-	if err := unix.Connect(fd, &unix.SockaddrInet4{Addr: proxy.Addr().As4(), Port: int(proxy.Port())}); err != nil {
+	if err := usernotif.ConnectWait(fd, &unix.SockaddrInet4{Addr: proxy.Addr().As4(), Port: int(proxy.Port())}, 5*time.Second); err != nil {
 		f.Close()
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -259,13 +260,64 @@ func (s *Supervisor) redirect(sock int, dest netip.AddrPort) (unix.Errno, string
 	if !r.Originals.record(from, dest) {
 		return errnoRedirect, "too many connections waiting for the proxy"
 	}
-	if err := unix.Connect(sock, sockaddr(proxy)); err != nil && err != unix.EINPROGRESS {
+	err = unix.Connect(sock, sockaddr(proxy))
+	if err == unix.EINTR {
+		// A signal (Go's preemption) interrupted a blocking connect,
+		// which goes on in the kernel: its outcome, not EINTR, is the
+		// command's answer (one to the loopback proxy takes no time).
+		err = waitConnected(sock, 2*time.Second)
+	}
+	if err != nil && err != unix.EINPROGRESS {
 		r.Originals.forget(from)
 		return errnoOf(err), "connecting to the proxy: " + err.Error()
 	} else if err == unix.EINPROGRESS {
 		return unix.EINPROGRESS, ""
 	}
 	return 0, ""
+}
+
+// ConnectWait connects the blocking socket fd to sa. A connect a signal
+// interrupts (EINTR: Go preempts goroutines with SIGURG) goes on in the
+// kernel, and calling connect again would say EALREADY: it waits, at
+// most d, for the socket to be writable and reads the outcome from
+// SO_ERROR, as Go's net package does.
+func ConnectWait(fd int, sa unix.Sockaddr, d time.Duration) error {
+	err := unix.Connect(fd, sa)
+	if err != unix.EINTR && err != unix.EINPROGRESS && err != unix.EALREADY {
+		return err
+	}
+	return waitConnected(fd, d)
+}
+
+// waitConnected waits, at most d, for the connect of sock to end, and
+// returns its outcome.
+func waitConnected(sock int, d time.Duration) error {
+	pfd := []unix.PollFd{{Fd: int32(sock), Events: unix.POLLOUT}}
+	deadline := time.Now().Add(d)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return unix.ETIMEDOUT
+		}
+		n, err := unix.Poll(pfd, int(left.Milliseconds())+1)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			break
+		}
+	}
+	soerr, err := unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_ERROR)
+	if err != nil {
+		return err
+	}
+	if soerr != 0 {
+		return unix.Errno(soerr)
+	}
+	return nil
 }
 
 // sockAddr is getsockname as an AddrPort.
