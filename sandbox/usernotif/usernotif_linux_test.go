@@ -523,6 +523,20 @@ func skipUnlessRoot(t *testing.T) {
 	}
 }
 
+// requireLandlock skips (or, with CORRAL_REQUIRE_KERNEL=1, fails) where
+// the kernel has no Landlock: the create tests' child takes its make
+// rights away with it (Linux 5.10, Debian 11, has none).
+func requireLandlock(t *testing.T) {
+	abi, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, 1 /* LANDLOCK_CREATE_RULESET_VERSION */)
+	if errno == 0 && int(abi) >= 1 {
+		return
+	}
+	if os.Getenv("CORRAL_REQUIRE_KERNEL") == "1" {
+		t.Fatal("kernel feature required (CORRAL_REQUIRE_KERNEL=1): Landlock is not available")
+	}
+	t.Skip("Landlock is not available")
+}
+
 // TestConnects runs every single-connect scenario in one child and
 // checks each answer, the listeners that must stay silent, Stats and the
 // log.
