@@ -29,6 +29,7 @@ import (
 func TestCleanupTrustsOnlyItsOwnTmp(t *testing.T) {
 	t.Parallel()
 	users(t, func(t *testing.T, u user) {
+		requireLandlockTier(t)
 		attack(t, "persistence", "have corral's TMPDIR cleanup chmod a host folder through a planted run folder")
 		work := newDir(t, u, "work")
 		target := newDir(t, u, "target")
@@ -76,6 +77,7 @@ while [ ! -e %[2]s/stop ]; do mv %[1]s/d %[1]s/x; ln -s %[3]s %[1]s/d; rm %[1]s/
 func TestCleanupOwnTmp(t *testing.T) {
 	t.Parallel()
 	users(t, func(t *testing.T, u user) {
+		requireLandlockTier(t)
 		attack(t, "persistence", "have the TMPDIR's removal follow a symlink out of it")
 		work := newDir(t, u, "work")
 		outside := newDir(t, u, "outside")

@@ -253,6 +253,7 @@ func TestDenyExplain(t *testing.T) {
 func TestDenyNoCreateLandlockTier(t *testing.T) {
 	t.Parallel()
 	users(t, func(t *testing.T, u user) {
+		requireLandlockTier(t)
 		attack(t, "fs", "make a name fs.deny matches in the landlock tier")
 		work := newDir(t, u, "work")
 		writeFile(t, filepath.Join(work, "readme"), "NEIGHBOUR\n", 0o644)

@@ -159,6 +159,7 @@ func unfinishedRuns(t *testing.T, u user, work string) []corral.UnfinishedRun {
 // for the reason of the test above.
 func TestKilledCorralLeavesNoProcess(t *testing.T) {
 	users(t, func(t *testing.T, u user) {
+		requireLandlockTier(t)
 		attack(t, "process", "outlive a killed corral in the landlock tier and write after its cleanup")
 		work := newDir(t, u, "work")
 		tag := token("crowd")

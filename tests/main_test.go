@@ -277,6 +277,13 @@ func tierRefusal(r result) bool {
 	return false
 }
 
+// requireLandlockTier skips a test that runs the landlock tier itself
+// where the kernel cannot give it (signal scoping needs Landlock ABI 6).
+func requireLandlockTier(t *testing.T) {
+	t.Helper()
+	requireKernel(t, landlockABI >= 6, fmt.Sprintf("the landlock tier needs Landlock ABI 6 (signal scoping), the kernel has %d", landlockABI))
+}
+
 // namespacesOnly skips a test of what only the namespaces tier does (a
 // PID 1 of its own, the mount cache, a private /proc) when the suite
 // runs against the landlock tier, whose own attacks are in tier_test.go.

@@ -103,7 +103,8 @@ func TestSetIDRefusedAtTheCall(t *testing.T) {
 			}
 		}
 		for _, l := range lines[len(wants):] {
-			if !strings.HasPrefix(l, "OK ") {
+			// fchmodat2 is Linux 6.6's: older kernels do not know it.
+			if !strings.HasPrefix(l, "OK ") && !strings.HasPrefix(l, "ERR ENOSYS fchmodat2 ") {
 				t.Errorf("an ordinary mode was refused: %q\n%s", l, r)
 			}
 		}
