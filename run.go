@@ -128,6 +128,11 @@ type Result struct {
 	Protections []sandbox.Protection `json:"protections"`
 	Dropped     []string             `json:"dropped"`
 	Denials     []Denial             `json:"denials"`
+	// PreflightUnread is what the preflight could not read of the command
+	// line ("" when it read all of it): syntax its reader does not follow,
+	// a redirection or cd a shell expansion decides, a script run with
+	// source. It refused nothing for that; the kernel enforced the skills.
+	PreflightUnread string `json:"preflight_unread"`
 	// ProxyDenials are the requests the egress proxy refused (at most
 	// 1000; ProxyDenialsMore counts the rest).
 	ProxyDenials     []netns.Event `json:"proxy_denials"`
@@ -370,9 +375,11 @@ func preflight(ctx context.Context, spec Spec, r *Result, audit *auditLog, asker
 		return nil, failed(fmt.Errorf("work dir %s is not a folder", sk.Vars.WorkDir))
 	}
 	line := commandLine(spec.Argv)
-	if d := sk.Engine.CheckArgv(spec.Argv); d.Action != policyengine.Allow {
+	d := sk.Engine.CheckArgv(spec.Argv)
+	if d.Action != policyengine.Allow {
 		return nil, deny("exec", line, d)
 	}
+	r.PreflightUnread = printable.Clip(d.Unread, MaxLogged)
 	if policy {
 		d := spec.Policy.CheckExec(line)
 		if d.Action == policyengine.Confirm && !spec.Confirmed && asker != nil {

@@ -213,11 +213,23 @@ func TestCommandDecisionText(t *testing.T) {
 	if strings.Contains(d.Reason, "permissions.allow") {
 		t.Errorf("cd: suggests a rule: %s", d.Reason)
 	}
-	for _, line := range []string{"echo 'unterminated", "echo $(", "> out.txt"} {
+	// What corral cannot read is put to the user, not refused: no rule
+	// can allow it, and the kernel enforces the skills whatever it runs.
+	for _, line := range []string{"echo 'unterminated", "echo $(", "[[ -f go.mod ]] && go test ./...", "for ((i=0;i<3;i++)); do echo $i; done"} {
 		d := e.CheckExec(line)
-		wantDecision(t, line, d, policyengine.Deny, "", "")
-		wantContains(t, line, d.Reason, "cannot check the command line")
+		wantDecision(t, line, d, policyengine.Confirm, "", "")
+		wantContains(t, line, d.Reason, "cannot tell which programs")
 	}
+	// A deny rule still denies the parts it matches.
+	pd := project(t, "version: 1\npermissions:\n  deny:\n    - command: git push\n")
+	for _, line := range []string{"[[ -d .git ]] && git push", "x=$'a'; git push origin", "if [[ -n $x ]]; then git push; fi"} {
+		d := pd.CheckExec(line)
+		wantDecision(t, line, d, policyengine.Deny, "permissions.deny {command: git push}", "-")
+	}
+	wantDecision(t, "unread, no deny", pd.CheckExec("[[ -d .git ]] && git status"), policyengine.Confirm, "", "")
+	d = e.CheckExec("> out.txt")
+	wantDecision(t, "> out.txt", d, policyengine.Deny, "", "")
+	wantContains(t, "> out.txt", d.Reason, "cannot check the command line")
 	// No command at all is a use of the bash tool itself.
 	wantDecision(t, "blank", e.CheckExec("   "), policyengine.Confirm, "", "")
 	d = e.CheckExec("ls -la")

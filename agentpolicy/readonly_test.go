@@ -194,7 +194,7 @@ func TestBuiltinCannotRunPrograms(t *testing.T) {
 		"sort `cat opts` a", "ls {-o,x}", "find * -name x", "find . -name x -- *", "git diff $X", "git log *",
 		"grep x *", "sort ?x", "sh -c 'sort *'",
 		// Shells that read startup files before the script.
-		"bash -i -c ls", "bash --rcfile x -c ls", "bash -l -c ls", "sh -o vi -c ls",
+		"bash -i -c ls", "bash --rcfile x -c ls", "sh -o vi -c ls",
 		// Pagers and programs not on the list.
 		"less a", "LESSOPEN='|sh x' less a", "man -P sh ls", "xargs ls", "tar --to-command=sh -xf a",
 		"tar -I sh -xf a", "time ls", "timeout 5 ls", "env ls", "busybox ls",
@@ -340,5 +340,15 @@ func TestBuiltinShellsReadDifferently(t *testing.T) {
 		d := e.CheckExec(line)
 		wantDecision(t, line, d, policyengine.Confirm, "", "")
 		wantContains(t, line, d.Reason, "no rule allows")
+	}
+}
+
+// TestLoginShellIsPlain: bash -lc is bash -c to the policy (the sandbox
+// gives a login shell no startup files), so the usual call shape of
+// Codex-style agents needs no rule of its own.
+func TestLoginShellIsPlain(t *testing.T) {
+	e := evaluator(t, nil)
+	for _, line := range []string{"bash -lc 'git status --short'", "bash -l -c ls", "bash --login -c 'ls -la'"} {
+		wantDecision(t, line, e.CheckExec(line), policyengine.Allow, "the built-in read-only list", "")
 	}
 }

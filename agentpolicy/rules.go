@@ -96,6 +96,48 @@ func segments(line string) ([]segment, error) {
 	return out, nil
 }
 
+// roughSegments are a line that cannot be read, cut at the words that are
+// only operators (&&, ||, ;, |, &) and with leading keywords and
+// brackets dropped: deny rules are matched to these as a best effort (a
+// deny is never wrong to give; an allow needs the real reading).
+func roughSegments(line string) []segment {
+	var out []segment
+	var w []string
+	flush := func() {
+		for len(w) > 0 && roughLead[w[0]] {
+			w = w[1:]
+		}
+		if len(w) > 0 {
+			text := strings.Join(w, " ")
+			out = append(out, segment{words: w, base: w, awords: w, text: text, btext: text, atext: text, qtext: text})
+		}
+		w = nil
+	}
+	for _, f := range strings.Fields(line) {
+		f = strings.TrimLeft(f, "({")
+		if f == "" {
+			continue
+		}
+		switch strings.TrimRight(f, ";") {
+		case "&&", "||", "|", "&", "":
+			flush()
+			continue
+		}
+		cut := strings.HasSuffix(f, ";")
+		if f = strings.TrimRight(f, ";)}"); f != "" {
+			w = append(w, f)
+		}
+		if cut {
+			flush()
+		}
+	}
+	flush()
+	return out
+}
+
+// roughLead are the words that start a command without being its program.
+var roughLead = map[string]bool{"if": true, "then": true, "else": true, "elif": true, "do": true, "while": true, "until": true, "!": true, "time": true}
+
 // matches reports whether the rule matches the segment (or the whole
 // line, for command_glob) of a use of tool.
 // matches reports whether the rule matches the segment of a use of tool;
@@ -177,7 +219,9 @@ func plainShell(words []string) bool {
 	safeSet := []string{"pipefail", "errexit", "nounset", "xtrace", "noglob", "noclobber"}
 	for i := 1; i < len(words); i++ {
 		w := words[i]
-		if w == "--norc" || w == "--noprofile" || w == "--posix" {
+		// A login shell is an ordinary one to the policy: the sandbox
+		// gives it no startup files of the user's.
+		if w == "--norc" || w == "--noprofile" || w == "--posix" || w == "--login" {
 			continue
 		}
 		if len(w) < 2 || w[0] != '-' && w[0] != '+' {
@@ -193,7 +237,7 @@ func plainShell(words []string) bool {
 					return false
 				}
 				i++
-			case !strings.ContainsRune("euxvfnC", f):
+			case !strings.ContainsRune("euxvfnCl", f):
 				return false
 			}
 		}
@@ -210,15 +254,26 @@ func plainShell(words []string) bool {
 // confirmation.
 func decideCommand(allow, deny []compiledRule, pre []Preapproval, tool, line string, skills []string) policyengine.Decision {
 	segs, err := segments(line)
-	if errors.Is(err, policyengine.ErrUnclear) {
-		// No rule can be matched to a program that cannot be told.
+	norm := strings.Join(strings.Fields(line), " ")
+	if err != nil && !errors.Is(err, policyengine.ErrEmptyCommand) {
+		// No allow rule can be matched to programs that cannot be told
+		// (a wrapper whose options corral does not read, syntax its
+		// reader does not follow): the user is asked. A deny rule still
+		// denies where it matches the line's own words.
+		for _, part := range roughSegments(line) {
+			for _, r := range deny {
+				if r.matches(tool, &part, norm, skills, true) {
+					return policyengine.Decision{Action: policyengine.Deny, Rule: "permissions.deny " + r.text(), Layer: r.layer,
+						Reason: fmt.Sprintf("%q is denied by the %s policy's rule %s", part.text, r.layer, r.text())}
+				}
+			}
+		}
 		return policyengine.Decision{Action: policyengine.Confirm,
-			Reason: fmt.Sprintf("cannot tell which programs %q runs (%v): ask the user", strings.Join(strings.Fields(line), " "), err)}
+			Reason: fmt.Sprintf("cannot tell which programs %q runs (%v): ask the user", norm, err)}
 	}
 	if err != nil {
 		return policyengine.Decision{Action: policyengine.Deny, Reason: fmt.Sprintf("cannot check the command line: %v", err)}
 	}
-	norm := strings.Join(strings.Fields(line), " ")
 	for i := range segs {
 		for _, r := range deny {
 			if r.matches(tool, &segs[i], norm, skills, true) {

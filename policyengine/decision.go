@@ -26,4 +26,12 @@ type Decision struct {
 	// category. Only such a denial may be put to the caller over the ask
 	// channel (package ask).
 	Unlisted bool `json:"-"`
+	// Unread is set on an allow that corral's reading of a command line
+	// could not give: part of the line is syntax the reader does not
+	// follow, or depends on the shell's expansions (a redirection to
+	// "$tmp", source FILE, a cd to a folder it cannot tell). The kernel
+	// enforces the skills' files, programs and network whatever the
+	// line says, so the preflight lets such a line run; Unread says what
+	// could not be read.
+	Unread string `json:"unread,omitempty"`
 }

@@ -140,9 +140,9 @@ func TestCheckExec(t *testing.T) {
 		{"curl x > /etc/passwd", Deny, "/etc/passwd"},
 		{"curl x 2>/dev/null", Allow, ""},
 		{"python3 < /etc/shadow", Deny, "/etc/shadow"},
-		{"curl x > $HOME/.bashrc", Deny, "shell expansion"},
+		{"curl x > $HOME/.bashrc", unreadAct, "shell expansion"},
 		{"cd /ws && echo hi", Allow, ""},
-		{". ./script", Deny, "cannot inspect"},
+		{". ./script", unreadAct, "runs the commands of a file"},
 		{"echo 'rm -rf /'", Allow, ""},
 		{"curl x\nrm y", Deny, "rm"},
 		{"a=1 b=2 python3 x", Allow, ""},
@@ -151,47 +151,49 @@ func TestCheckExec(t *testing.T) {
 		{"shopt -s expand_aliases; alias ls='rm -rf /'; ls", Deny, "rm"},
 		{"echo hi; pwd", Allow, "the shell runs echo, pwd itself (builtins)"},
 		{"curl x; pwd", Allow, "every program (curl) is in the exec list, and the shell runs pwd itself"},
-		{"[[ -f <(touch PWNED) ]]", Deny, "cannot check the command line: split command line: at offset 2: [[ is a keyword in bash"},
+		{"[[ -f <(touch PWNED) ]]", unreadAct, "[[ is a keyword in bash"},
 		{"curl \\\n -s x", Allow, ""},
 		{"curl \"$\\\n(touch PWNED)\"", Deny, "touch"},
 		// bash evaluates names' subscripts and values as arithmetic in
 		// these builtins; dash does not.
-		{"let 'a[$(touch PWNED)]'", Deny, "let evaluates arithmetic"},
-		{"x='a[$(touch PWNED)]'; let x", Deny, "let evaluates arithmetic"},
-		{`x='a[$(touch PWNED)]'; test -v "$x"`, Deny, "test"},
-		{`x='a[$(touch PWNED)]'; [ -v "$x" ]`, Deny, "["},
-		{"printf -v 'a[$(touch PWNED)]' x", Deny, "printf"},
-		{"read 'a[$(touch PWNED)]' <<< x", Deny, "read"},
-		{"unset 'a[$(touch PWNED)]'", Deny, "unset"},
-		{"x='a[$(touch PWNED)]'; declare -i y=$x", Deny, "declare"},
-		{`x='a[$(touch PWNED)]'; wait -p "$x"`, Deny, "wait"},
-		{"x='a[$(touch PWNED)]'; echo $[x]", Deny, "$[...]"},
-		{`x='a[$(touch PWNED)]'; echo "$[x]"`, Deny, "$[...]"},
-		{`echo "${x:-$'\'}'}"`, Deny, "$'"},
-		{"declare -n r='a[$(touch PWNED)]'; echo $r", Deny, "name reference"},
-		{"f() { local -n r=$1; }", Deny, "name reference"},
-		{"declare 'a[x]=1'", Deny, "subscript"},
-		{"read 'a[x]' <<< 1", Deny, "subscript"},
-		{"read PS4 <<< '$(touch PWNED)'; set -x; ls", Deny, "PS4"},
-		{"export PS4='$(touch PWNED)'", Deny, "PS4"},
-		{"declare -n r=PS4; r='$(touch PWNED)'", Deny, "name reference"},
-		{"printf -v PROMPT_COMMAND x", Deny, "PROMPT_COMMAND"},
-		{"declare -i y; y=x", Deny, "integer variable"},
-		{"typeset -i y=x", Deny, "integer variable"},
-		{"x='a[$(touch PWNED)]'; command let x", Deny, "let"},
-		{"x='a[$(touch PWNED)]'; trap ': $((x))' EXIT", Deny, "arithmetic"},
+		{"let 'a[$(touch PWNED)]'", unreadAct, "let evaluates arithmetic"},
+		{"x='a[$(touch PWNED)]'; let x", unreadAct, "let evaluates arithmetic"},
+		{`x='a[$(touch PWNED)]'; test -v "$x"`, unreadAct, "test"},
+		{`x='a[$(touch PWNED)]'; [ -v "$x" ]`, unreadAct, "["},
+		{"printf -v 'a[$(touch PWNED)]' x", unreadAct, "printf"},
+		{"read 'a[$(touch PWNED)]' <<< x", unreadAct, "read"},
+		{"unset 'a[$(touch PWNED)]'", unreadAct, "unset"},
+		{"x='a[$(touch PWNED)]'; declare -i y=$x", unreadAct, "declare"},
+		{`x='a[$(touch PWNED)]'; wait -p "$x"`, unreadAct, "wait"},
+		{"x='a[$(touch PWNED)]'; echo $[x]", unreadAct, "$[...]"},
+		{`x='a[$(touch PWNED)]'; echo "$[x]"`, unreadAct, "$[...]"},
+		{`echo "${x:-$'\'}'}"`, unreadAct, "$'"},
+		{"declare -n r='a[$(touch PWNED)]'; echo $r", unreadAct, "name reference"},
+		{"f() { local -n r=$1; }", unreadAct, "name reference"},
+		{"declare 'a[x]=1'", unreadAct, "subscript"},
+		{"read 'a[x]' <<< 1", unreadAct, "subscript"},
+		{"read PS4 <<< '$(touch PWNED)'; set -x; ls", Deny, "ls is not in the exec list"},
+		{"export PS4='$(touch PWNED)'", unreadAct, "PS4"},
+		{"declare -n r=PS4; r='$(touch PWNED)'", unreadAct, "name reference"},
+		{"printf -v PROMPT_COMMAND x", unreadAct, "PROMPT_COMMAND"},
+		{"declare -i y; y=x", unreadAct, "integer variable"},
+		{"typeset -i y=x", unreadAct, "integer variable"},
+		{"x='a[$(touch PWNED)]'; command let x", unreadAct, "let"},
+		{"x='a[$(touch PWNED)]'; trap ': $((x))' EXIT", unreadAct, "arithmetic"},
 		{"declare -a a=(1 2) b[0]=1; local x=\"$1\"; export y=$x", Allow, ""},
 		{`[ -f "$f" ] && printf '%s\n' "$x" "a[$x]"; export PATH="$PATH:/x"; read -r line; test -n "$y"`, Allow, "builtins"},
 	}
 	for _, tt := range tests {
 		d := e.CheckExec(tt.line)
-		if d.Action != tt.want || !strings.Contains(d.Reason, tt.says) {
+		if verdict(d) != tt.want || !strings.Contains(d.Reason, tt.says) {
 			t.Errorf("exec %q = %s (%s), want %s containing %q", tt.line, d.Action, d.Reason, tt.want, tt.says)
 		}
 	}
+	// Lines the shells read differently are left to the kernel, and the
+	// answer says what was not read.
 	for _, tt := range shellUnsureLines {
-		if d := e.CheckExec(tt.line); d.Action != Deny || !strings.Contains(d.Reason, tt.why) {
-			t.Errorf("exec %q = %s (%s), want deny naming %q", tt.line, d.Action, d.Reason, tt.why)
+		if d := e.CheckExec(tt.line); verdict(d) != unreadAct || !strings.Contains(d.Unread, tt.why) {
+			t.Errorf("exec %q = %s (%s), want an unread allow naming %q", tt.line, d.Action, d.Reason, tt.why)
 		}
 	}
 	if d := e.CheckArgv([]string{"echo", "hi"}); d.Action != Deny {
@@ -210,11 +212,16 @@ func TestCheckExecUnrestricted(t *testing.T) {
 	if d := e.CheckExec("anything > /etc/passwd"); d.Action != Deny {
 		t.Errorf("redirect outside writes allowed without an exec list")
 	}
-	// Without an exec list, a line the shells read differently is still
-	// refused: what it runs and writes cannot be told.
+	// Without an exec list nothing in the line's reading refuses it: the
+	// kernel enforces files, programs and network.
 	for _, tt := range shellUnsureLines {
-		if d := e.CheckExec(tt.line); d.Action != Deny {
-			t.Errorf("unrestricted exec %q = %s (%s), want deny", tt.line, d.Action, d.Reason)
+		if d := e.CheckExec(tt.line); verdict(d) != unreadAct {
+			t.Errorf("unrestricted exec %q = %s (%s), want an unread allow", tt.line, d.Action, d.Reason)
+		}
+	}
+	for _, line := range []string{"tmp=$(mktemp); echo data > \"$tmp\"", "source env.sh", ". .venv/bin/activate", "cd \"$D\" && make > log"} {
+		if d := e.CheckExec(line); verdict(d) != unreadAct {
+			t.Errorf("unrestricted exec %q = %s (%s), want an unread allow", line, d.Action, d.Reason)
 		}
 	}
 }
@@ -298,4 +305,17 @@ func TestSystemHiddenConfigFolders(t *testing.T) {
 	if d := g.CheckRead("/usr/local/etc/npmrc"); d.Action != Allow {
 		t.Errorf("a skill's own grant of /usr/local/etc: %+v", d)
 	}
+}
+
+// unreadAct stands in test tables for an allow whose Unread is set: the
+// preflight could not read part of the line and leaves it to the kernel.
+const unreadAct Action = "unread"
+
+// verdict is d's action, or unreadAct for an allow that did not read all
+// of the line.
+func verdict(d Decision) Action {
+	if d.Action == Allow && d.Unread != "" {
+		return unreadAct
+	}
+	return d.Action
 }

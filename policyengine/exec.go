@@ -39,12 +39,16 @@ var errTooDeep = errors.New("the command nests shells, eval or wrappers too deep
 // CheckExec decides whether a shell command line (as passed to sh -c) runs
 // only allowed programs and redirects only to allowed paths. Every segment
 // of every pipeline, list and substitution is checked.
+//
+// The answer is the preflight's: it refuses only what is certain (a
+// literal program the exec list does not hold, a literal write target
+// outside the grants). A part of the line it cannot read (syntax it does
+// not follow, a target or program a shell expansion decides, a script
+// run with source) refuses nothing: the kernel enforces the skills'
+// files, programs and network as the line runs, and the answer is an
+// allow whose Unread says what was not read.
 func (e *Engine) CheckExec(line string) Decision {
-	d, err := e.checkLine(line, 0, nil, nil)
-	if err != nil {
-		return Decision{Action: Deny, Reason: fmt.Sprintf("cannot check the command line: %v", err)}
-	}
-	return d
+	return e.settle(e.checkLine(line, 0, nil, nil))
 }
 
 // CheckArgv decides whether argv may be executed directly (no shell
@@ -54,11 +58,35 @@ func (e *Engine) CheckArgv(argv []string) Decision {
 	if len(argv) == 0 || argv[0] == "" {
 		return Decision{Action: Deny, Reason: "empty command"}
 	}
-	d, err := e.checkCommand(Command{Program: argv[0], Args: argv[1:]}, 0, false, lineState{cwd: e.startCwd()})
+	return e.settle(e.checkCommand(Command{Program: argv[0], Args: argv[1:]}, 0, false, lineState{cwd: e.startCwd()}))
+}
+
+// settle is the answer to a whole check: an error (syntax the reader
+// does not follow, nesting past maxShellDepth) leaves the line to the
+// kernel, and an allow that read only part of the line says so.
+func (e *Engine) settle(d Decision, err error) Decision {
 	if err != nil {
-		return Decision{Action: Deny, Reason: fmt.Sprintf("cannot check the command: %v", err)}
+		d = e.unread(err.Error())
+	}
+	if d.Action == Allow && d.Unread != "" {
+		d.Reason = "corral's preflight cannot read all of the command (" + d.Unread + "), so it leaves that part to the kernel, " +
+			"which enforces the skills' files, programs and network as it runs; of what it read: " + d.Reason
 	}
 	return d
+}
+
+// unread is the decision for a part of a line that cannot be read: an
+// allow that the kernel's enforcement stands behind.
+func (e *Engine) unread(why string) Decision {
+	return Decision{Action: Allow, Reason: "not read", Unread: why}
+}
+
+// unreadOf keeps the first Unread of a line's parts.
+func unreadOf(have string, d Decision) string {
+	if have == "" {
+		return d.Unread
+	}
+	return have
 }
 
 // lineState is what checking one command line learns as it goes.
@@ -110,13 +138,18 @@ func (e *Engine) checkLine(line string, depth int, cwd *cwdState, functions map[
 		return e.allowAll(nil), nil
 	}
 	if err != nil {
-		return Decision{}, err
+		if errors.Is(err, errTooDeep) {
+			return Decision{}, err
+		}
+		// Syntax the reader does not follow: the kernel decides.
+		return e.unread(err.Error()), nil
 	}
 	if cwd == nil {
 		cwd = e.startCwd()
 	}
 	st := lineState{cwd: cwd, functions: maps.Clone(functions)}
 	var allowed []string
+	var unread string
 	for _, c := range cmds {
 		if c.Function != "" {
 			// A definition that may not be made leaves NAME to be the
@@ -133,11 +166,14 @@ func (e *Engine) checkLine(line string, depth int, cwd *cwdState, functions map[
 		if err != nil || d.Action != Allow {
 			return d, err
 		}
+		unread = unreadOf(unread, d)
 		if c.Program != "" && !st.functions[c.Program] {
 			allowed = append(allowed, c.Program)
 		}
 	}
-	return e.allowAll(allowed), nil
+	d := e.allowAll(allowed)
+	d.Unread = unread
+	return d, nil
 }
 
 func (e *Engine) allowAll(programs []string) Decision {
@@ -177,44 +213,52 @@ func (e *Engine) checkCommand(c Command, depth int, inShell bool, st lineState) 
 	if depth > maxShellDepth {
 		return Decision{}, errTooDeep
 	}
+	var unread string
 	for _, r := range c.Redirects {
-		if d := e.checkRedirectIn(r, st.cwd.dirs); d.Action != Allow {
+		d := e.checkRedirectIn(r, st.cwd.dirs)
+		if d.Action != Allow {
 			return d, nil
 		}
+		unread = unreadOf(unread, d)
 	}
 	st.cwd.notice(c)
 	prog := c.Program
 	if prog == "" {
-		return Decision{Action: Allow, Reason: "only redirections and assignments"}, nil
+		return Decision{Action: Allow, Reason: "only redirections and assignments", Unread: unread}, nil
 	}
 	name := path.Base(prog)
 	switch {
 	case inShell && st.functions[prog]:
 		// Its body was checked where it was defined.
-		return Decision{Action: Allow, Reason: prog + " is a shell function defined on the line"}, nil
+		return Decision{Action: Allow, Reason: prog + " is a shell function defined on the line", Unread: unread}, nil
 	case name == "." || name == "source":
 		if inShell && !strings.Contains(prog, "/") {
-			return Decision{Action: Deny, Reason: fmt.Sprintf("%q runs a script file whose commands corral cannot inspect; run it as 'sh FILE' instead", prog)}, nil
+			// The script's commands run in this shell, unread.
+			return Decision{Action: Allow, Reason: prog + " is a shell builtin", Unread: unreadOf(unread, Decision{Unread: fmt.Sprintf("%s runs the commands of a file", prog)})}, nil
 		}
 	case inShell && (prog == "cd" || prog == "pushd" || prog == "popd"):
 		st.cwd.change(prog, c.Args)
-		return Decision{Action: Allow, Reason: prog + " is a shell builtin"}, nil
+		return Decision{Action: Allow, Reason: prog + " is a shell builtin", Unread: unread}, nil
 	case inShell && prog == "unset":
 		if why := bashEvaluates(prog, c.Args); why != "" {
-			return Decision{Action: Deny, Reason: why}, nil
+			unread = unreadOf(unread, Decision{Unread: why})
 		}
 		for _, a := range c.Args {
 			delete(st.functions, a) // unset -f NAME, or unset NAME
 		}
-		return Decision{Action: Allow, Reason: "unset is a shell builtin"}, nil
+		return Decision{Action: Allow, Reason: "unset is a shell builtin", Unread: unread}, nil
 	case inShell && shellBuiltins[prog] && prog != "trap" && prog != "alias":
 		if why := bashEvaluates(prog, c.Args); why != "" {
-			return Decision{Action: Deny, Reason: why}, nil
+			unread = unreadOf(unread, Decision{Unread: why})
 		}
-		return Decision{Action: Allow, Reason: prog + " is a shell builtin"}, nil
+		return Decision{Action: Allow, Reason: prog + " is a shell builtin", Unread: unread}, nil
 	}
 	if strings.Contains(prog, "/") && !path.IsAbs(prog) && e.perms.ExecRestricted() && (len(st.cwd.dirs) != 1 || st.cwd.dirs[0] != e.workDir) {
-		return Decision{Action: Deny, Reason: fmt.Sprintf("the relative program path %q follows a cd (or runs in a folder a wrapper chose), so which file it names cannot be told; write the path absolute", prog)}, nil
+		// Which file it names cannot be told; the kernel's exec list
+		// decides.
+		d := e.allowAll(nil)
+		d.Unread = unreadOf(unread, Decision{Unread: fmt.Sprintf("the relative program path %q follows a cd (or runs in a folder a wrapper chose)", prog)})
+		return d, nil
 	}
 	if !(inShell && isBuiltin(prog)) && e.perms.ExecRestricted() {
 		if _, ok := e.lookupProgram(prog); !ok {
@@ -225,7 +269,9 @@ func (e *Engine) checkCommand(c Command, depth int, inShell bool, st lineState) 
 	}
 	runs, err := nested(c, inShell)
 	if err != nil {
-		return Decision{Action: Deny, Reason: fmt.Sprintf("cannot tell what %q runs: %v", prog, err)}, nil
+		d := e.allowAll([]string{prog})
+		d.Unread = unreadOf(unread, Decision{Unread: fmt.Sprintf("what %s runs: %v", prog, err)})
+		return d, nil
 	}
 	programs := []string{prog}
 	if inShell && isBuiltin(prog) {
@@ -255,8 +301,11 @@ func (e *Engine) checkCommand(c Command, depth int, inShell bool, st lineState) 
 		if err != nil || d.Action != Allow {
 			return d, err
 		}
+		unread = unreadOf(unread, d)
 	}
-	return e.allowAll(programs), nil
+	d := e.allowAll(programs)
+	d.Unread = unread
+	return d, nil
 }
 
 // moved is where a wrapper's program runs when the wrapper changes to
@@ -411,7 +460,7 @@ func (e *Engine) checkRedirectIn(r Redirect, dirs []string) Decision {
 		}
 	}
 	if strings.ContainsAny(t, "$`*?[~") {
-		return Decision{Action: Deny, Reason: fmt.Sprintf("the redirection target %q depends on a shell expansion that corral cannot check; write the path literally", t)}
+		return Decision{Action: Allow, Reason: "not read", Unread: fmt.Sprintf("the redirection target %q, which a shell expansion decides", t)}
 	}
 	// The target is the path as the command sees it: > /tmp/x writes the
 	// sandbox's own /tmp.
@@ -425,7 +474,7 @@ func (e *Engine) checkRedirectIn(r Redirect, dirs []string) Decision {
 	var first Decision
 	for i, dir := range dirs {
 		if dir == "" {
-			return Decision{Action: Deny, Reason: fmt.Sprintf("the relative redirection target %q follows a cd to a folder corral cannot tell; write the path absolute", t)}
+			return Decision{Action: Allow, Reason: "not read", Unread: fmt.Sprintf("the relative redirection target %q, which follows a cd to a folder corral cannot tell", t)}
 		}
 		d := check(path.Join(dir, t))
 		if d.Action != Allow {

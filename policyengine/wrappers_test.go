@@ -32,8 +32,8 @@ func TestCheckExecNested(t *testing.T) {
 		{"bash --norc -c 'curl x'", Deny},
 		{"bash --noprofile --norc -c 'curl x'", Deny},
 		{"bash --rcfile /dev/null -c 'curl x'", Deny},
-		{"bash --frobnicate -c 'curl x'", Deny},
-		{"sh $OPTS -c 'curl x'", Deny},
+		{"bash --frobnicate -c 'curl x'", unreadAct},
+		{"sh $OPTS -c 'curl x'", unreadAct},
 		{"sh -o pipefail -c 'cat a | ls'", Allow},
 		{"bash --norc -c 'ls'", Allow},
 		{"sh -c -- 'ls'", Allow},
@@ -41,8 +41,8 @@ func TestCheckExecNested(t *testing.T) {
 		{"bash -s <<< 'curl x'", Deny},
 		{"bash -s a b <<< 'curl x'", Deny},
 		{"sh <<< 'ls'", Allow},
-		{"sh <<EOF\ncurl x\nEOF", Deny},
-		{"sh <<'EOF'\nls\nEOF", Deny},        // the body is not kept
+		{"sh <<EOF\ncurl x\nEOF", unreadAct},
+		{"sh <<'EOF'\nls\nEOF", unreadAct},   // the body is not kept
 		{"sh script.sh <<< 'curl x'", Allow}, // runs script.sh
 		// Wrappers' options that take values.
 		{"timeout --kill-after 1 5 curl x", Deny},
@@ -54,10 +54,10 @@ func TestCheckExecNested(t *testing.T) {
 		{"timeout --signal KILL 5 curl", Deny},
 		{"timeout -k 1 -s KILL 5 ls", Allow},
 		{"timeout --preserve-status 5 ls", Allow},
-		{"timeout --frob 5 ls", Deny},
+		{"timeout --frob 5 ls", unreadAct},
 		{"xargs --max-args 1 curl", Deny},
 		{"xargs --max-args=1 curl", Deny},
-		{"xargs --max 1 curl", Deny},
+		{"xargs --max 1 curl", unreadAct},
 		{"xargs -n1 -I{} curl {}", Deny},
 		{"xargs -n 1 -I {} curl {}", Deny},
 		{"xargs -0 -P 4 -L 1 curl", Deny},
@@ -68,8 +68,8 @@ func TestCheckExecNested(t *testing.T) {
 		{"xargs -n 1 ls", Allow},
 		{"xargs -I{} ls {}", Allow},
 		{"xargs -I {} ls {}", Allow},
-		{"timeout {-k,1} 5 curl", Deny},
-		{"timeout $T curl", Deny},
+		{"timeout {-k,1} 5 curl", unreadAct},
+		{"timeout $T curl", unreadAct},
 		{"env $X curl", Deny},
 		{"xargs", Allow}, // runs echo
 		{"nice -n 5 curl", Deny},
@@ -118,11 +118,11 @@ func TestCheckExecNested(t *testing.T) {
 		{"env -iS 'curl x'", Deny},
 		{"env -S 'A=1 curl'", Deny},
 		{"env -S 'ls -l' a", Allow},
-		{"env -S '\"curl\" x'", Deny},
-		{"env -S '$X'", Deny},
+		{"env -S '\"curl\" x'", unreadAct},
+		{"env -S '$X'", unreadAct},
 		{"env -i A=1 ls", Allow},
 		{"env -i --unset=X -- ls", Allow},
-		{"env --frob ls", Deny},
+		{"env --frob ls", unreadAct},
 		// find runs the command and its arguments.
 		{"find . -exec curl {} ;", Deny},
 		{"find . -execdir curl {} +", Deny},
@@ -130,7 +130,7 @@ func TestCheckExecNested(t *testing.T) {
 		{"find . -okdir curl {} ;", Deny},
 		{"find . -exec sh -c 'curl x' \\;", Deny},
 		{"find . -name x -exec ls {} ; -exec curl {} ;", Deny},
-		{"find . -exec", Deny},
+		{"find . -exec", unreadAct},
 		{"find . -exec ls {} ;", Allow},
 		{"find . -execdir sh -c 'ls' \\;", Allow},
 		// busybox applets.
@@ -163,7 +163,7 @@ func TestCheckExecNested(t *testing.T) {
 		{"fish -c 'curl x'", Deny},
 		{"fish --command='curl x'", Deny},
 		{"fish -C 'curl x' -c ls", Deny},
-		{"fish --frob -c ls", Deny},
+		{"fish --frob -c ls", unreadAct},
 		// Builtins: command, builtin, exec.
 		{"command -v curl", Allow},
 		{"command -V curl", Allow},
@@ -175,7 +175,7 @@ func TestCheckExecNested(t *testing.T) {
 		{"builtin eval 'curl x'", Deny},
 		{"builtin eval 'ls'", Allow},
 		{"builtin cd /", Allow},
-		{"builtin curl", Deny},
+		{"builtin curl", unreadAct},
 		{"exec curl", Deny},
 		{"exec -a name curl", Deny},
 		{"exec -c -l curl", Deny},
@@ -228,7 +228,7 @@ func TestCheckExecNested(t *testing.T) {
 		{"X=$(curl x)", Deny},
 		{"X=1 ls", Allow},
 	} {
-		if d := e.CheckExec(tt.line); d.Action != tt.want {
+		if d := e.CheckExec(tt.line); verdict(d) != tt.want {
 			t.Errorf("CheckExec(%q) = %s (%s), want %s", tt.line, d.Action, d.Reason, tt.want)
 		}
 	}
@@ -250,9 +250,9 @@ func TestCheckArgvNested(t *testing.T) {
 		{[]string{"timeout", "-k", "1", "5", "ls"}, Allow},
 		{[]string{"sh", "-c", "f() { ls; }; f"}, Allow},
 		{[]string{"sh", "-c", "f() { curl; }; f"}, Deny},
-		{[]string{"sh", "$X", "-c", "ls"}, Deny},
+		{[]string{"sh", "$X", "-c", "ls"}, unreadAct},
 	} {
-		if d := e.CheckArgv(tt.argv); d.Action != tt.want {
+		if d := e.CheckArgv(tt.argv); verdict(d) != tt.want {
 			t.Errorf("CheckArgv(%q) = %s (%s), want %s", tt.argv, d.Action, d.Reason, tt.want)
 		}
 	}
@@ -276,37 +276,37 @@ func TestCheckExecCdRedirect(t *testing.T) {
 		{"cd -P /etc && ls > x", Deny},
 		{"cd -- /etc && ls > x", Deny},
 		{"(cd /etc) ; ls > x", Deny}, // strict: either folder
-		{"cd $D && ls > x", Deny},
-		{"cd && ls > x", Deny},
-		{"cd - && ls > x", Deny},
-		{"cd ~ && ls > x", Deny},
+		{"cd $D && ls > x", unreadAct},
+		{"cd && ls > x", unreadAct},
+		{"cd - && ls > x", unreadAct},
+		{"cd ~ && ls > x", unreadAct},
 		{"pushd /etc && ls > x", Deny},
-		{"popd && ls > x", Deny},
+		{"popd && ls > x", unreadAct},
 		{"cd /etc && ls > /ws/x", Allow},
 		{"cd /etc && ls < passwd", Allow}, // /etc/passwd is readable
 		{"cd /root && ls < x", Deny},
 		{"sh -c 'cd /etc && ls > x'", Deny},
 		{"cd /etc && sh -c 'ls > x'", Deny},
 		{"eval 'cd /etc'; ls > x", Deny},
-		{"CDPATH=/etc; cd x && ls > y", Deny},
-		{"export CDPATH=/etc; cd x && ls > y", Deny},
-		{"CDPATH=/etc cd x && ls > y", Deny},
-		{"export CDPATH=/etc; sh -c 'cd x && ls > y'", Deny},
+		{"CDPATH=/etc; cd x && ls > y", unreadAct},
+		{"export CDPATH=/etc; cd x && ls > y", unreadAct},
+		{"CDPATH=/etc cd x && ls > y", unreadAct},
+		{"export CDPATH=/etc; sh -c 'cd x && ls > y'", unreadAct},
 		{"CDPATH=/etc; cd ./sub && ls > y", Allow},
 		{"CDPATH=/etc; cd /ws/sub && ls > y", Allow},
-		{"cd /tmp && ./ls", Deny},
-		{"cd sub && sub2/ls", Deny},
-		{"env -C /tmp ./ls", Deny},
+		{"cd /tmp && ./ls", unreadAct},
+		{"cd sub && sub2/ls", unreadAct},
+		{"env -C /tmp ./ls", unreadAct},
 		{"env -C /etc sh -c 'ls > x'", Deny},
 		{"env --chdir=/etc sh -c 'ls > x'", Deny},
 		{"env -C sub sh -c 'ls > x'", Allow},
 		{"env -C /etc ls > x", Allow}, // the shell opens x, in /ws
-		{"find . -execdir sh -c 'ls > x' \\;", Deny},
+		{"find . -execdir sh -c 'ls > x' \\;", unreadAct},
 		{"find . -exec sh -c 'ls > x' \\;", Allow},
 		{"find . -execdir sh -c 'ls > /ws/x' \\;", Allow},
-		{"chroot / sh -c 'ls > x'", Deny},
+		{"chroot / sh -c 'ls > x'", unreadAct},
 	} {
-		if d := e.CheckExec(tt.line); d.Action != tt.want {
+		if d := e.CheckExec(tt.line); verdict(d) != tt.want {
 			t.Errorf("CheckExec(%q) = %s (%s), want %s", tt.line, d.Action, d.Reason, tt.want)
 		}
 	}

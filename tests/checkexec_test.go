@@ -85,8 +85,9 @@ var checkExecLines = []struct {
 	{"env -C /etc sh -c 'ls > PWNED'", true},
 	{"env -C sub sh -c 'ls > out'", false},
 	// Constructs bash and dash read differently, line continuations and
-	// here-documents (issue 15, shell reading): check refuses what it
-	// cannot read for sure, and reads the continuations as sh does.
+	// here-documents (issue 15, shell reading): check reads the
+	// continuations as sh does, and leaves to the kernel what it cannot
+	// read for sure.
 	{"ls <<'ls' -- $(\ntouch PWNED\nls\n)\nls", true},
 	{"ls <<'ls' -- \"$(\ntouch PWNED\nls\n)\"\nls", true},
 	{"ls <<'ls' -- ${x:-$(\ntouch PWNED\nls\n)}\nls", true},
@@ -101,7 +102,7 @@ var checkExecLines = []struct {
 	{"ls -- \"${x:=a[\\$(touch PWNED)]}\" \"$((x))\"", true},
 	{"[[ -f <(touch PWNED) ]]", true},
 	{"[[ a || touch PWNED ]]", true},
-	{"[[ a > PWNED ]]", true},
+	{"[[ a > /PWNED ]]", true},
 	{"x='a[$(touch PWNED)]'; let x", true},
 	{"x='b[$(touch PWNED)]'; a[x]=1; ls", true},
 	{"x='a[$(touch PWNED)]'; ls $[x]", true},
@@ -109,6 +110,30 @@ var checkExecLines = []struct {
 	{"ls \\\n  -la \\\n  .", false},
 	{"for f in .; do ls -d -- \"$f\"; done", false},
 	{"if ls .; then ls -- \"$HOME\" ${HOME} $((1+2)) 2>/dev/null; fi; echo \"a\\\nb\"", false},
+}
+
+// checkExecUnread are the lines of checkExecLines that check cannot read
+// for sure: it allows them and says so (issue 28: the preflight refuses
+// nothing for syntax it cannot read), and the kernel refuses touch (or the
+// write) as the line runs, so PWNED is never made.
+var checkExecUnread = map[string]bool{
+	"ls <<'ls' -- $(\ntouch PWNED\nls\n)\nls":        true,
+	"ls <<'ls' -- \"$(\ntouch PWNED\nls\n)\"\nls":    true,
+	"ls <<'ls' -- ${x:-$(\ntouch PWNED\nls\n)}\nls":  true,
+	"ls -- $(cat <<'E')\ntouch PWNED\nE":             true,
+	"ls <<E\\\nOF\n$(touch PWNED)\nEOF":              true,
+	"ls -- $\\\n'\\' '; touch PWNED; #'":             true,
+	"ls -- $'\\' ;touch PWNED; #'":                   true,
+	"ls; ((touch PWNED))":                            true,
+	"ls -- \"${x:=\\$(touch PWNED)}\" \"${x@P}\"":    true,
+	"ls -- \"${x:=a[\\$(touch PWNED)]}\" \"$((x))\"": true,
+	"[[ -f <(touch PWNED) ]]":                        true,
+	"[[ a || touch PWNED ]]":                         true,
+	"[[ a > /PWNED ]]":                               true,
+	"x='a[$(touch PWNED)]'; let x":                   true,
+	"x='b[$(touch PWNED)]'; a[x]=1; ls":              true,
+	"x='a[$(touch PWNED)]'; ls $[x]":                 true,
+	"x='a[$(touch PWNED)]'; test -v \"$x\"":          true,
 }
 
 // TestCheckAgreesWithExec: for each line, `corral check exec LINE` and
@@ -131,14 +156,21 @@ func TestCheckAgreesWithExec(t *testing.T) {
 					t.Fatalf("check exec %q:\n%s", tt.line, c)
 				}
 				checkDenies := c.code == 1
-				if checkDenies != tt.deny {
+				if checkExecUnread[tt.line] {
+					if checkDenies || !strings.Contains(c.stdout, "cannot read all of the command") {
+						t.Errorf("check exec %q: want an allow that says it could not read the line\n%s", tt.line, c)
+					}
+				} else if checkDenies != tt.deny {
 					t.Errorf("check exec %q: deny=%v, want %v\n%s", tt.line, checkDenies, tt.deny, c)
 				}
 				r := u.exec(t, work, []string{sk}, "sh", "-c", tt.line)
-				if exists(filepath.Join(work, "PWNED")) {
+				if exists(filepath.Join(work, "PWNED")) || exists("/PWNED") {
 					t.Errorf("%q ran touch inside the sandbox:\n%s", tt.line, r)
 				}
 				execRefuses := r.code != 0
+				if checkExecUnread[tt.line] {
+					return // PWNED was not made: the kernel held
+				}
 				if checkDenies != execRefuses {
 					t.Errorf("check and exec disagree on %q: check deny=%v (%s), exec exit %d\n%s",
 						tt.line, checkDenies, strings.TrimSpace(c.stdout), r.code, r)
