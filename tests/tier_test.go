@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The landlock tier (no namespaces) faces the attacks of the issue that
@@ -146,6 +148,46 @@ mkdir -p %[4]s/ra %[4]s/rb && echo x > %[4]s/ra/f && %[1]s rename %[4]s/ra/f %[4
 		}
 		if !strings.Contains(r.stdout, "CHMOD-INSIDE-OK") || !strings.Contains(r.stdout, "GIT-INIT-OK") {
 			t.Fatalf("a mode change inside the grants (git init makes some) failed:\n%s", r)
+		}
+	})
+}
+
+// TestTierLandlockChown: in this tier no owner or group changes. A chown
+// to the command's own uid and gid is answered as done and not made, so
+// tar -x and cp -a as root work; one to another uid or gid is refused; and
+// the answered one changes nothing, not even the group of a file outside
+// the grants that the command's uid owns.
+func TestTierLandlockChown(t *testing.T) {
+	t.Parallel()
+	tierCase(t, func(t *testing.T, u user, m tierMode) {
+		attack(t, "tier-landlock/filesystem", "change a file's owner or group without namespaces")
+		work, outside := newDir(t, u, "work"), newDir(t, u, "outside")
+		mine := filepath.Join(outside, "mine")
+		writeFile(t, mine, "x", 0o644)
+		own(t, u, mine)
+		// Owned by the command's uid, in a group it is not in.
+		os.Lchown(mine, uidOf(u), 100)
+		sk := writeSkill(t, newDir(t, u, "skills"), "files", "  fs:\n    write: [\""+work+"/**\"]\n")
+		r := tierScript(t, u, m, work, []string{sk}, fmt.Sprintf(`
+cd %[1]s
+echo x > f && chown "$(id -u):$(id -g)" f && echo CHOWN-SELF-OK
+mkdir -p src/sub && echo y > src/sub/g && tar -cf a.tar src && mkdir out && tar -xpf a.tar -C out && echo TAR-OK
+cp -a src copy && echo CP-OK
+chown 12345 f 2>/dev/null || echo CHOWN-OTHER-REFUSED
+chgrp 12345 f 2>/dev/null || echo CHGRP-OTHER-REFUSED
+chgrp "$(id -g)" %[2]s; chown "$(id -u)" %[2]s
+`, work, mine))
+		for _, want := range []string{"CHOWN-SELF-OK", "TAR-OK", "CP-OK", "CHOWN-OTHER-REFUSED", "CHGRP-OTHER-REFUSED"} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("no %s:\n%s", want, r)
+			}
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(mine, &st); err != nil || int(st.Uid) != uidOf(u) || st.Gid != 100 {
+			t.Errorf("the file outside the grants is now %d:%d (%v), want %d:100:\n%s", st.Uid, st.Gid, err, uidOf(u), r)
+		}
+		if err := unix.Lstat(filepath.Join(work, "f"), &st); err != nil || int(st.Uid) != uidOf(u) {
+			t.Errorf("f is owned by %d (%v), want %d", st.Uid, err, uidOf(u))
 		}
 	})
 }

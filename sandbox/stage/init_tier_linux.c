@@ -148,15 +148,16 @@ int corral_scope_command(const struct plan *pl) {
 
 // A small assembler for classic BPF with forward jumps to labels.
 enum { L_DENY, L_ALLOW, L_NOTIFY, L_SOCKET, L_SOCKETPAIR, L_IOCTL, L_INET, L_CONNECT, L_ARG3_FASTOPEN, L_ARG2_FASTOPEN, L_SECCOMP,
+       L_CHOWN1, L_CHOWN1_GID, L_CHOWN2, L_CHOWN2_GID, L_PRETEND,
        L_NOTIFY_ARG0, L_NOTIFY_ARG5 = L_NOTIFY_ARG0 + 5, L_NLABELS };
 #define MAX_NOTIFY 32
 struct bpf_asm {
-	struct sock_filter f[96 + 3 * MAX_NOTIFY];
+	struct sock_filter f[128 + 3 * MAX_NOTIFY];
 	int n;
 	int at[L_NLABELS];
 	struct {
 		int insn, t, f;
-	} fix[64 + 2 * MAX_NOTIFY];
+	} fix[96 + 2 * MAX_NOTIFY];
 	int nfix;
 };
 
@@ -254,11 +255,19 @@ static int corral_tier_program(struct bpf_asm *a, int network, const struct plan
 #endif
 		__NR_fchmod, __NR_fchmodat, 452 /* fchmodat2 */,
 	};
-	static const int metadata[] = {
+	// A change of owner is refused, but one to the command's own uid
+	// and gid (or -1, unchanged) is answered as done without being
+	// made: tar -x, cp -a and rsync -a as root restore the owner of
+	// each file they write, which is already the command's own, and fail
+	// on EPERM. Nothing outside the grants changes (not even a group the
+	// command's uid could set on its own files).
 #ifdef __NR_chown
-		__NR_chown, __NR_lchown,
+	jump(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_chown, L_CHOWN1, -1);
+	jump(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_lchown, L_CHOWN1, -1);
 #endif
-		__NR_fchown, __NR_fchownat,
+	jump(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_fchown, L_CHOWN1, -1);
+	jump(a, BPF_JMP | BPF_JEQ | BPF_K, __NR_fchownat, L_CHOWN2, -1);
+	static const int metadata[] = {
 		__NR_setxattr, __NR_lsetxattr, __NR_fsetxattr, __NR_removexattr, __NR_lremovexattr, __NR_fremovexattr,
 		463 /* setxattrat */, 466 /* removexattrat */,
 	};
@@ -315,6 +324,28 @@ static int corral_tier_program(struct bpf_asm *a, int network, const struct plan
 	label(a, L_ARG2_FASTOPEN);
 	op(a, BPF_LD | BPF_W | BPF_ABS, ARG_LO(2));
 	jump(a, BPF_JMP | BPF_JSET | BPF_K, MSG_FASTOPEN, L_DENY, L_ALLOW);
+	// chown(path, uid, gid), fchown(fd, uid, gid): arguments 1 and 2;
+	// fchownat(dirfd, path, uid, gid, flags): 2 and 3. The kernel reads
+	// only their low 32 bits.
+	uint32_t uid = (uint32_t)geteuid(), gid = (uint32_t)getegid();
+	label(a, L_CHOWN1);
+	op(a, BPF_LD | BPF_W | BPF_ABS, ARG_LO(1));
+	jump(a, BPF_JMP | BPF_JEQ | BPF_K, uid, L_CHOWN1_GID, -1);
+	jump(a, BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffu, L_CHOWN1_GID, L_DENY);
+	label(a, L_CHOWN1_GID);
+	op(a, BPF_LD | BPF_W | BPF_ABS, ARG_LO(2));
+	jump(a, BPF_JMP | BPF_JEQ | BPF_K, gid, L_PRETEND, -1);
+	jump(a, BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffu, L_PRETEND, L_DENY);
+	label(a, L_CHOWN2);
+	op(a, BPF_LD | BPF_W | BPF_ABS, ARG_LO(2));
+	jump(a, BPF_JMP | BPF_JEQ | BPF_K, uid, L_CHOWN2_GID, -1);
+	jump(a, BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffu, L_CHOWN2_GID, L_DENY);
+	label(a, L_CHOWN2_GID);
+	op(a, BPF_LD | BPF_W | BPF_ABS, ARG_LO(3));
+	jump(a, BPF_JMP | BPF_JEQ | BPF_K, gid, L_PRETEND, -1);
+	jump(a, BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffu, L_PRETEND, L_DENY);
+	label(a, L_PRETEND);
+	op(a, BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 0);
 	label(a, L_SECCOMP);
 	op(a, BPF_LD | BPF_W | BPF_ABS, ARG_LO(1));
 	jump(a, BPF_JMP | BPF_JSET | BPF_K, SECCOMP_FILTER_FLAG_NEW_LISTENER, L_DENY, L_ALLOW);
