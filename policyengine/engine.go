@@ -56,7 +56,7 @@ const SystemSource = "system baseline"
 
 // SystemRead are the globs every sandbox may read so ordinary programs run:
 // programs, libraries, shared data and the few /etc files that name
-// services, users, time zones, certificates and locales. Secrets in /etc
+// services, users, time zones, certificates, locales and the system. Secrets in /etc
 // (shadow, ssh keys, sudoers, the TLS private keys in /etc/ssl/private)
 // are deliberately not listed. Those in SandboxOwn (/tmp/**, /proc/**)
 // are the sandbox's own files, not the host's.
@@ -69,6 +69,9 @@ var SystemRead = []string{
 	"/etc/host.conf", "/etc/resolv.conf", "/etc/passwd", "/etc/group",
 	"/etc/locale.alias", "/etc/locale.conf", "/etc/mime.types", "/etc/magic",
 	"/etc/inputrc", "/etc/terminfo/**", "/etc/gitconfig",
+	// Which system this is: pip, Python's platform and distro modules
+	// and many installers read them, and fail on EACCES.
+	"/etc/os-release", "/etc/debian_version", "/etc/lsb-release",
 	"/proc/**", "/dev/null", "/dev/zero", "/dev/full", "/dev/random",
 	"/dev/urandom", "/dev/tty", "/dev/fd/**", "/dev/stdin", "/dev/stdout",
 	"/dev/stderr", "/sys/devices/system/cpu/**", "/tmp/**",
