@@ -563,8 +563,15 @@ func TestConnects(t *testing.T) {
 	if n := h.forbiddenAccepts.Load() + h.unixAccepts.Load(); n != 0 {
 		t.Errorf("forbidden listeners accepted %d connections", n)
 	}
-	if got := h.proxyAccepts.Load(); got != int64(len(okSteps)) {
+	// A connect the kernel restarts (the child's Go runtime preempts its
+	// threads with SIGURG, often under emulation) is a new notification:
+	// the supervisor's first connection to the proxy is dropped with the
+	// old one, so the proxy may see more connections than steps, never
+	// fewer. A refused step that got through would fail above.
+	if got := h.proxyAccepts.Load(); got < int64(len(okSteps)) {
 		t.Errorf("proxy accepted %d, want %d", got, len(okSteps))
+	} else if got > int64(len(okSteps)) {
+		t.Logf("proxy accepted %d for %d connects: restarted connects", got, len(okSteps))
 	}
 	if a, r := s.Stats(); a != len(okSteps) || r != len(refused) {
 		t.Errorf("Stats = %d, %d; want %d, %d", a, r, len(okSteps), len(refused))
