@@ -133,6 +133,12 @@ type Result struct {
 	// a redirection or cd a shell expansion decides, a script run with
 	// source. It refused nothing for that; the kernel enforced the skills.
 	PreflightUnread string `json:"preflight_unread"`
+	// StdoutBytes and StderrBytes are how many bytes the command wrote to
+	// its standard output and error (nil: not counted, for a terminal, a
+	// device or a discarded stream). Where the caller gave one pipe or
+	// file as both, each is the two streams' total.
+	StdoutBytes *int64 `json:"stdout_bytes"`
+	StderrBytes *int64 `json:"stderr_bytes"`
 	// ProxyDenials are the requests the egress proxy refused (at most
 	// 1000; ProxyDenialsMore counts the rest).
 	ProxyDenials     []netns.Event `json:"proxy_denials"`
@@ -282,11 +288,15 @@ func run(ctx context.Context, spec Spec, r *Result) error {
 	finishUnfinished(store, warn)
 	care := &aftercare{store: store, since: since, workDir: sk.Vars.WorkDir, home: sk.Vars.Home, bestEffort: spec.BestEffort, warn: warn, pause: spec.Debug.CleanupPause}
 	r.Stage = StageLaunch
-	stdio, closeStdio, err := files(spec)
+	var output outputCount
+	stdio, closeStdio, err := files(spec, &output)
 	if err != nil {
 		return failed(err)
 	}
-	defer closeStdio()
+	defer func() {
+		closeStdio()
+		r.StdoutBytes, r.StderrBytes = output.Stdout, output.Stderr
+	}()
 	defer restoreTerminals(saveTerminals(stdio.Stdin, stdio.Stdout, stdio.Stderr))
 	stdio.Signals = sigs
 	r.Stage = StagePlan

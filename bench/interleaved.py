@@ -8,12 +8,19 @@ reaped) per run; medians, and ratios to the command named bwrap.
 
 CMDS_JSON maps a name to an argv, or to {"argv": [...], "env": {...}} for
 variables of its own (CORRAL_MOUNT_CACHE, so two builds of corral keep a
-mount cache each). DIR is the working folder (the work dir corral sees)."""
+mount cache each). DIR is the working folder (the work dir corral sees). BENCH_STDOUT=pipe
+gives each command pipes for stdout and stderr (read and dropped), as an
+agent runtime that captures the output does; the default is /dev/null."""
 import os, random, statistics, subprocess, sys, time, json
 
 def run(argv, cwd, env):
     t = time.perf_counter()
-    p = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    out = subprocess.PIPE if os.environ.get("BENCH_STDOUT") == "pipe" else subprocess.DEVNULL
+    p = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=out)
+    if out == subprocess.PIPE:
+        # Read to the end without reaping (wait4 below does): stdout,
+        # then stderr, which is enough for commands that print little.
+        p.stdout.read(); p.stderr.read(); p.stdout.close(); p.stderr.close()
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t
     p.returncode = os.waitstatus_to_exitcode(status)

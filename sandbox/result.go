@@ -55,6 +55,11 @@ type RunOptions struct {
 type Stdio struct {
 	Stdin          *os.File
 	Stdout, Stderr *os.File
+	// Late, where set, replace the init's descriptor 0, 1 or 2 before
+	// anything of the command runs: they go with the late records, so an
+	// init forked early, with corral's own streams, still serves a run
+	// whose output corral copies through pipes of its own (to count it).
+	Late [3]*os.File
 	// Signals, from NotifySignals, are forwarded to the command; nil
 	// makes Start catch them itself.
 	Signals *Signals

@@ -48,6 +48,8 @@ type Launch struct {
 	tierKnown chan struct{}
 	tier      TierInfo
 	tierErr   *StageError
+	// late replace the init's descriptors 0-2 (Stdio.Late).
+	late [3]*os.File
 }
 
 // Pid is the pid of the process Start started: the shim, which forks the
@@ -61,7 +63,7 @@ func (l *Launch) Pid() int { return l.proc.Pid }
 func Start(stdio Stdio, tier Tier) (*Launch, error) { return start(stdio, tier, true) }
 
 func start(stdio Stdio, tier Tier, early bool) (*Launch, error) {
-	l := &Launch{start: time.Now(), signals: stdio.Signals, tierKnown: make(chan struct{})}
+	l := &Launch{start: time.Now(), signals: stdio.Signals, tierKnown: make(chan struct{}), late: stdio.Late}
 	if early && stdio.Stdin == os.Stdin && stdio.Stdout == os.Stdout && stdio.Stderr == os.Stderr {
 		if e, ok := stage.TakeEarly(); ok {
 			if l.signals == nil {
@@ -323,7 +325,7 @@ func (l *Launch) send(plan *Plan, opts RunOptions, trace func(string)) (cg *cgro
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := sendLate(l.proxyR, bpf, cg); err != nil {
+	if err := sendLate(l.proxyR, bpf, cg, l.late); err != nil {
 		return nil, nil, err
 	}
 	trace("late sent")
@@ -478,8 +480,9 @@ func (l *Launch) reap() (syscall.WaitStatus, error) {
 // program, with the run's cgroup files (open for writing) attached, and
 // its parent's, which PID 1 moves back to once the command runs. An
 // error means the cgroup could not be joined; a closed socket is left to
-// the init's status to explain.
-func sendLate(sock *os.File, bpf []byte, cg *cgroup.Group) error {
+// the init's status to explain. late are the descriptors that replace the
+// init's 0-2, attached after the cgroup files.
+func sendLate(sock *os.File, bpf []byte, cg *cgroup.Group, late [3]*os.File) error {
 	var fds []int
 	defer func() {
 		for _, fd := range fds {
@@ -502,13 +505,22 @@ func sendLate(sock *os.File, bpf []byte, cg *cgroup.Group) error {
 			fds = append(fds, leave...)
 		}
 	}
+	var replace uint32
+	attached := append([]int(nil), fds...)
+	for i, f := range late {
+		if f != nil {
+			replace |= 1 << i
+			attached = append(attached, int(f.Fd()))
+		}
+	}
 	msg := binary.LittleEndian.AppendUint32(nil, uint32(len(bpf)))
 	msg = binary.LittleEndian.AppendUint32(msg, uint32(njoin))
 	msg = binary.LittleEndian.AppendUint32(msg, hold)
+	msg = binary.LittleEndian.AppendUint32(msg, replace)
 	msg = append(msg, bpf...)
 	var oob []byte
-	if len(fds) > 0 {
-		oob = unix.UnixRights(fds...)
+	if len(attached) > 0 {
+		oob = unix.UnixRights(attached...)
 	}
 	fd := int(sock.Fd())
 	for len(msg) > 0 {

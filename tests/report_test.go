@@ -433,3 +433,79 @@ time.sleep(30)
 		t.Errorf("exit %d; corral's timeout line is missing from stderr (%d bytes, ends %q)", code, len(data), data[max(0, len(data)-200):])
 	}
 }
+
+// TestReportOutputBytes: the report says how many bytes the command wrote
+// to its standard output and error, so a runtime can tell the model its
+// output was cut: through pipes (copied on through corral's own, a pipe
+// still, with the bytes moved in the kernel), to files, and through one pipe given as both (2>&1), where each
+// count is the total and the two streams keep their order.
+func TestReportOutputBytes(t *testing.T) {
+	users(t, func(t *testing.T, u user) {
+		work := newDir(t, u, "work")
+		logs := newDir(t, u, "logs")
+		script := `head -c 1000000 /dev/zero; printf 'e1\n' >&2; printf 'o1\n'; printf 'e2\n' >&2`
+		run := func(name string, stdout, stderr func() (*os.File, error)) corral.Result {
+			t.Helper()
+			report := filepath.Join(logs, name+".json")
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			cmd := u.command(ctx, runOpts{args: []string{"exec", "--quiet", "--work-dir", work, "--report", report, "--", "sh", "-c", script}, dir: work})
+			var err error
+			if cmd.Stdout, err = stdout(); err != nil {
+				t.Fatal(err)
+			}
+			if cmd.Stderr, err = stderr(); err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			return checkReport(t, readFile(t, report))
+		}
+		count := func(p *int64) int64 {
+			if p == nil {
+				return -1
+			}
+			return *p
+		}
+		// Pipes: the exec package copies from them into the buffers.
+		var out, errb bytes.Buffer
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		report := filepath.Join(logs, "buffers.json")
+		cmd := u.command(ctx, runOpts{args: []string{"exec", "--quiet", "--work-dir", work, "--report", report, "--", "sh", "-c", script}, dir: work})
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			t.Fatal(err)
+		}
+		res := checkReport(t, readFile(t, report))
+		if count(res.StdoutBytes) != 1000003 || count(res.StderrBytes) != 6 || out.Len() != 1000003 || errb.String() != "e1\ne2\n" {
+			t.Errorf("pipes: report %d and %d bytes, got %d and %q; want 1000003 and 6", count(res.StdoutBytes), count(res.StderrBytes), out.Len(), errb.String())
+		}
+		// Files, one of them appending.
+		outFile, errFile := filepath.Join(logs, "out.txt"), filepath.Join(logs, "err.txt")
+		writeFile(t, errFile, "before\n", 0o644)
+		own(t, u, errFile)
+		res = run("files", func() (*os.File, error) { return os.Create(outFile) },
+			func() (*os.File, error) { return os.OpenFile(errFile, os.O_WRONLY|os.O_APPEND, 0) })
+		if count(res.StdoutBytes) != 1000003 || count(res.StderrBytes) != 6 {
+			t.Errorf("files: report %d and %d bytes, want 1000003 and 6", count(res.StdoutBytes), count(res.StderrBytes))
+		}
+		// One pipe as both: the order holds, and each count is the total.
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan []byte)
+		go func() { data, _ := io.ReadAll(r); got <- data }()
+		res = run("shared", func() (*os.File, error) { return w, nil }, func() (*os.File, error) { return w, nil })
+		w.Close()
+		data := <-got
+		if want := strings.Repeat("\x00", 1000000) + "e1\no1\ne2\n"; !strings.HasPrefix(string(data), want) {
+			t.Errorf("one pipe as both: the streams' order changed: ends %q", data[max(0, len(data)-20):])
+		}
+		if count(res.StdoutBytes) != int64(len(data)) || count(res.StderrBytes) != int64(len(data)) {
+			t.Errorf("one pipe as both: report %d and %d bytes, want %d each", count(res.StdoutBytes), count(res.StderrBytes), len(data))
+		}
+	})
+}

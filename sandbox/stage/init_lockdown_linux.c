@@ -6,16 +6,20 @@
 
 // corral_read_late receives what corral sends on the socket once the plan is on
 // its way: the seccomp program's length, the number of cgroup files to
-// join and whether to hold (4-byte little-endian each), then the program, with the cgroup
-// files, open for writing, attached (SCM_RIGHTS): first the run's cgroup,
-// then its parent's, to leave it by (none when there is no cgroup). It is
+// join, whether to hold, and which of descriptors 0-2 to replace (4-byte
+// little-endian each), then the program, with the cgroup files, open for
+// writing, attached (SCM_RIGHTS): first the run's cgroup, then its
+// parent's, to leave it by (none when there is no cgroup); then the
+// replacements of 0-2, in order, which are put in place here, before
+// anything of the command runs (corral copies the output through pipes of
+// its own, to count it: an init forked early has corral's streams). It is
 // read after the mounts, so corral makes the cgroup and compiles the
 // filter while they are placed.
 void corral_read_late(struct plan *pl) {
-	unsigned char hdr[12];
+	unsigned char hdr[16];
 	struct iovec iov = {hdr, sizeof hdr};
 	union {
-		char buf[CMSG_SPACE(MAX_CGROUP_FDS * sizeof(int))];
+		char buf[CMSG_SPACE((MAX_CGROUP_FDS + 3) * sizeof(int))];
 		struct cmsghdr align;
 	} u;
 	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
@@ -26,17 +30,35 @@ void corral_read_late(struct plan *pl) {
 	if (n < 0)
 		corral_fail("plan", errno, "receiving the cgroup and the seccomp filter");
 	// Take the fds before anything else can fail, so none is left open.
+	int fds[MAX_CGROUP_FDS + 3];
+	size_t nfds = 0;
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
 		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
 			continue;
 		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (size_t i = 0; i < k && pl->ncgroup_fds < MAX_CGROUP_FDS; i++)
-			memcpy(&pl->cgroup_fds[pl->ncgroup_fds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+		for (size_t i = 0; i < k && nfds < MAX_CGROUP_FDS + 3; i++)
+			memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
 	}
 	if (n != (ssize_t)sizeof hdr)
 		corral_fail("plan", 0, "corral sent no cgroup and seccomp filter");
 	if (msg.msg_flags & MSG_CTRUNC)
 		corral_fail("plan", 0, "more than %d cgroup files", MAX_CGROUP_FDS);
+	uint32_t replace = corral_le32(hdr + 12);
+	size_t nreplace = 0;
+	for (int i = 0; i < 3; i++)
+		nreplace += (replace >> i) & 1;
+	if ((replace & ~7u) || nreplace > nfds || nfds - nreplace > MAX_CGROUP_FDS)
+		corral_fail("plan", 0, "replacements of descriptors %#x with %zu files", replace, nfds);
+	for (size_t i = 0; i < nfds - nreplace; i++)
+		pl->cgroup_fds[pl->ncgroup_fds++] = fds[i];
+	for (int i = 0, k = (int)(nfds - nreplace); i < 3; i++) {
+		if (!((replace >> i) & 1))
+			continue;
+		// dup2 clears close-on-exec: the command inherits it.
+		if (dup2(fds[k], i) < 0)
+			corral_fail("plan", errno, "putting corral's pipe in place of descriptor %d", i);
+		close(fds[k++]);
+	}
 	size_t len = corral_le32(hdr), njoin = corral_le32(hdr + 4);
 	if (njoin > pl->ncgroup_fds)
 		corral_fail("plan", 0, "%zu cgroup files to join, %zu received", njoin, pl->ncgroup_fds);
