@@ -99,13 +99,20 @@ var ErrUnsafeGrant = errors.New("unsafe grant")
 var ErrProtection = errors.New("protection unavailable")
 
 // NotFoundError means the command's program was not found.
-type NotFoundError struct{ Program string }
+type NotFoundError struct {
+	Program string
+	Path    string // the PATH it was looked up on ("": the sandbox's own)
+}
 
 func (e *NotFoundError) Error() string {
 	if strings.Contains(e.Program, "/") {
 		return fmt.Sprintf("%s: no such program (a relative path starts in the work dir)", printable.String(e.Program))
 	}
-	return fmt.Sprintf("%s: command not found on the sandbox's PATH (%s)", printable.String(e.Program), policyengine.SandboxPATH)
+	p := e.Path
+	if p == "" {
+		p = policyengine.SandboxPATH
+	}
+	return fmt.Sprintf("%s: command not found on the sandbox's PATH (%s)", printable.String(e.Program), p)
 }
 
 // BuildPlan turns permissions and host facts into a Plan. It is pure: the
@@ -200,7 +207,7 @@ func (b *builder) command() error {
 	}
 	prog, ok := b.facts.Programs[b.spec.Argv[0]]
 	if !ok || prog.Err != "" {
-		return &NotFoundError{Program: b.spec.Argv[0]}
+		return &NotFoundError{Program: b.spec.Argv[0], Path: strings.Join(b.facts.Path, ":")}
 	}
 	b.plan.Argv = b.spec.Argv
 	b.plan.Path = prog.Path
@@ -580,6 +587,9 @@ func (b *builder) env() {
 		set["NO_PROXY"], set["no_proxy"] = "localhost,127.0.0.1,::1", "localhost,127.0.0.1,::1"
 	}
 	set["PATH"] = policyengine.SandboxPATH
+	if len(b.facts.Path) > 0 {
+		set["PATH"] = strings.Join(b.facts.Path, ":")
+	}
 	set["TMPDIR"] = "/tmp"
 	if _, ok := set["HOME"]; !ok {
 		set["HOME"] = b.spec.WorkDir

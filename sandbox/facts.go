@@ -58,6 +58,10 @@ type Facts struct {
 	Denied  []DeniedPath `json:"denied,omitempty"`
 	DenyCut []string     `json:"deny_cut,omitempty"`
 
+	// Path is the PATH the command gets (RunPATH), where its name is
+	// looked up.
+	Path []string `json:"path,omitempty"`
+
 	resolver *resolver           // Linux: cached symlink resolution while probing
 	workDir  string              // where a relative command path starts from
 	rpaths   map[string][]string // Linux: the RPATH/RUNPATH strings of the ELF files read

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"corral.dev/corral/policyengine"
 	"corral.dev/corral/sandbox/progindex"
 )
 
@@ -26,7 +25,7 @@ func (f *Facts) program(name string) {
 			found = p
 		}
 	} else {
-		for _, dir := range strings.Split(policyengine.SandboxPATH, ":") {
+		for _, dir := range f.Path {
 			if c := dir + "/" + name; isExecutable(c) {
 				found = c
 				break
@@ -100,7 +99,7 @@ func (f *Facts) interpreters(p string, links map[string]string, depth int) []str
 		out := append([]string{interp}, f.interpreters(interp, links, depth+1)...)
 		if path.Base(fields[0]) == "env" && len(fields) > 1 {
 			// #!/usr/bin/env python3: python3 is found on PATH.
-			for _, dir := range strings.Split(policyengine.SandboxPATH, ":") {
+			for _, dir := range f.Path {
 				if c := dir + "/" + fields[1]; isExecutable(c) {
 					real := f.followLinks(c, links)
 					out = append(out, real)

@@ -26,6 +26,7 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 		Programs: map[string]Program{},
 		Matches:  map[string][]string{},
 		Uid:      os.Getuid(),
+		Path:     RunPATH(p.ExecRestricted(), spec.Env),
 	}
 	f.probeKernel()
 	// The baseline binds what /etc/gitconfig resolves to (NixOS links it
