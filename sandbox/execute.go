@@ -333,6 +333,15 @@ func (e *execution) run(ctx context.Context) error {
 	return err
 }
 
+// limitSources says who asked for the memory and process limits, naming
+// each source once: "skills a, b" when both come from the same skills.
+func limitSources(l Limits) string {
+	if l.MemoryFrom == l.PidsFrom {
+		return l.MemoryFrom
+	}
+	return "memory: " + l.MemoryFrom + "; processes: " + l.PidsFrom
+}
+
 // joinCgroup is RunOptions.Cgroup: the init gets the cgroup after its
 // mounts (Launch.Run calls this once the plan is on its way), so making it
 // overlaps them.
@@ -350,7 +359,7 @@ func (e *execution) joinCgroup(initPid int) (*cgroup.Group, error) {
 	}
 	e.trace("cgroupready")
 	if cgr.err != nil && limits.Explicit && !e.req.Spec.BestEffort {
-		return nil, fmt.Errorf("%w: cannot enforce the memory and process limits (%s, %s): %v", ErrProtection, limits.MemoryFrom, limits.PidsFrom, cgr.err)
+		return nil, fmt.Errorf("%w: cannot enforce the memory and process limits (%s): %v", ErrProtection, limitSources(limits), cgr.err)
 	}
 	p := LimitsProtection(limits, cgr.cg, cgr.err)
 	e.out.Protections = append(e.out.Protections, p)

@@ -208,6 +208,14 @@ func TestLimitUnprivileged(t *testing.T) {
 		if r.code != 125 {
 			t.Errorf("limits.pids without a cgroup: exit %d, want 125:\n%s", r.code, r)
 		}
+		// Two skills asking for both caps: each is named once.
+		skills := newDir(t, asSelf, "skills")
+		a := writeSkill(t, skills, "mem-a", "  limits: {memory: 128Mi, pids: 64}\n")
+		b := writeSkill(t, skills, "mem-b", "  limits: {memory: 128Mi, pids: 64}\n")
+		r = u.exec(t, work, []string{a, b}, "true")
+		if r.code != 125 || !strings.Contains(r.stderr, "(skills mem-a, mem-b)") || strings.Count(r.stderr, "mem-a") != 1 {
+			t.Errorf("two skills' limits without a cgroup: exit %d, want 125 naming each skill once:\n%s", r.code, r)
+		}
 	})
 }
 
