@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"path"
 	"slices"
 	"sort"
@@ -29,7 +30,11 @@ func (b *builder) execTargets() {
 	for _, e := range b.perms.Exec {
 		prog, ok := b.facts.Programs[e.Value]
 		if !ok || prog.Err != "" {
-			b.warn("exec entry %s (%s) is not installed on the sandbox's PATH; nothing to allow", e.Value, strings.Join(e.From, ", "))
+			// Said on stderr too: a skill that names a program it needs
+			// and finds it missing fails later with "not found" alone.
+			msg := fmt.Sprintf("exec entry %s (%s) is not installed on the sandbox's PATH (%s); nothing to allow", e.Value, strings.Join(e.From, ", "), policyengine.SandboxPATH)
+			b.warn("%s", msg)
+			b.plan.Alerts = append(b.plan.Alerts, msg)
 			continue
 		}
 		add(prog.Real, "exec "+e.Value+" ("+strings.Join(e.From, ", ")+")")

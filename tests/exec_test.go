@@ -659,3 +659,16 @@ func TestExecRelativeCommand(t *testing.T) {
 		}
 	})
 }
+
+// TestExecEntryMissingSaid: an exec entry the sandbox's PATH does not
+// have is said on stderr, not only in the report (issue 28, item 4).
+func TestExecEntryMissingSaid(t *testing.T) {
+	users(t, func(t *testing.T, u user) {
+		work := newDir(t, u, "work")
+		sk := writeSkill(t, newDir(t, u, "skills"), "missing", "  fs:\n    write: [\"$WORK_DIR/**\"]\n  exec: [sh, nosuchtool-corral]\n")
+		r := u.exec(t, work, []string{sk}, "sh", "-c", "echo ran")
+		if r.code != 0 || r.stdout != "ran\n" || !strings.Contains(r.stderr, "exec entry nosuchtool-corral (missing) is not installed on the sandbox's PATH") {
+			t.Errorf("want the run, and the missing entry named on stderr:\n%s", r)
+		}
+	})
+}
