@@ -221,6 +221,21 @@ static void notify_args(struct bpf_asm *a, const uint64_t masks[6]) {
 	}
 }
 
+// chown_args places at label at the test of a chown call's owner (argument
+// i) and group (i + 1): each the command's own or -1 (unchanged) goes to
+// L_PRETEND, anything else to L_DENY. The kernel reads only their low 32
+// bits.
+static void chown_args(struct bpf_asm *a, int at, int gid_at, int i) {
+	uint32_t ids[2] = {(uint32_t)geteuid(), (uint32_t)getegid()};
+	int labels[2] = {at, gid_at}, next[2] = {gid_at, L_PRETEND};
+	for (int k = 0; k < 2; k++) {
+		label(a, labels[k]);
+		op(a, BPF_LD | BPF_W | BPF_ABS, ARG_LO(i + k));
+		jump(a, BPF_JMP | BPF_JEQ | BPF_K, ids[k], next[k], -1);
+		jump(a, BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffu, next[k], L_DENY);
+	}
+}
+
 // corral_tier_program writes the filter: a mode change only through
 // corral's supervisor, no change of owner or extended attributes; no
 // socket but socketpair, or
@@ -325,25 +340,9 @@ static int corral_tier_program(struct bpf_asm *a, int network, const struct plan
 	op(a, BPF_LD | BPF_W | BPF_ABS, ARG_LO(2));
 	jump(a, BPF_JMP | BPF_JSET | BPF_K, MSG_FASTOPEN, L_DENY, L_ALLOW);
 	// chown(path, uid, gid), fchown(fd, uid, gid): arguments 1 and 2;
-	// fchownat(dirfd, path, uid, gid, flags): 2 and 3. The kernel reads
-	// only their low 32 bits.
-	uint32_t uid = (uint32_t)geteuid(), gid = (uint32_t)getegid();
-	label(a, L_CHOWN1);
-	op(a, BPF_LD | BPF_W | BPF_ABS, ARG_LO(1));
-	jump(a, BPF_JMP | BPF_JEQ | BPF_K, uid, L_CHOWN1_GID, -1);
-	jump(a, BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffu, L_CHOWN1_GID, L_DENY);
-	label(a, L_CHOWN1_GID);
-	op(a, BPF_LD | BPF_W | BPF_ABS, ARG_LO(2));
-	jump(a, BPF_JMP | BPF_JEQ | BPF_K, gid, L_PRETEND, -1);
-	jump(a, BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffu, L_PRETEND, L_DENY);
-	label(a, L_CHOWN2);
-	op(a, BPF_LD | BPF_W | BPF_ABS, ARG_LO(2));
-	jump(a, BPF_JMP | BPF_JEQ | BPF_K, uid, L_CHOWN2_GID, -1);
-	jump(a, BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffu, L_CHOWN2_GID, L_DENY);
-	label(a, L_CHOWN2_GID);
-	op(a, BPF_LD | BPF_W | BPF_ABS, ARG_LO(3));
-	jump(a, BPF_JMP | BPF_JEQ | BPF_K, gid, L_PRETEND, -1);
-	jump(a, BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffu, L_PRETEND, L_DENY);
+	// fchownat(dirfd, path, uid, gid, flags): 2 and 3.
+	chown_args(a, L_CHOWN1, L_CHOWN1_GID, 1);
+	chown_args(a, L_CHOWN2, L_CHOWN2_GID, 2);
 	label(a, L_PRETEND);
 	op(a, BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 0);
 	label(a, L_SECCOMP);
