@@ -3,6 +3,7 @@ package netns
 import (
 	"bufio"
 	"errors"
+	"io"
 	"net"
 	"time"
 )
@@ -61,12 +62,41 @@ func (p *Proxy) exchange(c net.Conn, br *bufio.Reader, up net.Conn, ubr *bufio.R
 	}
 }
 
-// resetConn makes c's close a reset (RST), so the peer cannot take what
-// it got for a whole message or stream.
+// resetConn ends c at once with a reset (RST), so the peer cannot take
+// what it got for a whole message or stream. Closed here, c is not
+// lingered over (lingerClose) either.
 func resetConn(c net.Conn) {
 	if tc, ok := c.(interface{ SetLinger(int) error }); ok {
 		tc.SetLinger(0)
 	}
+	c.Close()
+}
+
+// The client's connection ends with its unread input read away for at
+// most lingerTime or lingerBytes.
+const (
+	lingerTime  = time.Second
+	lingerBytes = 1 << 20
+)
+
+// lingerClose ends the client's connection c once the proxy is done with
+// it: its side first (FIN), then what the client still sends is read
+// away until the client ends too, lingerTime passes or lingerBytes came,
+// and the caller closes it. A close with unread input (a pipelined
+// request the proxy does not serve, the rest of a refused body) is a
+// reset, and on a loaded host the reset can overtake the answer sent
+// just before it, as the two may leave through different CPUs' queues:
+// the client reads "Connection reset by peer" and never the answer. The
+// end is ordered after the answer; a client that reads its answer and
+// closes, as a client told "Connection: close" does, ends the wait at
+// once.
+func lingerClose(c net.Conn) {
+	cw, ok := c.(interface{ CloseWrite() error })
+	if !ok || cw.CloseWrite() != nil {
+		return
+	}
+	c.SetReadDeadline(time.Now().Add(lingerTime))
+	io.CopyN(io.Discard, c, lingerBytes)
 }
 
 func closeWrite(c net.Conn) {

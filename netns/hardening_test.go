@@ -1,6 +1,7 @@
 package netns
 
 import (
+	"bufio"
 	"io"
 	"net"
 	"strconv"
@@ -71,6 +72,57 @@ func TestPipelinedRequestNotForwarded(t *testing.T) {
 		if !strings.HasSuffix(upstream, c.body) || strings.Contains(upstream, "/secret") || strings.Contains(upstream, "internal-admin") {
 			t.Errorf("%s: upstream got %q", c.name, upstream)
 		}
+	}
+}
+
+// TestPipelinedAnswerNotLost: the proxy serves one request a connection
+// and leaves what follows unread. Closing a socket with unread input
+// sends a reset, and on a loaded host a reset can reach the client before
+// the answer sent just before it (they may leave through different CPUs'
+// queues), so the client reads "Connection reset by peer" and no answer.
+// The proxy ends its side first and reads the rest away.
+func TestPipelinedAnswerNotLost(t *testing.T) {
+	// The origin answers late, so the client's later bytes are waiting
+	// when the proxy is done.
+	origin := startServer(t, "127.0.0.1:0", func(c net.Conn) {
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		io.ReadAll(c) // the proxy half-closes after the request
+		time.Sleep(100 * time.Millisecond)
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+	})
+	authority := "api.test:" + strconv.Itoa(origin.port)
+	p := startProxy(t, Config{
+		Engine:   testEngine(t, authority, "preset:loopback:"+strconv.Itoa(origin.port)),
+		Resolver: pin("api.test", "127.0.0.1"),
+	})
+	first := "GET http://" + authority + "/one HTTP/1.1\r\n\r\n"
+	pipelined := strings.Repeat("GET /two HTTP/1.1\r\nHost: "+authority+"\r\n\r\n", 2000)
+	for i := range 3 {
+		c := dial(t, p.addr)
+		if _, err := io.WriteString(c, first); err != nil {
+			t.Fatal(err)
+		}
+		// The rest comes in a later write, so it waits in the proxy's
+		// socket, unread, when the proxy is done with the connection.
+		time.Sleep(30 * time.Millisecond)
+		if _, err := io.WriteString(c, pipelined); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond) // the answer and the close arrive meanwhile
+		br := bufio.NewReader(c)
+		r, err := readResponse(br)
+		if err != nil {
+			t.Fatalf("round %d: the answer was lost: %v", i, err)
+		}
+		if r.status != 200 {
+			t.Fatalf("round %d: status %d", i, r.status)
+		}
+		// After the answer comes the end (FIN), not a reset: only an
+		// ordered end cannot overtake the answer on its way.
+		if n, err := io.Copy(io.Discard, br); err != nil || n != 0 {
+			t.Fatalf("round %d: after the answer: %d bytes, %v; want the end of the stream", i, n, err)
+		}
+		c.Close()
 	}
 }
 

@@ -236,6 +236,7 @@ func (p *Proxy) Serve(ln net.Listener) error {
 			defer func() { <-p.slots }()
 			defer p.untrack(c)
 			p.handle(c)
+			lingerClose(c)
 		}()
 	}
 }

@@ -55,9 +55,7 @@ func (p *Proxy) handleTransparent(c net.Conn, dest netip.AddrPort) {
 		// Anything else has no place for a reason: the connection ends
 		// at once (RST), not as an orderly close a client could take
 		// for an empty answer.
-		if tc, ok := c.(*net.TCPConn); ok {
-			tc.SetLinger(0)
-		}
+		resetConn(c)
 	}
 	switch name, ok := p.cfg.DNS.nameOf(dest.Addr()); {
 	case ok:
