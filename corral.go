@@ -39,6 +39,9 @@ type Skills struct {
 	Perms  policyengine.Permissions
 	Vars   skill.Variables
 	Engine *policyengine.Engine
+	// Exports are variables set in the command's environment: where the
+	// skills' $DATA_DIR folders are (DATA_DIR, or DATA_DIR_<NAME> each).
+	Exports []string
 }
 
 // Names are the names of the loaded skills.
@@ -69,6 +72,7 @@ func LoadSkills(paths []string, d Dirs) (*Skills, error) {
 	if perms.IsDefault() {
 		perms = perms.Merge(skill.DefaultPermissions(vars.WorkDir))
 	}
+	perms = perms.Merge(hostCAs(os.Getenv, vars))
 	return withPerms(list, perms, vars)
 }
 
@@ -79,7 +83,7 @@ func withPerms(list []*skill.Skill, perms policyengine.Permissions, vars skill.V
 	if err != nil {
 		return nil, err
 	}
-	return &Skills{List: list, Perms: perms, Vars: vars, Engine: engine}, nil
+	return &Skills{List: list, Perms: perms, Vars: vars, Engine: engine, Exports: dataDirExports(list, perms, vars)}, nil
 }
 
 // Capped returns the skills with their permissions intersected with the

@@ -8,7 +8,9 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,6 +46,10 @@ type Spec struct {
 	CgroupParent string
 	// BestEffort runs even where a protection cannot be enforced.
 	BestEffort bool
+	// FreshHome gives the sandbox's private HOME nothing from earlier
+	// runs: by default its caches (sandbox.HomeCaches) are kept between
+	// runs with the same work dir and skills, in HomeStoreRoot.
+	FreshHome bool
 	// Tier is the sandbox tier to use (zero: auto, the namespaces tier
 	// where the host allows it).
 	Tier sandbox.Tier
@@ -139,6 +145,10 @@ type Result struct {
 	// file as both, each is the two streams' total.
 	StdoutBytes *int64 `json:"stdout_bytes"`
 	StderrBytes *int64 `json:"stderr_bytes"`
+	// HomeStore is the folder that kept the private HOME's caches for
+	// this work dir and these skills ("" when the run had none: a grant
+	// covers HOME, FreshHome, or no store could be trusted).
+	HomeStore string `json:"home_store"`
 	// ProxyDenials are the requests the egress proxy refused (at most
 	// 1000; ProxyDenialsMore counts the rest).
 	ProxyDenials     []netns.Event `json:"proxy_denials"`
@@ -311,11 +321,16 @@ func run(ctx context.Context, spec Spec, r *Result) error {
 	if env == nil {
 		env = os.Environ()
 	}
+	var homeDir string
+	var homeGit bool
+	if !spec.FreshHome && runtime.GOOS == "linux" {
+		homeDir, homeGit = homeStore(sk, warn)
+	}
 	var proxy *netns.Proxy // made when the plan has one
 	handed = true
 	out, err := sandbox.Execute(ctx, sandbox.Request{Perms: sk.Perms, CgroupParent: spec.CgroupParent, Stdio: stdio, Trace: spec.Trace, Warn: warn,
 		Spec: sandbox.Spec{Argv: spec.Argv, WorkDir: sk.Vars.WorkDir, Env: env, BestEffort: spec.BestEffort, Home: sk.Vars.Home, Tier: spec.Tier,
-			Keep: KeptPaths(sk, spec.Policy, spec.Keep...), Limits: limits, Options: spec.Debug},
+			Keep: KeptPaths(sk, spec.Policy, spec.Keep...), Limits: limits, Options: spec.Debug, HomeStore: homeDir, HomeGit: homeGit, SetEnv: sk.Exports},
 		Launching: care.launching,
 		Serve: func(eg sandbox.Egress) {
 			proxy = newProxy(sk, spec, audit, r, asker, eg)
@@ -331,11 +346,15 @@ func run(ctx context.Context, spec Spec, r *Result) error {
 	if out.Plan != nil {
 		t := out.Plan.Tier
 		r.Tier = &t
+		r.HomeStore = out.Plan.HomeStore
 	}
 	for _, w := range out.Warnings {
 		if !slices.Contains(r.Warnings, w) { // an alert was warned already
 			r.Warnings = append(r.Warnings, w)
 		}
+	}
+	if len(out.Lookups) > 0 {
+		warn(noNetworkNote(out.Lookups))
 	}
 	r.Created, r.Replaced = append(r.Created, out.Created...), out.Replaced
 	keepFSDenials(r, out.FS, sk.Vars)
@@ -549,4 +568,16 @@ func execFailure(prog string, e *sandbox.StageError) error {
 		return &Error{Code: ExitNotAllowed, Err: fmt.Errorf("%s: the sandbox refused to execute it (%s)", printable.String(prog), printable.Line(e.Message))}
 	}
 	return failed(fmt.Errorf("starting %s: %w", printable.String(prog), e))
+}
+
+// noNetworkNote says which names a command without network looked up, and
+// the grant that would let them through the egress proxy.
+func noNetworkNote(names []string) string {
+	shown, grants := make([]string, 0, len(names)), make([]string, 0, len(names))
+	for _, n := range names {
+		n = printable.Clip(n, 253)
+		shown = append(shown, n)
+		grants = append(grants, strconv.Quote(n+":443"))
+	}
+	return fmt.Sprintf("the command looked up %s: no skill grants network (network.allow), so each lookup failed at once with \"no such name\"; to let the command reach them through corral's egress proxy, a skill's permissions would need network: {allow: [%s]}", strings.Join(shown, ", "), strings.Join(grants, ", "))
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -194,6 +195,32 @@ func ParseBindPort(s string) (string, error) {
 
 // BindPorts are the ports p lets the command listen on, and whether it
 // may listen on any.
+// LoopbackPorts are the ports network.allow grants on the host's
+// loopback by name ("preset:loopback:8080"), none of them a network.bind
+// port (a connect to such a port inside the sandbox is its own server's),
+// with no port given twice. A preset with no port names none.
+func (p Permissions) LoopbackPorts() []int {
+	bind, anyBind := p.BindPorts()
+	if anyBind {
+		return nil
+	}
+	var ports []int
+	for _, e := range p.Network {
+		v := strings.ToLower(e.Value)
+		rest, ok := strings.CutPrefix(v, "preset:loopback:")
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(rest)
+		if err != nil || n < 1 || n > 65535 || slices.Contains(bind, n) || slices.Contains(ports, n) {
+			continue
+		}
+		ports = append(ports, n)
+	}
+	slices.Sort(ports)
+	return ports
+}
+
 func (p Permissions) BindPorts() (ports []int, any bool) {
 	for _, e := range p.Bind {
 		if e.Value == "*" {

@@ -37,6 +37,15 @@ type Spec struct {
 	TierWhy   string
 	RunTmp    string
 	HostProxy netip.AddrPort
+	// HomeStore is a folder corral made for this work dir and these
+	// skills, holding one folder for each of HomeCaches (and
+	// HomeGitConfig when HomeGit): a private HOME keeps those between
+	// runs. "" gives a private HOME that starts empty every time.
+	HomeStore string
+	HomeGit   bool
+	// SetEnv are KEY=VALUE pairs set in the command's environment
+	// whatever the env rules say (DATA_DIR).
+	SetEnv []string
 	// Limits are the run's resolved limits; Options how it is carried
 	// out. Both go into the plan as they are.
 	Limits  Limits
@@ -386,7 +395,7 @@ func (b *builder) writableRoots() []string {
 }
 
 // privateHomeWhy is the private HOME's Mount.Why and PathRule.From.
-const privateHomeWhy = "private HOME (no grant covers it; gone after the run)"
+const privateHomeWhy = "private HOME (no grant covers it; gone after the run but for its caches)"
 
 // privateHome gives the command a HOME it can write when no grant covers
 // the real one: a fresh tmpfs at the same path, gone after the run.
@@ -430,6 +439,7 @@ func (b *builder) privateHome() {
 		exec = 0
 	}
 	b.plan.Landlock.Rules = append(b.plan.Landlock.Rules, PathRule{Path: home, Access: (writeRights | exec) & b.plan.Landlock.HandledFS, From: privateHomeWhy})
+	b.homeCaches(home)
 }
 
 // workDir makes sure the work dir exists in the new root, so the command
@@ -591,6 +601,20 @@ func (b *builder) env() {
 		set["PATH"] = strings.Join(b.facts.Path, ":")
 	}
 	set["TMPDIR"] = "/tmp"
+	if len(b.perms.Network) == 0 {
+		// Without network a retry can only wait: npm retries even "no
+		// such name" for 70 s, pip for about 8.
+		for k, v := range noNetworkEnv {
+			if _, ok := set[k]; !ok {
+				set[k] = v
+			}
+		}
+	}
+	for _, kv := range b.spec.SetEnv {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			set[k] = v
+		}
+	}
 	if _, ok := set["HOME"]; !ok {
 		set["HOME"] = b.spec.WorkDir
 	}
@@ -607,6 +631,11 @@ func (b *builder) env() {
 	}
 }
 
+// noNetworkEnv are the variables a sandbox without network gets (unless
+// the caller's pass): package managers that retry a failed fetch with
+// back-off are told not to, since nothing can reach them.
+var noNetworkEnv = map[string]string{"npm_config_fetch_retries": "0", "PIP_RETRIES": "0"}
+
 // ProxyPort is where the egress proxy listens inside a sandbox, on
 // 127.0.0.1 and [::1].
 const ProxyPort = 3128
@@ -622,6 +651,7 @@ var ProxyURL = "http://127.0.0.1:" + strconv.Itoa(ProxyPort)
 // without a rule there is no proxy and no way out at all.
 func (b *builder) network() {
 	if len(b.perms.Network) == 0 {
+		b.plan.Resolver = DNSPort
 		return
 	}
 	b.plan.Proxy = &ProxyPlan{Port: ProxyPort, Rules: len(b.perms.Network), DNSPort: DNSPort,

@@ -99,6 +99,9 @@ func (b *builder) generatedEtc(p string) (string, bool) {
 		if b.plan.Proxy != nil && b.plan.Proxy.DNSPort != 0 {
 			return "# corral's resolver: every name gets an address of its own, which leads to the\n# egress proxy; the proxy decides the name and resolves it for real.\nnameserver 127.0.0.1\n", true
 		}
+		if b.plan.Resolver != 0 {
+			return "# No skill grants network (network.allow): corral answers every lookup with\n# \"no such name\" at once, and says after the run which names were looked up.\nnameserver 127.0.0.1\noptions attempts:1\n", true
+		}
 		return "# No DNS in the sandbox: corral's egress proxy resolves the names it allows.\n", true
 	}
 	return "", false

@@ -33,7 +33,7 @@ func (b *builder) protections() {
 	}
 	add("namespaces", f.UserNSErr == "", orText(f.UserNSErr, "user, mount, pid, network, ipc, uts and cgroup namespaces"))
 	add("landlock-fs", f.LandlockABI >= 1, orText(f.LandlockErr, fmt.Sprintf("Landlock ABI %d filesystem rules", f.LandlockABI)))
-	netDetail, llNet := "private network namespace with only lo: no network", "no TCP connect and no explicit TCP bind (the network namespace has no way out anyway)"
+	netDetail, llNet := "private network namespace with only lo: no network; its resolver (127.0.0.1:53, corral's) answers every lookup with \"no such name\" at once", "no TCP connect and no explicit TCP bind (the network namespace has no way out anyway)"
 	if len(b.perms.Network) > 0 {
 		netDetail = fmt.Sprintf("private network namespace with only lo; the one way out is corral's egress proxy at 127.0.0.1:%d and [::1]:%d, enforcing %d network.allow rule(s). Transparent egress: the sandbox's resolver (127.0.0.1:%d) answers every name with an address of corral's own (198.18.0.0/15), and corral's seccomp supervisor connects every TCP socket aimed outside the sandbox to the proxy, which decides the name (or the TLS SNI, the HTTP Host, the bare address) as a tunnel; UDP goes nowhere but the resolver", ProxyPort, ProxyPort, len(b.perms.Network), DNSPort)
 		llNet = fmt.Sprintf("no direct TCP connect but to the proxy port %d (corral's supervisor makes the connects that leave the sandbox, on the command's own socket); no explicit TCP bind (listen() on an unbound socket still gets a port, inside the sandbox's own namespace only)", ProxyPort)

@@ -37,6 +37,7 @@ func (b *builder) landlockTier() {
 	p.Mounts = nil
 	tmp := b.spec.RunTmp
 	p.RunTmp = tmp
+	p.Resolver = 0 // no network namespace of its own to answer in
 	if tmp == "" {
 		tmp = "(a folder made for the run)"
 	}
@@ -80,6 +81,7 @@ func (b *builder) landlockTier() {
 			p.Env[i] = "HOME=" + tmp
 		}
 	}
+	b.landlockHomeCaches()
 	if p.Proxy != nil {
 		addr := b.spec.HostProxy
 		if !addr.IsValid() {
@@ -87,11 +89,20 @@ func (b *builder) landlockTier() {
 		}
 		p.Proxy.Addrs, p.Proxy.Port, p.Proxy.DNSPort = []string{addr.String()}, int(addr.Port()), 0
 		url := "http://" + addr.String()
+		// Without a network namespace of its own the sandbox's loopback
+		// is the host's, which only the proxy reaches for it: where a
+		// grant names a port there (preset:loopback:PORT), loopback is
+		// no exception to HTTP_PROXY.
+		loopback := len(b.perms.LoopbackPorts()) > 0
 		for i, kv := range p.Env {
 			k, _, _ := strings.Cut(kv, "=")
 			switch strings.ToUpper(k) {
 			case "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY":
 				p.Env[i] = k + "=" + url
+			case "NO_PROXY":
+				if loopback {
+					p.Env[i] = k + "="
+				}
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -141,6 +142,10 @@ type Outcome struct {
 	// FS are the file accesses the kernel refused the command, and the
 	// kinds this host cannot show (fsdenials.go).
 	FS FSDenials
+	// Lookups are the names the command looked up in a sandbox without
+	// network (Plan.Resolver), each answered "no such name"; at most
+	// maxLookups.
+	Lookups []string
 }
 
 // ErrGivenUp means the run was given up before its plan for a reason
@@ -180,6 +185,19 @@ type execution struct {
 	super   *usernotif.Supervisor
 	mu      sync.Mutex
 	refused []string
+	// nonet is the resolver's socket without network, and lookups the
+	// names it was asked for.
+	nonet   net.PacketConn
+	lookups []string
+}
+
+// lookedUp notes a name the command looked up without network.
+func (e *execution) lookedUp(name string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.lookups) < maxLookups && !slices.Contains(e.lookups, name) {
+		e.lookups = append(e.lookups, name)
+	}
 }
 
 type cgroupResult struct {
@@ -310,15 +328,23 @@ func (e *execution) run(ctx context.Context) error {
 		}
 	}
 	if lr != nil {
-		if err := lr.makeTmp(); err != nil {
+		if err := lr.makeTmp(plan.HomeCaches); err != nil {
 			return abort(err)
 		}
 	}
 	e.fsAudit = e.watchDenials(plan)
+	locks := watchLocks(plan.Protected)
 	res, err := launch.Run(plan, RunOptions{Seccomp: prepared, Cgroup: e.joinCgroup, Trace: e.req.Trace, Timeout: limits.Timeout,
 		KillGrace: limits.KillGrace, Done: ctx.Done(), Held: held.Files(), Serve: serve})
 	e.out.Result = res
 	e.stopSupervisor()
+	locks.finish(e.warn)
+	if e.nonet != nil {
+		e.nonet.Close()
+		e.mu.Lock()
+		e.out.Lookups = e.lookups
+		e.mu.Unlock()
+	}
 	e.finishDenials(e.fsAudit)
 	if res != nil && res.Started && res.Stage == nil {
 		e.out.Stage = StageCommand
@@ -421,6 +447,11 @@ func (e *execution) serve(files []*os.File) {
 		if p := e.out.Plan.Proxy; p != nil && p.DNSPort != 0 {
 			eg.Originals = &usernotif.Originals{}
 			r := &usernotif.Redirect{Proxy4: netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), ProxyPort), Originals: eg.Originals}
+			for _, port := range e.req.Perms.LoopbackPorts() {
+				if port != ProxyPort && port != DNSPort {
+					r.Loopback = append(r.Loopback, uint16(port))
+				}
+			}
 			if v6 {
 				r.Proxy6 = netip.AddrPortFrom(netip.IPv6Loopback(), ProxyPort)
 			}
@@ -435,7 +466,11 @@ func (e *execution) serve(files []*os.File) {
 		e.super = super
 	}
 	if e.out.Plan.Proxy == nil {
-		return // fs.deny's supervisor alone: nothing to proxy
+		if eg.DNS != nil {
+			e.nonet = eg.DNS
+			go serveNoNetwork(eg.DNS, e.lookedUp)
+		}
+		return // fs.deny's supervisor (and the resolver) alone: nothing to proxy
 	}
 	if e.req.Serve != nil {
 		e.req.Serve(eg)

@@ -37,3 +37,9 @@ func RemoveMustNotAppear([]string, func(string)) []string { return nil }
 
 // RemoveRunTmp does nothing off Linux.
 func RemoveRunTmp(string, func(string)) {}
+
+// lockWatch notes nothing off Linux.
+type lockWatch struct{}
+
+func watchLocks([]string) *lockWatch   { return nil }
+func (*lockWatch) finish(func(string)) {}

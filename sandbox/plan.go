@@ -28,6 +28,12 @@ type Plan struct {
 	// Proxy is set when the permissions allow any network: the sandbox's
 	// one way out is corral's egress proxy, listening inside it.
 	Proxy *ProxyPlan `json:"proxy,omitempty"`
+	// Resolver is, without network, the UDP port on 127.0.0.1 where
+	// corral answers every lookup with "no such name" at once (a client
+	// that got no answer would retry for a minute) and notes the names,
+	// to say after the run what a skill would have to allow (0: none;
+	// the landlock tier, or a proxy's resolver).
+	Resolver int `json:"resolver,omitempty"`
 
 	// Trace makes the init stage print how long each step took to stderr
 	// (Options.TraceInit), for performance work.
@@ -57,6 +63,14 @@ type Plan struct {
 	// and removed after it ("" in the namespaces tier, whose /tmp is a
 	// tmpfs of its own).
 	RunTmp string `json:"run_tmp,omitempty"`
+	// HomeStore is the folder of this work dir's and these skills'
+	// private HOME caches (Spec.HomeStore), HomeCaches what of it the
+	// private HOME holds, and CacheRoots, in the landlock tier, the
+	// folders of it the command writes: writable, and not swept (the host
+	// never uses them).
+	HomeStore  string     `json:"home_store,omitempty"`
+	HomeCaches []HomeLink `json:"home_caches,omitempty"`
+	CacheRoots []string   `json:"cache_roots,omitempty"`
 	// Quarantine are the protected paths (policyengine.ProtectedPaths,
 	// the skills and policies) that did not exist at launch inside a
 	// writable root: whatever the command leaves there is renamed after

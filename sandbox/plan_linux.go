@@ -97,6 +97,8 @@ func encodePlan(p *Plan, held []HeldFile) (data, mounts []byte) {
 		if p.Proxy.DNSPort != 0 {
 			rec(stage.RecEgress, strconv.Itoa(p.Proxy.DNSPort))
 		}
+	} else if p.Resolver != 0 {
+		rec(stage.RecEgress, strconv.Itoa(p.Resolver)) // the resolver alone
 	}
 	if l.LogFlags != 0 {
 		rec(stage.RecLandlockLog, strconv.FormatUint(uint64(l.LogFlags), 10))

@@ -284,7 +284,7 @@ func (l *Launch) Run(plan *Plan, opts RunOptions) (*Result, error) {
 	// The landlock tier sends its supervisor's listener instead; the
 	// namespaces tier sends one with the proxy's listeners, or alone for
 	// fs.deny's notified syscalls.
-	if plan.Proxy != nil || plan.Tier.Name == TierLandlock || len(plan.Notify) > 0 {
+	if plan.Proxy != nil || plan.Resolver != 0 || plan.Tier.Name == TierLandlock || len(plan.Notify) > 0 {
 		files, err := receiveFiles(l.proxyR)
 		if err != nil {
 			// The init failed before it listened; its status says why.

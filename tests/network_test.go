@@ -575,15 +575,18 @@ var netAttacks = []struct {
 	// transparent egress: its supervisor refuses what is not the proxy.
 	landlock []string
 }{
-	{"TCP straight to the host's loopback", func(o *origin, _ map[string]string) string {
+	{"TCP straight to the host's loopback", func(o *origin, extra map[string]string) string {
+		// A port of the host's loopback no grant names (a connect to the
+		// granted one goes to the proxy, which decides it by the grant:
+		// TestLoopbackPresetPlainClient), and the granted one by 0.0.0.0.
 		return fmt.Sprintf(`
-"$probe" tcp 127.0.0.1:%[1]d
-"$probe" tcp [::1]:%[1]d
-"$probe" tcp [::ffff:127.0.0.1]:%[1]d
+"$probe" tcp 127.0.0.1:%[2]s
+"$probe" tcp [::1]:%[2]s
+"$probe" tcp [::ffff:127.0.0.1]:%[2]s
 "$probe" tcp 0.0.0.0:%[1]d
-curl -q -sS --max-time 10 --noproxy '*' -o /dev/null -w 'CASE direct %%{http_code}\n' http://127.0.0.1:%[1]d/
-curl -q -sS --max-time 10 --noproxy '*' -o /dev/null -w 'CASE direct6 %%{http_code}\n' 'http://[::1]:%[1]d/'
-`, o.port)
+curl -q -sS --max-time 10 --noproxy '*' -o /dev/null -w 'CASE direct %%{http_code}\n' http://127.0.0.1:%[2]s/
+curl -q -sS --max-time 10 --noproxy '*' -o /dev/null -w 'CASE direct6 %%{http_code}\n' 'http://[::1]:%[2]s/'
+`, o.port, extra["ungranted"])
 	}, []string{"ERR EACCES", "ERR EACCES", "ERR EACCES", "ERR EACCES"}, nil},
 	{"TCP to host and gateway addresses", func(o *origin, _ map[string]string) string {
 		// Transparent egress: corral's supervisor connects each socket
@@ -675,8 +678,9 @@ func TestNetworkBypassProxy(t *testing.T) {
 					listenSink(t, "unix", filepath.Join("/tmp", token("corral-net")+".sock")),
 					listenSink(t, "unix", filepath.Join(run, token("corral-net")+".sock")),
 				}
+				ungranted := newOrigin(t)
 				extra := map[string]string{"nameserver": hostNameserver(),
-					"outside": socks[0].addr, "tmp": socks[1].addr, "run": socks[2].addr}
+					"outside": socks[0].addr, "tmp": socks[1].addr, "run": socks[2].addr, "ungranted": strconv.Itoa(ungranted.port)}
 				want := a.want
 				if e2eTier == "landlock" && a.landlock != nil {
 					want = a.landlock
@@ -703,6 +707,7 @@ func TestNetworkBypassProxy(t *testing.T) {
 					t.Errorf("the command holds a socket it did not make (a proxy listener or corral's socket pair?):\n%s", r)
 				}
 				o.untouched(t, r)
+				ungranted.untouched(t, r)
 				for _, s := range socks {
 					if n := s.sandboxArrivals(t, 0); n != 0 {
 						t.Errorf("the sandboxed command connected to %s (%d connections)", s.addr, n)

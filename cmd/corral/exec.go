@@ -68,6 +68,7 @@ func newExecFlags(fs *flag.FlagSet) *execFlags {
 		return err
 	})
 	fs.BoolVar(&f.rf.bestEffort, "best-effort", false, "run even if a protection cannot be enforced, naming each one that is missing")
+	fs.BoolVar(&f.rf.freshHome, "fresh-home", false, "give the sandbox's private HOME nothing from earlier runs (by default its caches, ~/.cache, ~/go/pkg/mod, ~/.npm and the like, are kept between runs with the same work dir and skills)")
 	fs.BoolVar(&f.rf.confirmed, "confirmed", false, "the user agreed to what the agent policy says needs confirmation")
 	fs.Func("tier", "the sandbox `TIER`: auto (the namespaces tier where the host allows user namespaces, else the landlock tier), namespaces, or landlock (no namespaces: Landlock, seccomp and corral's connect supervisor; see corral doctor)", func(s string) error {
 		t, err := sandbox.ParseTier(s)
@@ -226,15 +227,15 @@ func writableRoots(sf *skillFlags, l *corral.Skills) []string {
 
 // runFlags are exec's flags that go into corral.Spec as they are.
 type runFlags struct {
-	bestEffort, confirmed bool
-	tier                  sandbox.Tier
-	ask                   askch.Asker // --ask-fd's channel
-	rememberTo            string      // --policy, where remember writes
+	bestEffort, confirmed, freshHome bool
+	tier                             sandbox.Tier
+	ask                              askch.Asker // --ask-fd's channel
+	rememberTo                       string      // --policy, where remember writes
 }
 
 func runExec(l *corral.Skills, nf *netFlags, lf *limitFlags, pf *policyFlags, argv []string, rf runFlags, roots []string, auditMax int64, r *corral.Result, m *messages) error {
 	spec := corral.Spec{Argv: argv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Limits: lf.values, CgroupParent: lf.parent,
-		BestEffort: rf.bestEffort, Confirmed: rf.confirmed, Tier: rf.tier, Agent: pf.agent, Resolve: nf.pins, Ask: rf.ask, RememberTo: rf.rememberTo,
+		BestEffort: rf.bestEffort, FreshHome: rf.freshHome, Confirmed: rf.confirmed, Tier: rf.tier, Agent: pf.agent, Resolve: nf.pins, Ask: rf.ask, RememberTo: rf.rememberTo,
 		Warn: func(s string) { m.note("corral exec: warning: " + s + "\n") }}
 	if os.Getenv("CORRAL_TRACE") == "1" {
 		spec.Trace = func(step string) {

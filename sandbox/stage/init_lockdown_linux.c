@@ -183,7 +183,9 @@ void corral_hand_over(struct plan *pl) {
 		}
 	}
 	int network = pl->proxy_port && pl->dns_port;
-	if (network) {
+	if (pl->dns_port) {
+		// With transparent egress, or alone without network: corral
+		// answers every name at once with "no such name".
 		roles[n] = 'D';
 		fds[n++] = dns_socket(pl->dns_port);
 	}

@@ -22,6 +22,7 @@ type Config struct {
 type Redirect struct {
 	Proxy4, Proxy6 netip.AddrPort
 	Originals      *Originals
+	Loopback       []uint16
 }
 
 // Supervisor answers the connect and chmod notifications of one sandbox;

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -37,6 +38,10 @@ type Redirect struct {
 	Proxy4, Proxy6 netip.AddrPort
 	// Originals get each redirected connection's destination.
 	Originals *Originals
+	// Loopback are ports of the sandbox's own loopback whose connects go
+	// to the proxy too, as the host's loopback there is what a grant
+	// names (preset:loopback:PORT) and nothing of the sandbox's listens.
+	Loopback []uint16
 }
 
 // errnoRedirect is what a connect gets when the supervisor cannot take
@@ -75,7 +80,7 @@ func (s *Supervisor) redirectConnect(n notif) {
 		return
 	}
 	dest, ok := inetDest(sa)
-	if err != nil || !ok || isInside(dest.Addr()) {
+	if err != nil || !ok || isInside(dest.Addr()) && !(dest.Addr().Unmap().IsLoopback() && slices.Contains(s.redir.Loopback, dest.Port())) {
 		pass()
 		return
 	}
