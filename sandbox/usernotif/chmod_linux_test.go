@@ -349,8 +349,10 @@ func TestLogCap(t *testing.T) {
 	if len(lines) != maxLogged+1 || lines[maxLogged] != "more refusals not logged" {
 		t.Errorf("%d log lines, last %q; want %d and a last saying more were not", len(lines), lines[len(lines)-1], maxLogged+1)
 	}
-	if _, r := s.Stats(); r != len(spec.Steps) {
-		t.Errorf("refused %d, want %d", r, len(spec.Steps))
+	// A call a signal interrupts is notified again when it restarts (a
+	// slow VM's timer does it): more refusals than calls, never fewer.
+	if _, r := s.Stats(); r < len(spec.Steps) {
+		t.Errorf("refused %d, want at least %d", r, len(spec.Steps))
 	}
 }
 
