@@ -47,10 +47,11 @@ def main():
             w, c, rc = run(cmds[name], cwd, envs[name])
             res[name][0].append(w); res[name][1].append(c)
     base = {k: (statistics.median(v[0]), statistics.median(v[1])) for k, v in res.items()}
-    ref = base.get("bwrap")
-    print(f"| command | wall ms | CPU ms | wall / bwrap | CPU / bwrap |")
-    print("|---|---:|---:|---:|---:|")
+    ref, plain = base.get("bwrap"), base.get("plain")
+    print(f"| command | wall ms | CPU ms | wall / bwrap | CPU / bwrap | wall / plain | CPU / plain |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for k, (w, c) in base.items():
         r = f"{w/ref[0]:.2f} | {c/ref[1]:.2f}" if ref else "- | -"
-        print(f"| {k} | {w*1e3:.2f} | {c*1e3:.2f} | {r} |")
+        p = f"{w/plain[0]:.2f} | {c/plain[1]:.2f}" if plain and plain[1] > 0 else "- | -"
+        print(f"| {k} | {w*1e3:.2f} | {c*1e3:.2f} | {r} | {p} |")
 main()
