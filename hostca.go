@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"corral.dev/corral/policyengine"
 	"corral.dev/corral/skill"
@@ -34,20 +35,35 @@ func hostCAs(getenv func(string) string, vars skill.Variables) policyengine.Perm
 	var p policyengine.Permissions
 	reads := map[string][]string{}
 	from := func(k string) string { return "the host's $" + k + " (CA certificates)" }
+	// A file the baseline reads anyway is not read to be checked (the
+	// usual /etc/ssl/certs/ca-certificates.crt, often named by several
+	// variables); another is read once however many name it.
+	checked := map[string]bool{}
+	isCert := func(f string) bool {
+		if ok, seen := checked[f]; seen {
+			return ok
+		}
+		ok := inBaseline(f) || certFile(f)
+		checked[f] = ok
+		return ok
+	}
 	for _, k := range caFileVars {
 		f := getenv(k)
-		if !filepath.IsAbs(f) || !certFile(f) {
+		if !filepath.IsAbs(f) {
+			continue
+		}
+		if f = filepath.Clean(f); !isCert(f) {
 			continue
 		}
 		p.Env = append(p.Env, policyengine.Entry{Value: k, From: []string{from(k)}})
-		if f = filepath.Clean(f); !inBaseline(f) {
+		if !inBaseline(f) {
 			reads[f] = append(reads[f], from(k))
 		}
 	}
 	for _, k := range caDirVars {
 		var dirs []string
 		for _, d := range filepath.SplitList(getenv(k)) {
-			if filepath.IsAbs(d) && certDir(d, vars) {
+			if filepath.IsAbs(d) && (inBaseline(filepath.Clean(d)+"/x") || certDir(d, vars)) {
 				dirs = append(dirs, filepath.Clean(d))
 			}
 		}
@@ -71,16 +87,26 @@ func hostCAs(getenv func(string) string, vars skill.Variables) policyengine.Perm
 // inBaseline reports whether the system baseline reads p, outside /tmp
 // (whose glob stands for the sandbox's own /tmp) and /proc.
 func inBaseline(p string) bool {
-	for _, s := range policyengine.SystemRead {
-		if s == "/tmp/**" || s == "/proc/**" {
-			continue
-		}
-		if g, err := policyengine.CompileGlob(s); err == nil && g.Match(p) {
+	for _, g := range baselineGlobs() {
+		if g.Match(p) {
 			return true
 		}
 	}
 	return false
 }
+
+var baselineGlobs = sync.OnceValue(func() []*policyengine.Glob {
+	var out []*policyengine.Glob
+	for _, s := range policyengine.SystemRead {
+		if s == "/tmp/**" || s == "/proc/**" {
+			continue
+		}
+		if g, err := policyengine.CompileGlob(s); err == nil {
+			out = append(out, g)
+		}
+	}
+	return out
+})
 
 // certFile reports whether f is a regular file of PEM certificates with
 // no private key in it.

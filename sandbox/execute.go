@@ -328,7 +328,7 @@ func (e *execution) run(ctx context.Context) error {
 		}
 	}
 	if lr != nil {
-		if err := lr.makeTmp(plan.HomeCaches); err != nil {
+		if err := lr.makeTmp(); err != nil {
 			return abort(err)
 		}
 	}

@@ -64,23 +64,12 @@ func (e *execution) prepareLandlock(spec *Spec) (*landlockRun, error) {
 	return r, nil
 }
 
-// makeTmp makes the run's TMPDIR (0700), which must be new, and in it,
-// the run's HOME, the links to the home store's caches.
-func (r *landlockRun) makeTmp(links []HomeLink) error {
+// makeTmp makes the run's TMPDIR (0700), which must be new.
+func (r *landlockRun) makeTmp() error {
 	if err := os.Mkdir(r.tmp, 0o700); err != nil {
 		return fmt.Errorf("making the run's TMPDIR: %w", err)
 	}
 	r.made = true
-	for _, l := range links {
-		// Nothing but corral has seen the folder yet: plain calls do.
-		link := filepath.Join(r.tmp, l.Link)
-		if err := os.MkdirAll(filepath.Dir(link), 0o700); err != nil {
-			return fmt.Errorf("making the run's HOME: %w", err)
-		}
-		if err := os.Symlink(l.Target, link); err != nil {
-			return fmt.Errorf("making the run's HOME: %w", err)
-		}
-	}
 	return nil
 }
 

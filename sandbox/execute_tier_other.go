@@ -14,7 +14,7 @@ type landlockRun struct{}
 func (e *execution) prepareLandlock(*Spec) (*landlockRun, error) { return nil, ErrUnsupported }
 func (r *landlockRun) serve(*execution, []*os.File)              {}
 func (r *landlockRun) close(func(string))                        {}
-func (r *landlockRun) makeTmp([]HomeLink) error                  { return ErrUnsupported }
+func (r *landlockRun) makeTmp() error                            { return ErrUnsupported }
 
 // tier is the launcher's own (macOS: its Seatbelt profile).
 func (e *execution) tier(launch **Launch) (TierInfo, error) { return (*launch).Tier() }

@@ -31,17 +31,21 @@ func TestHomeCachesPersist(t *testing.T) {
 			args := append([]string{"exec", "--quiet", "--report", report, "--work-dir", dir, "--skill", sk}, flags...)
 			return u.run(t, runOpts{args: append(args, "--", "bash", "-c", script), dir: dir, env: env})
 		}
-		plant := `set -e
-echo kept > ~/.cache/marker
-mkdir -p ~/go/pkg/mod/example.com ~/.cargo ~/.config/git
-echo mod > ~/go/pkg/mod/example.com/m
-echo npm > ~/.npm/n
+		// Where the tools look: the landlock tier names the caches by
+		// their variables, the namespaces tier binds them in place.
+		dirs := `cache=${XDG_CACHE_HOME:-$HOME/.cache} mod=${GOMODCACHE:-$HOME/go/pkg/mod} npm=${npm_config_cache:-$HOME/.npm}
+`
+		plant := dirs + `set -e
+echo kept > $cache/marker
+mkdir -p $mod/example.com ~/.cargo ~/.config/git
+echo mod > $mod/example.com/m
+echo npm > $npm/n
 echo 'echo PLANTED-PROFILE' > ~/.profile
 echo 'echo PLANTED-BASHRC' > ~/.bashrc
 echo 'echo PLANTED-BASH-PROFILE' > ~/.bash_profile
 printf '[core]\n\tfsmonitor = echo PLANTED-GIT\n' > ~/.config/git/config
 printf '[build]\nrustc-wrapper = "/bin/false"\n' > ~/.cargo/config.toml
-chmod 0777 ~/.cache
+chmod 0777 $cache
 `
 		if r := run(work, plant); r.code != 0 {
 			t.Fatalf("planting:\n%s", r)
@@ -53,7 +57,7 @@ chmod 0777 ~/.cache
 		if err := json.Unmarshal(data, &rep); err != nil || rep.HomeStore == "" || !strings.HasPrefix(rep.HomeStore, filepath.Join(home, ".cache", "corral", "homes")+"/") {
 			t.Fatalf("the report's home_store %q (%v), want a folder in %s/.cache/corral/homes", rep.HomeStore, err, home)
 		}
-		look := `cat ~/.cache/marker ~/go/pkg/mod/example.com/m ~/.npm/n 2>&1
+		look := dirs + `cat $cache/marker $mod/example.com/m $npm/n 2>&1
 ls -A ~ | tr '\n' ' '; echo
 ls ~/.config ~/.cargo 2>&1 | tr '\n' ' '; echo
 git config --global --get core.fsmonitor || echo no-fsmonitor`
