@@ -31,6 +31,6 @@ func (s *Skills) CheckPlan(ev *agentpolicy.Evaluator, tier sandbox.Tier) (*sandb
 			made = append(made, r.dir)
 		}
 	}
-	spec := sandbox.Spec{WorkDir: sk.Vars.WorkDir, Env: os.Environ(), Home: sk.Vars.Home, Keep: KeptPaths(sk, ev), Tier: tier, HomeStore: sk.HomeStore(), SetEnv: sk.Exports}
+	spec := sandbox.Spec{WorkDir: sk.Vars.WorkDir, Env: os.Environ(), Home: sk.Vars.Home, Keep: KeptPaths(sk, ev), Tier: tier, HomeStore: sk.HomeStore(tier), HomeGit: sk.HasGitIdentity(), SetEnv: sk.Exports}
 	return sandbox.CheckPlan(sk.Perms, spec, made)
 }

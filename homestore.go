@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -32,8 +33,13 @@ func HomeStoreRoot(home string) string {
 
 // homeKey names the store of a work dir and a set of skills: the work
 // dir's last name (for people) and a hash of the work dir and the skill
-// folders, by their real paths.
-func homeKey(workDir string, skills []string) string {
+// folders, by their real paths, and of what else decides what a run may do
+// (extra: the merged permissions after the policy's caps, the tier). A
+// run that could reach less (no network, a read-only work dir) never
+// shares caches with one that could reach more: what the one leaves there
+// (a hard link, a program a tool runs from its cache) must not act with
+// the other's rights.
+func homeKey(workDir string, skills []string, extra ...string) string {
 	real := func(p string) string {
 		if r, err := filepath.EvalSymlinks(p); err == nil {
 			return r
@@ -51,6 +57,9 @@ func homeKey(workDir string, skills []string) string {
 	for _, d := range dirs {
 		fmt.Fprintf(h, "%s\x00", d)
 	}
+	for _, x := range extra {
+		fmt.Fprintf(h, "\x01%s", x)
+	}
 	name := strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
 			return r
@@ -64,26 +73,53 @@ func homeKey(workDir string, skills []string) string {
 // skills' work dir and folders (exec makes it), "" where there is none: no
 // home to put it in, or a write grant reaches it (a sandbox that could
 // write there could fill another work dir's caches).
-func (sk *Skills) HomeStore() string {
+func (sk *Skills) HomeStore(tier sandbox.Tier) string {
 	root := HomeStoreRoot(sk.Vars.Home)
 	if root == "" {
 		return ""
 	}
-	for _, w := range sandbox.WritableRoots(sk.Perms, sk.Vars.WorkDir) {
-		if within(root, w) || within(w, root) {
-			return ""
-		}
+	// As written and as the kernel resolves it (a ~/.cache that is a
+	// symlink to /data/cache, a write grant of /data/**).
+	roots := []string{root}
+	if real := realPrefix(root); real != root {
+		roots = append(roots, real)
 	}
-	for _, e := range sk.Perms.Write {
-		if g, err := policyengine.CompileGlob(e.Value); err == nil && (within(root, g.Base()) || within(g.Base(), root)) {
-			return ""
+	for _, r := range roots {
+		for _, w := range sandbox.WritableRoots(sk.Perms, sk.Vars.WorkDir) {
+			if within(r, w) || within(w, r) {
+				return ""
+			}
+		}
+		for _, e := range sk.Perms.Write {
+			if g, err := policyengine.CompileGlob(e.Value); err == nil {
+				b := realPrefix(g.Base())
+				if within(r, g.Base()) || within(g.Base(), r) || within(r, b) || within(b, r) {
+					return ""
+				}
+			}
 		}
 	}
 	dirs := make([]string, len(sk.List))
 	for i, s := range sk.List {
 		dirs[i] = s.Dir
 	}
-	return filepath.Join(root, homeKey(sk.Vars.WorkDir, dirs))
+	perms, _ := json.Marshal(sk.Perms)
+	return filepath.Join(root, homeKey(sk.Vars.WorkDir, dirs, string(perms), string(tier)))
+}
+
+// realPrefix is p with its longest existing prefix resolved.
+func realPrefix(p string) string {
+	for q, rest := p, ""; ; {
+		if real, err := filepath.EvalSymlinks(q); err == nil {
+			return filepath.Join(real, rest)
+		}
+		parent := filepath.Dir(q)
+		if parent == q {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(q), rest)
+		q = parent
+	}
 }
 
 // homeStore makes (or finds) the folder of the private HOME's caches for
@@ -92,8 +128,8 @@ func (sk *Skills) HomeStore() string {
 // "" where the store cannot be trusted or a write grant reaches it (a
 // sandbox that could write there could fill another work dir's caches),
 // and whether the git identity is there.
-func homeStore(sk *Skills, warn func(string)) (string, bool) {
-	dir := sk.HomeStore()
+func homeStore(sk *Skills, tier sandbox.Tier, warn func(string)) (string, bool) {
+	dir := sk.HomeStore(tier)
 	if dir == "" {
 		return "", false
 	}
@@ -112,6 +148,11 @@ func homeStore(sk *Skills, warn func(string)) (string, bool) {
 		return "", false
 	}
 	defer unix.Close(fd)
+	// By its real path, which the mounts, the Landlock rules and the
+	// supervisor's roots compare with.
+	if real, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd)); err == nil && filepath.IsAbs(real) {
+		dir = real
+	}
 	for _, c := range sandbox.HomeCaches {
 		if err := mkdirOwn(fd, c.Name); err != nil {
 			warn(fmt.Sprintf("the private HOME starts empty (its caches are not kept): %s: %v", filepath.Join(dir, c.Name), err))
@@ -138,6 +179,10 @@ func openStoreDir(base string, parts []string) (int, error) {
 	if err != nil {
 		return -1, &os.PathError{Op: "open", Path: base, Err: err}
 	}
+	if !ownFolderFd(fd, true) {
+		unix.Close(fd)
+		return -1, &os.PathError{Op: "open", Path: base, Err: unix.EPERM} // not this user's to keep caches in
+	}
 	p := base
 	for _, part := range parts {
 		p = filepath.Join(p, part)
@@ -152,6 +197,10 @@ func openStoreDir(base string, parts []string) (int, error) {
 		unix.Close(fd)
 		if err != nil {
 			return -1, &os.PathError{Op: "open", Path: p, Err: err}
+		}
+		if !ownFolderFd(next, false) {
+			unix.Close(next)
+			return -1, fmt.Errorf("%s: not a folder of this user's closed to others", p)
 		}
 		fd = next
 	}
@@ -176,12 +225,29 @@ func mkdirOwn(dirfd int, name string) error {
 		return fmt.Errorf("not a folder")
 	case int(st.Uid) != os.Geteuid():
 		return fmt.Errorf("owned by uid %d, not this user", st.Uid)
-	case st.Mode&0o7077 != 0:
-		// AT_SYMLINK_NOFOLLOW is not implemented for fchmodat before
-		// fchmodat2; the fstatat above saw a folder, not a link.
+	case st.Mode&0o7777 != 0o700:
+		// Exactly 0700: a command may have opened its cache folder to
+		// others, or closed it to later runs (chmod 000). AT_SYMLINK_NOFOLLOW
+		// is not implemented for fchmodat before fchmodat2; the fstatat
+		// above saw a folder, not a link, in a folder no sandbox reaches.
 		return unix.Fchmodat(dirfd, name, 0o700, 0)
 	}
 	return nil
+}
+
+// ownFolderFd checks, on the open folder fd, that it is this user's and
+// nobody else's (0700), or, for the base ($XDG_CACHE_HOME, ~/.cache),
+// this user's or root's and writable by nobody else, so no other user
+// can swap what lies below.
+func ownFolderFd(fd int, base bool) bool {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return false
+	}
+	if base {
+		return (int(st.Uid) == os.Geteuid() || st.Uid == 0) && st.Mode&0o022 == 0
+	}
+	return int(st.Uid) == os.Geteuid() && st.Mode&0o7777 == 0o700
 }
 
 // writeOwn makes dirfd/name hold data (0600), by a new file renamed over
@@ -210,6 +276,10 @@ func writeOwn(dirfd int, name string, data []byte) error {
 	}
 	return werr
 }
+
+// HasGitIdentity reports whether the host's git config names who commits,
+// which the private HOME then gets (explain and check show it).
+func (sk *Skills) HasGitIdentity() bool { return gitIdentity(sk.Vars.Home) != nil }
 
 // identityKeys are what of the host's git config the private HOME gets:
 // who commits, and the name `git init` gives the first branch. Nothing

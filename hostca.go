@@ -123,9 +123,9 @@ func certFile(f string) bool {
 // files and OpenSSL's hash links (5d84a7c8.0, 5d84a7c8.r0).
 var certName = regexp.MustCompile(`(?i)^([0-9a-f]{8}\.r?[0-9]+|.*\.(pem|crt|cer|der))$`)
 
-// certDir reports whether d is a folder of certificates only: every
-// entry a certificate's name or a folder, and d neither the home, the
-// work dir nor above them.
+// certDir reports whether d is a folder of certificates only (at most
+// 1000, each a certificate's name holding certificates and no private
+// key; no folder), and neither the home, the work dir nor above them.
 func certDir(d string, vars skill.Variables) bool {
 	real, err := filepath.EvalSymlinks(d)
 	if err != nil {
@@ -136,12 +136,15 @@ func certDir(d string, vars skill.Variables) bool {
 			return false
 		}
 	}
+	// Every file is read: a *.pem may as well be a key. The grant is
+	// the folder whole, so it may hold no folder, whose files would not
+	// have been read.
 	entries, err := os.ReadDir(real)
-	if err != nil || len(entries) == 0 || len(entries) > 10000 {
+	if err != nil || len(entries) == 0 || len(entries) > 1000 {
 		return false
 	}
 	for _, e := range entries {
-		if !e.IsDir() && !certName.MatchString(e.Name()) {
+		if e.IsDir() || !certName.MatchString(e.Name()) || !certFile(filepath.Join(real, e.Name())) {
 			return false
 		}
 	}

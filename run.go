@@ -324,7 +324,7 @@ func run(ctx context.Context, spec Spec, r *Result) error {
 	var homeDir string
 	var homeGit bool
 	if !spec.FreshHome && runtime.GOOS == "linux" {
-		homeDir, homeGit = homeStore(sk, warn)
+		homeDir, homeGit = homeStore(sk, spec.Tier, warn)
 	}
 	var proxy *netns.Proxy // made when the plan has one
 	handed = true

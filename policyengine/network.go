@@ -193,8 +193,6 @@ func ParseBindPort(s string) (string, error) {
 	return strconv.Itoa(n), nil
 }
 
-// BindPorts are the ports p lets the command listen on, and whether it
-// may listen on any.
 // LoopbackPorts are the ports network.allow grants on the host's
 // loopback by name ("preset:loopback:8080"), none of them a network.bind
 // port (a connect to such a port inside the sandbox is its own server's),
@@ -221,6 +219,8 @@ func (p Permissions) LoopbackPorts() []int {
 	return ports
 }
 
+// BindPorts are the ports p lets the command listen on, and whether it
+// may listen on any.
 func (p Permissions) BindPorts() (ports []int, any bool) {
 	for _, e := range p.Bind {
 		if e.Value == "*" {

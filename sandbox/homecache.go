@@ -69,6 +69,15 @@ func (b *builder) homeCaches(home string) {
 		b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountBind, Source: src, Target: target, Dir: true, NoExec: b.plan.Exec.Restricted, Why: homeCacheWhy})
 		b.plan.HomeCaches = append(b.plan.HomeCaches, HomeLink{Link: c.Rel, Target: src})
 	}
+	// A toolchain the go command switches to (GOTOOLCHAIN=auto) runs from
+	// the module cache unchecked once it is there: one a run planted in
+	// the kept cache would run in place of go itself on later runs. The
+	// sandbox's go stays the host's (local), unless the caller's env
+	// rules pass GOTOOLCHAIN.
+	if !slices.ContainsFunc(b.plan.Env, func(kv string) bool { return strings.HasPrefix(kv, "GOTOOLCHAIN=") }) {
+		b.plan.Env = append(b.plan.Env, "GOTOOLCHAIN=local")
+		slices.Sort(b.plan.Env)
+	}
 	if b.spec.HomeGit && !reached(path.Join(home, ".gitconfig")) {
 		src := filepath.Join(store, HomeGitConfig)
 		b.plan.Mounts = append(b.plan.Mounts, Mount{Kind: MountBind, Source: src, Target: path.Join(home, ".gitconfig"), ReadOnly: true, NoExec: true, Why: "the host's git identity (user.name, user.email)"})

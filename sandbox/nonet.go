@@ -57,6 +57,16 @@ func nxdomain(q []byte) (reply []byte, name string, ok bool) {
 		labels = append(labels, strings.ToLower(string(q[i:i+l])))
 		i += l
 	}
+	// Only a host name's letters, digits, '-' and '_' are noted: the name
+	// goes into corral's own warning and the grant it suggests, which
+	// must not say "*" or carry a line of the command's choosing.
+	name = strings.Join(labels, ".")
+	for _, c := range []byte(name) {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			name = ""
+			break
+		}
+	}
 	if i+4 > len(q) {
 		return nil, "", false
 	}
@@ -68,5 +78,5 @@ func nxdomain(q []byte) (reply []byte, name string, ok bool) {
 	for j := 6; j < 12; j++ {
 		reply[j] = 0 // no answer, authority or additional records
 	}
-	return reply, strings.Join(labels, "."), true
+	return reply, name, true
 }

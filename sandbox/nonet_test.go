@@ -27,6 +27,11 @@ func TestNXDomain(t *testing.T) {
 	if !bytes.Equal(reply[12:], q[12:]) {
 		t.Errorf("question % x, want it echoed", reply[12:])
 	}
+	for _, odd := range [][]byte{query("*"), query("a\nb", "test"), query("preset:private")} {
+		if _, name, ok := nxdomain(odd); !ok || name != "" {
+			t.Errorf("%q: noted %q (answered %v); want an answer and no name noted", odd[13:], name, ok)
+		}
+	}
 	for name, bad := range map[string][]byte{
 		"short":        q[:11],
 		"a response":   append([]byte{0x12, 0x34, 0x81, 0x00}, q[4:]...),

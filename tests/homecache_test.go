@@ -91,6 +91,15 @@ git config --global --get core.fsmonitor || echo no-fsmonitor`
 		if err := json.Unmarshal(data, &rep); err != nil || rep.HomeStore != "" {
 			t.Errorf("--fresh-home: the report's home_store is %q (%v), want \"\"", rep.HomeStore, err)
 		}
+		if r := run(work, "echo $GOTOOLCHAIN"); r.stdout != "local\n" {
+			t.Errorf("GOTOOLCHAIN with kept caches: %q, want local (a toolchain in the kept module cache would run unchecked)", r.stdout)
+		}
+		// Other permissions, same skill folder and work dir: another store
+		// (what a run leaves in its caches never acts with more rights).
+		writeSkill(t, skills, "coder", "  fs:\n    write: [\"$WORK_DIR/**\"]\n  network:\n    allow: [\"api.test:443\"]\n")
+		if r := run(work, look); strings.Contains(r.stdout, "kept") {
+			t.Errorf("a run with other permissions sees the caches:\n%s", r)
+		}
 	})
 }
 
@@ -183,9 +192,13 @@ func TestCABundleVariables(t *testing.T) {
 		key := filepath.Join(certs, "client.pem")
 		writeFile(t, key, "-----BEGIN CERTIFICATE-----\nMIIBcli\n-----END CERTIFICATE-----\n-----BEGIN PRIVATE KEY-----\nSECRET-KEY\n-----END PRIVATE KEY-----\n", 0o644)
 		writeFile(t, filepath.Join(home, "notes.txt"), "SECRET-HOME\n", 0o644)
+		// A folder of *.pem files, one of them a key: not granted.
+		keys := filepath.Join(certs, "keys")
+		writeFile(t, filepath.Join(keys, "ca.pem"), "-----BEGIN CERTIFICATE-----\nMIIBca\n-----END CERTIFICATE-----\n", 0o644)
+		writeFile(t, filepath.Join(keys, "privkey.pem"), "-----BEGIN PRIVATE KEY-----\nSECRET-DIR-KEY\n-----END PRIVATE KEY-----\n", 0o644)
 		env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8", "HOME=" + home,
-			"NODE_EXTRA_CA_CERTS=" + ca, "REQUESTS_CA_BUNDLE=" + key, "SSL_CERT_DIR=" + home}
-		script := `echo "node=$NODE_EXTRA_CA_CERTS req=$REQUESTS_CA_BUNDLE dir=$SSL_CERT_DIR"; cat "` + ca + `"; cat "` + key + `" "` + home + `/notes.txt" 2>&1`
+			"NODE_EXTRA_CA_CERTS=" + ca, "REQUESTS_CA_BUNDLE=" + key, "SSL_CERT_DIR=" + home + ":" + keys}
+		script := `echo "node=$NODE_EXTRA_CA_CERTS req=$REQUESTS_CA_BUNDLE dir=$SSL_CERT_DIR"; cat "` + ca + `"; cat "` + key + `" "` + home + `/notes.txt" "` + keys + `/privkey.pem" 2>&1`
 		r := u.run(t, runOpts{args: []string{"exec", "--quiet", "--work-dir", work, "--", "sh", "-c", script}, dir: work, env: env})
 		if !strings.Contains(r.stdout, "node="+ca+" req= dir=\n") || !strings.Contains(r.stdout, "MIIBcorp") {
 			t.Errorf("NODE_EXTRA_CA_CERTS and its file:\n%s", r)
