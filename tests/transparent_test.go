@@ -51,9 +51,13 @@ curl -q -sS --max-time 10 --socks5-hostname 127.0.0.1:3128 -o /dev/null -w 'CASE
 curl -q -sS --max-time 10 -o /dev/null -w 'CASE proxied %%{http_code}\n' http://api.test:%[1]d/proxied
 bash -c 'exec 3<>/dev/tcp/api.test/%[1]d && printf "GET /bash HTTP/1.0\r\n\r\n" >&3 && head -c 15 <&3 && echo' 
 `, o.port, denied.port)
+		// Node's fetch at times never settles when the connection is
+		// reset as it opens (about 1 in 10 runs here, with or without
+		// corral's latest changes), and node exits 0 with nothing said:
+		// that is no connection too (the origin's count below decides).
 		if _, err := exec.LookPath("node"); err == nil {
 			script += fmt.Sprintf(`node -e 'fetch("http://api.test:%[1]d/node").then(r => console.log("CASE node " + r.status), e => console.log("CASE node err " + e.cause))'
-node -e 'fetch("http://other.test:%[2]d/").then(r => console.log("CASE nodedenied " + r.status), e => console.log("CASE nodedenied 000"))'
+node -e 'let done = 0; process.on("exit", () => done || console.log("CASE nodedenied 000")); fetch("http://other.test:%[2]d/").then(r => { done = 1; console.log("CASE nodedenied " + r.status) }, e => { done = 1; console.log("CASE nodedenied 000") })'
 `, o.port, denied.port)
 		}
 		r := f.run(t, script, "--resolve", "api.test=127.0.0.1", "--resolve", "other.test=127.0.0.1")
