@@ -179,8 +179,15 @@ func TestCABundleVariables(t *testing.T) {
 	attack(t, "filesystem", "read a secret through a CA bundle variable")
 	users(t, func(t *testing.T, u user) {
 		work := newDir(t, u, "work")
-		// Outside /tmp, which the namespaces tier replaces with its own.
+		// Outside /tmp, which the namespaces tier replaces with its own:
+		// in / as root, else in the home folder of the user the tests
+		// run as (not the sandbox's HOME below).
 		certs, err := os.MkdirTemp("/", "corral-e2e-certs-")
+		if err != nil {
+			if h, herr := os.UserHomeDir(); herr == nil && !strings.HasPrefix(h, "/tmp") {
+				certs, err = os.MkdirTemp(h, "corral-e2e-certs-")
+			}
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -165,8 +165,13 @@ func TestTierLandlockChown(t *testing.T) {
 		mine := filepath.Join(outside, "mine")
 		writeFile(t, mine, "x", 0o644)
 		own(t, u, mine)
-		// Owned by the command's uid, in a group it is not in.
+		// Owned by the command's uid, in a group it is not in (where the
+		// tests run as root; an ordinary user cannot give it one).
 		os.Lchown(mine, uidOf(u), 100)
+		var before unix.Stat_t
+		if err := unix.Lstat(mine, &before); err != nil {
+			t.Fatal(err)
+		}
 		sk := writeSkill(t, newDir(t, u, "skills"), "files", "  fs:\n    write: [\""+work+"/**\"]\n")
 		r := tierScript(t, u, m, work, []string{sk}, fmt.Sprintf(`
 cd %[1]s
@@ -183,8 +188,8 @@ chgrp "$(id -g)" %[2]s; chown "$(id -u)" %[2]s
 			}
 		}
 		var st unix.Stat_t
-		if err := unix.Lstat(mine, &st); err != nil || int(st.Uid) != uidOf(u) || st.Gid != 100 {
-			t.Errorf("the file outside the grants is now %d:%d (%v), want %d:100:\n%s", st.Uid, st.Gid, err, uidOf(u), r)
+		if err := unix.Lstat(mine, &st); err != nil || st.Uid != before.Uid || st.Gid != before.Gid {
+			t.Errorf("the file outside the grants is now %d:%d (%v), want %d:%d as before:\n%s", st.Uid, st.Gid, err, before.Uid, before.Gid, r)
 		}
 		if err := unix.Lstat(filepath.Join(work, "f"), &st); err != nil || int(st.Uid) != uidOf(u) {
 			t.Errorf("f is owned by %d (%v), want %d", st.Uid, err, uidOf(u))
