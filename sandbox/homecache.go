@@ -38,7 +38,7 @@ var HomeCaches = []HomeCache{
 const HomeGitConfig = "gitconfig"
 
 // homeCacheWhy is the Why of the home caches' mounts and rules.
-const homeCacheWhy = "private HOME's caches (kept between runs with this work dir and these skills)"
+const homeCacheWhy = "private HOME's caches (kept between runs with this work dir, these skills and these permissions)"
 
 // homeCaches binds the home store's caches (and the git identity) into
 // the private HOME at home. A cache a grant reaches (a grant of
@@ -74,7 +74,7 @@ func (b *builder) homeCaches(home string) {
 	// the kept cache would run in place of go itself on later runs. The
 	// sandbox's go stays the host's (local), unless the caller's env
 	// rules pass GOTOOLCHAIN.
-	if !slices.ContainsFunc(b.plan.Env, func(kv string) bool { return strings.HasPrefix(kv, "GOTOOLCHAIN=") }) {
+	if !envHas(b.plan.Env, "GOTOOLCHAIN") {
 		b.plan.Env = append(b.plan.Env, "GOTOOLCHAIN=local")
 		slices.Sort(b.plan.Env)
 	}
@@ -86,8 +86,8 @@ func (b *builder) homeCaches(home string) {
 }
 
 // HomeLink is a folder (or file) of the home store the private HOME holds
-// at Link (relative to HOME): a bind in the namespaces tier, a symlink in
-// the landlock tier's HOME, the run's TMPDIR.
+// at Link (relative to HOME): a bind in the namespaces tier, a variable
+// that names it in the landlock tier (homeCacheVars).
 type HomeLink struct {
 	Link     string `json:"link"`
 	Target   string `json:"target"`
@@ -124,7 +124,7 @@ func (b *builder) landlockHomeCaches() {
 	// Gradle, which have none of their own, are not kept in this tier.
 	p.HomeCaches = slices.DeleteFunc(p.HomeCaches, func(l HomeLink) bool {
 		v := homeCacheVars[l.Link]
-		if v == "" || slices.ContainsFunc(p.Env, func(kv string) bool { return strings.HasPrefix(kv, v+"=") }) {
+		if v == "" || envHas(p.Env, v) {
 			return true
 		}
 		p.Env = append(p.Env, v+"="+l.Target)
@@ -140,4 +140,9 @@ func (b *builder) landlockHomeCaches() {
 		}
 		p.Landlock.Rules = append(p.Landlock.Rules, PathRule{Path: l.Target, Access: access, Rights: rightsString(access), From: homeCacheWhy})
 	}
+}
+
+// envHas reports whether env sets the variable k.
+func envHas(env []string, k string) bool {
+	return slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, k+"=") })
 }
