@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -517,11 +518,17 @@ func own(t *testing.T, u user, paths ...string) {
 		if !exists(p) {
 			continue
 		}
+		// A file may go away during the walk: git (2.47 and later)
+		// runs its maintenance detached after a commit, which makes
+		// and removes .git/objects/maintenance.lock.
 		err := filepath.Walk(p, func(path string, _ os.FileInfo, err error) error {
-			if err != nil {
-				return err
+			if err == nil {
+				err = os.Lchown(path, nobody, nobody)
 			}
-			return os.Lchown(path, nobody, nobody)
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
 		})
 		if err != nil {
 			t.Fatal(err)
