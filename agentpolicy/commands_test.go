@@ -354,3 +354,28 @@ func TestSkillLoadRule(t *testing.T) {
 	d := evaluator(t, nil, l).CheckTool("skill_load", "other")
 	wantContains(t, "confirm", d.Reason, "loading skill other", "{tool: skill_load, skill_name: other}")
 }
+
+// TestBashScriptsReadAsBash: a bash -c or bash -lc script (how agents
+// call the shell) is read with bash's grammar, so an allow rule covers
+// its programs; sh -c's script is read as both shells read it, and bash
+// code that runs what the words do not show is put to the user.
+func TestBashScriptsReadAsBash(t *testing.T) {
+	e := project(t, "version: 1\npermissions:\n  allow:\n    - command: go test\n    - command: echo\n  deny:\n    - command: git push\n")
+	for _, line := range []string{
+		`bash -lc '[[ -f go.mod ]] && go test ./...'`,
+		`bash -c 'for ((i=0;i<3;i++)); do echo $i; done'`,
+		`bash -c 'echo $((1+2)) "${HOME:0:1}" $'"'"'a\tb'"'"'; go test -run "Test${x:-A}" <<< "$(echo in)"'`,
+		`bash -lc 'git status --short'`,
+	} {
+		wantDecision(t, line, e.CheckExec(line), policyengine.Allow, "-", "-")
+	}
+	for _, line := range []string{
+		`sh -c '[[ -f go.mod ]] && go test ./...'`,
+		`bash -c 'x=$(cat f); echo $((x))'`,
+		`bash -c '[[ -f go.mod ]] && rm -rf build'`,
+	} {
+		wantDecision(t, line, e.CheckExec(line), policyengine.Confirm, "", "")
+	}
+	wantDecision(t, "deny inside bash -c", e.CheckExec(`bash -lc '[[ -d .git ]] && git push'`),
+		policyengine.Deny, "permissions.deny {command: git push}", "-")
+}

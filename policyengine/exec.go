@@ -48,7 +48,7 @@ var errTooDeep = errors.New("the command nests shells, eval or wrappers too deep
 // files, programs and network as the line runs, and the answer is an
 // allow whose Unread says what was not read.
 func (e *Engine) CheckExec(line string) Decision {
-	return e.settle(e.checkLine(line, 0, nil, nil))
+	return e.settle(e.checkLine(line, 0, nil, nil, shEither))
 }
 
 // CheckArgv decides whether argv may be executed directly (no shell
@@ -58,7 +58,7 @@ func (e *Engine) CheckArgv(argv []string) Decision {
 	if len(argv) == 0 || argv[0] == "" {
 		return Decision{Action: Deny, Reason: "empty command"}
 	}
-	return e.settle(e.checkCommand(Command{Program: argv[0], Args: argv[1:]}, 0, false, lineState{cwd: e.startCwd()}))
+	return e.settle(e.checkCommand(Command{Program: argv[0], Args: argv[1:]}, 0, false, lineState{cwd: e.startCwd(), single: true}))
 }
 
 // settle is the answer to a whole check: an error (syntax the reader
@@ -96,6 +96,10 @@ type lineState struct {
 	// cwd is where the line may be when a command runs; nested lines
 	// share it, so that what one learns the others see.
 	cwd *cwdState
+	// sh is the shell that reads the line; single says the line is one
+	// command that corral was given (see nestedShell).
+	sh     lineShell
+	single bool
 }
 
 // cwdState is where a line may be: the work dir, and every cd target
@@ -127,11 +131,11 @@ const maxDirs = 16
 
 // checkLine checks a command line; cwd and functions are what the shell
 // that reads it starts with (nil: the work dir, no functions).
-func (e *Engine) checkLine(line string, depth int, cwd *cwdState, functions map[string]bool) (Decision, error) {
+func (e *Engine) checkLine(line string, depth int, cwd *cwdState, functions map[string]bool, sh lineShell) (Decision, error) {
 	if depth > maxShellDepth {
 		return Decision{}, errTooDeep
 	}
-	cmds, err := SplitCommandLine(line)
+	cmds, err := splitLine(line, sh)
 	if errors.Is(err, ErrEmptyCommand) && depth > 0 {
 		// A nested line that runs nothing: trap '' TERM, eval '',
 		// sh -c ''.
@@ -147,7 +151,7 @@ func (e *Engine) checkLine(line string, depth int, cwd *cwdState, functions map[
 	if cwd == nil {
 		cwd = e.startCwd()
 	}
-	st := lineState{cwd: cwd, functions: maps.Clone(functions)}
+	st := lineState{cwd: cwd, functions: maps.Clone(functions), sh: sh, single: depth == 0 && len(cmds) == 1}
 	var allowed []string
 	var unread string
 	for _, c := range cmds {
@@ -287,9 +291,9 @@ func (e *Engine) checkCommand(c Command, depth int, inShell bool, st lineState) 
 		case r.write != "":
 			d = e.checkRedirectIn(Redirect{Op: ">", Target: r.write}, st.cwd.dirs)
 		case r.isLine && r.sameShell:
-			d, err = e.checkLine(r.line, depth+1, cwd, st.functions)
+			d, err = e.checkLine(r.line, depth+1, cwd, st.functions, st.sh)
 		case r.isLine:
-			d, err = e.checkLine(r.line, depth+1, cwd, nil)
+			d, err = e.checkLine(r.line, depth+1, cwd, nil, nestedShell(r, c, depth, st.single))
 		default:
 			// A wrapper's program runs with no shell around it; only
 			// command and builtin run builtins.

@@ -30,34 +30,37 @@ type Invocation struct {
 	Shell bool
 }
 
-// Invocations lists every program line runs, outermost first. Where the
-// words do not tell which program a wrapper runs, it is an error.
+// Invocations lists every program line runs, outermost first. The line
+// and the scripts of sh -c are read as both sh (dash) and bash read them,
+// those of bash -c with bash's grammar. Where the words do not tell which
+// program a wrapper runs, it is an error.
 func Invocations(line string) ([]Invocation, error) {
 	var out []Invocation
-	err := invocationsOf(line, 0, false, &out)
+	err := invocationsOf(line, 0, false, shEither, &out)
 	return out, err
 }
 
-func invocationsOf(line string, depth int, wrapped bool, out *[]Invocation) error {
+func invocationsOf(line string, depth int, wrapped bool, sh lineShell, out *[]Invocation) error {
 	if depth > maxShellDepth {
 		return errTooDeep
 	}
-	cmds, err := SplitCommandLine(line)
+	cmds, err := splitLine(line, sh)
 	if errors.Is(err, ErrEmptyCommand) && depth > 0 {
 		return nil // a nested line that runs nothing (trap '' TERM)
 	}
 	if err != nil {
 		return err
 	}
+	single := depth == 0 && len(cmds) == 1
 	for _, c := range cmds {
-		if err := invocationOf(c, depth, wrapped, true, out); err != nil {
+		if err := invocationOf(c, depth, wrapped, true, sh, single, out); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func invocationOf(c Command, depth int, isWrapped, inShell bool, out *[]Invocation) error {
+func invocationOf(c Command, depth int, isWrapped, inShell bool, sh lineShell, single bool, out *[]Invocation) error {
 	if depth > maxShellDepth {
 		return errTooDeep
 	}
@@ -89,9 +92,13 @@ func invocationOf(c Command, depth int, isWrapped, inShell bool, out *[]Invocati
 			if name == "eval" || shells[name] || name == "busybox" && len(c.Args) > 0 && shells[c.Args[0]] {
 				(*out)[self].Shell = true
 			}
-			err = invocationsOf(r.line, depth+1, true, out)
+			next := sh
+			if !r.sameShell {
+				next = nestedShell(r, c, depth, single && !isWrapped)
+			}
+			err = invocationsOf(r.line, depth+1, true, next, out)
 		default:
-			err = invocationOf(r.cmd, depth+1, true, r.inShell, out)
+			err = invocationOf(r.cmd, depth+1, true, r.inShell, sh, false, out)
 		}
 		if err != nil {
 			return err

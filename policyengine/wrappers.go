@@ -30,7 +30,9 @@ type nestedRun struct {
 	// sameShell: the line runs in the shell that runs c (eval, trap,
 	// alias), which knows the functions defined so far.
 	sameShell bool
-	write     string // a file the wrapper writes (time -o FILE)
+	// bash: bash reads the line (bash -c), with its own grammar.
+	bash  bool
+	write string // a file the wrapper writes (time -o FILE)
 	// chdir is the folder it runs in when the wrapper changes it (env -C
 	// DIR); "?" when that cannot be told (find -execdir, chroot).
 	chdir string
@@ -416,11 +418,12 @@ func shellRuns(name string, args []string, redirects []Redirect) ([]nestedRun, e
 			}
 		}
 	}
+	bash := name == "bash"
 	if hasC {
 		if i >= len(args) {
 			return nil, nil
 		}
-		return []nestedRun{{line: args[i], isLine: true}}, nil
+		return []nestedRun{{line: args[i], isLine: true, bash: bash}}, nil
 	}
 	if i < len(args) && !hasS {
 		return nil, nil // a script file, which the kernel confines
@@ -431,7 +434,7 @@ func shellRuns(name string, args []string, redirects []Redirect) ([]nestedRun, e
 	for _, r := range redirects {
 		switch r.Op {
 		case "<<<":
-			out = append(out, nestedRun{line: r.Target, isLine: true})
+			out = append(out, nestedRun{line: r.Target, isLine: true, bash: bash})
 		case "<<":
 			return nil, fmt.Errorf("%s reads its script from a here-document, which corral does not read; pass it with -c", name)
 		}

@@ -111,6 +111,57 @@ func TestPolicyCommandRules(t *testing.T) {
 	}
 }
 
+// TestPolicyReadsBashScripts: a bash -c or bash -lc script is read with
+// bash's grammar, so the policy's allow rules cover its programs and it
+// runs without --confirmed; sh -c's script is still read as dash reads
+// it too, a deny rule inside bash syntax still denies, and bash code that
+// would run a command hidden in a value (arithmetic on a file's content)
+// is put to the user, so without --confirmed it does not run. check exec
+// answers as exec does.
+func TestPolicyReadsBashScripts(t *testing.T) {
+	t.Parallel()
+	requireSandbox(t)
+	attack(t, "policy", "hide a command in a value bash evaluates as arithmetic, under an allow rule")
+	work := newDir(t, asSelf, "work")
+	writeFile(t, filepath.Join(work, "n.txt"), "a[$(touch PWNED)]\n", 0o644)
+	pol := writePolicy(t, newDir(t, asSelf, "policy"), "permissions:\n  deny:\n    - {command: \"git push\"}\n  allow:\n    - {command: echo}\n    - {command: read}\n")
+	policy := []string{"--work-dir", work, "--policy", pol, "--global-policy", ""}
+	run := func(argv ...string) result {
+		return asSelf.run(t, runOpts{args: append(append([]string{"exec"}, policy...), append([]string{"--"}, argv...)...), dir: work})
+	}
+	check := func(line string) result {
+		return asSelf.run(t, runOpts{args: append(append([]string{"check"}, policy...), "exec", line), dir: work})
+	}
+	for _, argv := range [][]string{
+		{"bash", "-lc", "[[ -f n.txt ]] && echo yes"},
+		{"bash", "-c", "for ((i=0;i<2;i++)); do echo yes$i; done"},
+	} {
+		if r := run(argv...); r.code != 0 || !strings.Contains(r.stdout, "yes") {
+			t.Errorf("%q: exit %d, want 0 without --confirmed:\n%s", argv, r.code, r)
+		}
+		if r := check(shellQuote(argv)); r.code != 0 {
+			t.Errorf("check exec %q: exit %d, want 0 (allow):\n%s", argv, r.code, r)
+		}
+	}
+	for _, argv := range [][]string{
+		{"sh", "-c", "[[ -f n.txt ]] && echo yes"},
+		{"bash", "-c", "read x < n.txt; echo $((x))"},
+	} {
+		if r := run(argv...); r.code != 126 || !strings.Contains(r.stderr, "--confirmed") {
+			t.Errorf("%q: exit %d, want 126 naming --confirmed:\n%s", argv, r.code, r)
+		}
+		if r := check(shellQuote(argv)); r.code != 2 {
+			t.Errorf("check exec %q: exit %d, want 2 (confirm):\n%s", argv, r.code, r)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(work, "PWNED")); err == nil {
+		t.Error("the command hidden in n.txt ran")
+	}
+	if r := run("bash", "-lc", "[[ -d . ]] && git push origin main"); r.code != 126 || !strings.Contains(r.stderr, "git push") {
+		t.Errorf("denied command inside [[ ]] &&: exit %d, want 126:\n%s", r.code, r)
+	}
+}
+
 // TestPolicyURLThroughProxy: the skill allows a loopback origin; the
 // policy's URL rules deny one path and its network caps deny another
 // port. The proxy enforces both, with the layer in the audit log.

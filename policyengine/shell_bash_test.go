@@ -1,0 +1,243 @@
+package policyengine
+
+import (
+	"errors"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// programsOf lists the programs and assignments-only commands of cmds.
+func programsOf(cmds []Command) []string {
+	var out []string
+	for _, c := range cmds {
+		if c.Program != "" {
+			out = append(out, c.Program)
+		}
+	}
+	return out
+}
+
+// TestBashGrammar: lines only bash reads are read as bash reads them,
+// with every program they run, nested ones included.
+func TestBashGrammar(t *testing.T) {
+	for _, tt := range []struct {
+		line string
+		want []string
+	}{
+		{"[[ -f go.mod ]] && go test ./...", []string{"go"}},
+		{"for ((i=0;i<3;i++)); do echo $i; done", []string{"echo"}},
+		{"n=1; echo $((n+1))", []string{"echo"}},
+		{"x=hello; echo ${x:1:3}", []string{"echo"}},
+		{"declare -A m; m[a]=1; m[$k]=2; echo ${m[a]} ${#m[@]}", []string{"declare", "echo"}},
+		{"IFS=$'\\n' read -r a <<< $'b\\na'", []string{"read"}},
+		{"sort -u <<< $'b\\na'", []string{"sort"}},
+		{"let x=1+2; let 'y = x * 2'; echo $y", []string{"echo"}},
+		{"tmp=$(mktemp); echo data > \"$tmp\"", []string{"mktemp", "echo"}},
+		{". .venv/bin/activate && python3 -m pytest -q", []string{".", "python3"}},
+		{"source env.sh; make", []string{"source", "make"}},
+		{"mapfile -t lines < notes.txt; echo \"${lines[@]}\"", []string{"mapfile", "echo"}},
+		{"f() { go vet ./...; }; f", []string{"go", "f"}},
+		{"$'\\x72m' -rf x", []string{"rm"}},
+		{"[[ $(rm -rf x) ]]", []string{"rm"}},
+		{"[[ -n $x ]] && { rm y; }", []string{"rm"}},
+		{"echo ${x:-$(rm y)}", []string{"echo", "rm"}},
+		{"cat <<EOF\n$(rm y)\nEOF", []string{"cat", "rm"}},
+		{"a=($(rm y)); echo ${a[0]}", []string{"rm", "echo"}},
+		{"declare x=$(rm y)", []string{"declare", "rm"}},
+		{"case $x in a) rm y;; esac", []string{"rm"}},
+		{"time rm x; ! rm y", []string{"rm", "rm"}},
+		{"diff <(sort a) <(sort b)", []string{"diff", "sort", "sort"}},
+		{"while read -r l; do echo \"$l\"; done < <(git ls-files)", []string{"read", "echo", "git"}},
+		{"[[ $a =~ ^v([0-9]+) ]] && echo \"${BASH_REMATCH[1]}\"", []string{"echo"}},
+		{"[[ $n -eq 3 ]]; n=3", nil},
+		{"x=$(( $RANDOM % 6 )); echo $((SECONDS + $# + x))", []string{"echo"}},
+		{"coproc cat; echo hi >&\"${COPROC[1]}\"", []string{"cat", "echo"}},
+	} {
+		cmds, err := splitBash(tt.line, true)
+		if err != nil {
+			t.Errorf("%q: %v", tt.line, err)
+			continue
+		}
+		if got := programsOf(cmds); !slices.Equal(got, tt.want) {
+			t.Errorf("%q: programs %q, want %q", tt.line, got, tt.want)
+		}
+	}
+}
+
+// TestBashHazards: where bash would run code that the words do not
+// show (a value evaluated again as arithmetic, ${x@P}, ${!x}, $"...",
+// mapfile's callback), the line is not read.
+func TestBashHazards(t *testing.T) {
+	for _, line := range []string{
+		"x='a[$(touch PWNED)]'; echo $((x))",
+		"x='a[$(touch PWNED)]'; (( x ))",
+		"x='a[$(touch PWNED)]'; echo $(( $x ))",
+		"x='a[$(touch PWNED)]'; let y=x",
+		"x='a[$(touch PWNED)]'; [[ $x -eq 1 ]]",
+		"x='a[$(touch PWNED)]'; [[ x -eq 1 ]]",
+		"x='a[$(touch PWNED)]'; echo ${s:x}",
+		"x='a[$(touch PWNED)]'; echo ${a[x]}",
+		"x='a[$(touch PWNED)]'; b[x]=1",
+		"x='a[$(touch PWNED)]'; b=([x]=1)",
+		"read x < f; (( x ))",
+		"read < f; (( REPLY ))",
+		"mapfile m < f; (( m[0] ))",
+		"printf -v x %s \"$y\"; (( x ))",
+		"getopts a: o; (( OPTARG ))",
+		"for x in 'a[$(touch PWNED)]'; do (( x )); done",
+		"echo ${x:='a[$(touch PWNED)]'}; (( x ))",
+		"(( $1 ))",
+		"(( count++ ))",
+		"echo 'a[$(touch PWNED)]'; (( _ ))",
+		"[[ $s =~ (.*) ]]; (( BASH_REMATCH[1] ))",
+		"echo $(( $(cat f) + 1 ))",
+		"eval \"$cmd\"; (( x )); x=1",
+		"source env.sh; x=1; (( x ))",
+		"$prog x; x=1; (( x ))",
+		"declare -n r=x; (( r ))",
+		"declare -i n; n=$y",
+		"local -n r=x",
+		"echo ${!x}",
+		"echo ${x@P}",
+		"echo $\"hello\"",
+		"[[ -v 'a[$(touch PWNED)]' ]]",
+		"a[$(touch PWNED)]=1",
+		"mapfile -C 'touch PWNED' -c 1 a < f",
+		"declare -A m; unset m; m[$k]=1",
+		"f() { local m; m[$k]=1; }; declare -A m; f",
+		"if true; then declare -A m; fi; m[$k]=1",
+		"m[$k]=1; declare -A m",
+		"PS4='$(touch PWNED)' x=1",
+		"for PS4 in '$(touch PWNED)'; do set -x; done",
+		"@(rm|x) -rf y",
+		"echo $'\\u0041'",
+	} {
+		if cmds, err := splitBash(line, true); err == nil {
+			t.Errorf("%q is read: %#v", line, cmds)
+		}
+	}
+	// A name the line sets only to numbers holds what the environment
+	// gave it until then: trusted only where corral was given the line
+	// itself, not where a command line around it ran bash.
+	line := "(( x )); x=1"
+	if _, err := splitBash(line, true); err != nil {
+		t.Errorf("%q with the sandbox's environment: %v", line, err)
+	}
+	if _, err := splitBash(line, false); err == nil {
+		t.Errorf("%q with an environment the outer line set is read", line)
+	}
+}
+
+// TestBashNestedShell: bash -c scripts are read as bash, sh -c scripts
+// and the line itself as both shells read them; a bash started with
+// variables the line set trusts no name it did not set.
+func TestBashNestedShell(t *testing.T) {
+	for _, tt := range []struct {
+		line string
+		read bool
+	}{
+		{"bash -c '[[ -f go.mod ]] && go test ./...'", true},
+		{"bash -lc 'for ((i=0;i<3;i++)); do echo $i; done'", true},
+		{"bash <<< '[[ -f x ]] && ls'", true},
+		{"sh -c '[[ -f go.mod ]] && go test ./...'", false},
+		{"zsh -c '[[ -f go.mod ]] && go test ./...'", false},
+		{"[[ -f go.mod ]] && go test ./...", false},
+		{"bash -c 'i=0; (( i++ ))'", true},
+		{"bash -c '(( i++ )); i=0'", true},
+		{"i='a[$(touch PWNED)]' bash -c '(( i++ )); i=0'", false},
+		{"export i='a[$(touch PWNED)]'; bash -c '(( i++ )); i=0'", false},
+		{"env i='a[$(touch PWNED)]' bash -c '(( i++ )); i=0'", false},
+		{"eval \"bash -c '(( i++ )); i=0'\"", false},
+	} {
+		_, err := Invocations(tt.line)
+		if read := err == nil; read != tt.read {
+			t.Errorf("%q: read %v (%v), want %v", tt.line, read, err, tt.read)
+		}
+	}
+	invs, err := Invocations("bash -c '[[ -f go.mod ]] && rm -rf ~'")
+	if err != nil || len(invs) != 2 || invs[1].Name != "rm" {
+		t.Errorf("bash -c's programs: %+v, %v", invs, err)
+	}
+}
+
+// TestAgentCallsReadAsBash: every call of the agent corpus, as the
+// bash -c script it runs as, is read: no policy has to ask about a line
+// only because corral's reader does not follow bash.
+func TestAgentCallsReadAsBash(t *testing.T) {
+	b, err := os.ReadFile("../tests/testdata/agentcalls/calls.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	needs := regexp.MustCompile(`^\[[a-z0-9]+\] `)
+	n := 0
+	for _, l := range strings.Split(string(b), "\n") {
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		l = strings.ReplaceAll(needs.ReplaceAllString(l, ""), " ↵ ", "\n")
+		n++
+		if _, err := splitLine(l, shBash); err != nil && !errors.Is(err, ErrEmptyCommand) {
+			t.Errorf("%q: %v", l, err)
+		}
+	}
+	if n < 150 {
+		t.Fatalf("the corpus has %d calls", n)
+	}
+}
+
+// FuzzSplitBash: no input panics or hangs the bash reader.
+func FuzzSplitBash(f *testing.F) {
+	for _, s := range []string{"[[ -f x ]] && ls", "for ((i=0;i<3;i++)); do :; done", "a=([k]=$(x)); echo ${a[k]:1:2}",
+		"declare -A m; m[$k]=1", "let 'x = 1'", "cat <<E\n$(id)\nE", "$'\\x41\\101'", "f() { g; }; f"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		cmds, err := splitBash(line, true)
+		if err == nil && len(cmds) == 0 {
+			t.Fatalf("%q: no commands and no error", line)
+		}
+	})
+}
+
+// BenchmarkSplitAgentCalls: the corpus read by the reader both shells
+// agree on and by bash's grammar (docs: README's preflight limits).
+func BenchmarkSplitAgentCalls(b *testing.B) {
+	data, err := os.ReadFile("../tests/testdata/agentcalls/calls.txt")
+	if err != nil {
+		b.Fatal(err)
+	}
+	needs := regexp.MustCompile(`^\[[a-z0-9]+\] `)
+	var lines []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if l != "" && !strings.HasPrefix(l, "#") {
+			lines = append(lines, strings.ReplaceAll(needs.ReplaceAllString(l, ""), " ↵ ", "\n"))
+		}
+	}
+	b.Run("both-shells", func(b *testing.B) {
+		for b.Loop() {
+			for _, l := range lines {
+				SplitCommandLine(l)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(lines))/1000, "µs/line")
+	})
+	b.Run("bash-grammar", func(b *testing.B) {
+		for b.Loop() {
+			for _, l := range lines {
+				splitBash(l, true)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(lines))/1000, "µs/line")
+	})
+	b.Run("bash-c", func(b *testing.B) {
+		for b.Loop() {
+			for _, l := range lines {
+				splitLine(l, shBash)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(lines))/1000, "µs/line")
+	})
+}
