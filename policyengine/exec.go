@@ -25,6 +25,10 @@ var shellBuiltins = map[string]bool{
 	"hash": true, "type": true, "jobs": true, "fg": true, "bg": true,
 	"break": true, "continue": true, "shopt": true, "ulimit": true,
 	"times": true, "kill": true,
+	// bash's own: a name sh (dash) looks up on the PATH, which the
+	// kernel's exec list then decides.
+	"mapfile": true, "readarray": true, "pushd": true, "popd": true, "dirs": true, "caller": true,
+	"disown": true, "compgen": true, "help": true,
 }
 
 // sandboxPath is the PATH inside the sandbox: a bare program name in an

@@ -241,3 +241,24 @@ func BenchmarkSplitAgentCalls(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(lines))/1000, "µs/line")
 	})
 }
+
+// TestBashScriptsUnderExecList: under an exec list, a bash script's
+// programs are checked as bash reads them: a listed program behind bash
+// syntax runs, one the list lacks is refused before anything runs, and
+// bash's own builtins are no programs.
+func TestBashScriptsUnderExecList(t *testing.T) {
+	e := perms(t, []string{"/ws/**"}, nil, nil, []string{"bash", "go"}, nil)
+	for _, line := range []string{
+		"bash -c '[[ -f go.mod ]] && go test ./...'",
+		"bash -lc 'mapfile -t a < go.mod; for ((i=0;i<${#a[@]};i++)); do printf %s \"${a[i]}\"; done'",
+		"bash -c 'pushd sub >/dev/null && go vet; popd'",
+	} {
+		if d := e.CheckExec(line); d.Action != Allow || d.Unread != "" {
+			t.Errorf("%q: %s (unread %q): %s", line, d.Action, d.Unread, d.Reason)
+		}
+	}
+	line := "bash -c '[[ -f go.mod ]] && curl -o x https://example.invalid/'"
+	if d := e.CheckExec(line); d.Action != Deny || !strings.Contains(d.Reason, "curl") {
+		t.Errorf("%q: %s: %s", line, d.Action, d.Reason)
+	}
+}
