@@ -373,6 +373,10 @@ func TestBashScriptsReadAsBash(t *testing.T) {
 		`sh -c '[[ -f go.mod ]] && go test ./...'`,
 		`bash -c 'x=$(cat f); echo $((x))'`,
 		`bash -c '[[ -f go.mod ]] && rm -rf build'`,
+		`bash -c '[[ -f go.mod || x != !($(touch PWNED)) ]] && go test ./...'`,
+		`bash -c '(( ls=0 )); wc -c -- ${BASH_CMDS[ls]:=/bin/sh}; ls -c "touch PWNED"'`,
+		`for HOME in 'a[$(touch PWNED)]'; do bash -c '(( HOME )); (( HOME=0 ))'; done`,
+		`for PATH in 0; do ls; done`,
 	} {
 		wantDecision(t, line, e.CheckExec(line), policyengine.Confirm, "", "")
 	}

@@ -62,7 +62,7 @@ func (e *Engine) CheckArgv(argv []string) Decision {
 	if len(argv) == 0 || argv[0] == "" {
 		return Decision{Action: Deny, Reason: "empty command"}
 	}
-	return e.settle(e.checkCommand(Command{Program: argv[0], Args: argv[1:]}, 0, false, lineState{cwd: e.startCwd(), single: true}))
+	return e.settle(e.checkCommand(Command{Program: argv[0], Args: argv[1:]}, 0, false, lineState{cwd: e.startCwd()}))
 }
 
 // settle is the answer to a whole check: an error (syntax the reader
@@ -100,10 +100,8 @@ type lineState struct {
 	// cwd is where the line may be when a command runs; nested lines
 	// share it, so that what one learns the others see.
 	cwd *cwdState
-	// sh is the shell that reads the line; single says the line is one
-	// command that corral was given (see nestedShell).
-	sh     lineShell
-	single bool
+	// sh is the shell that reads the line.
+	sh lineShell
 }
 
 // cwdState is where a line may be: the work dir, and every cd target
@@ -155,7 +153,7 @@ func (e *Engine) checkLine(line string, depth int, cwd *cwdState, functions map[
 	if cwd == nil {
 		cwd = e.startCwd()
 	}
-	st := lineState{cwd: cwd, functions: maps.Clone(functions), sh: sh, single: depth == 0 && len(cmds) == 1}
+	st := lineState{cwd: cwd, functions: maps.Clone(functions), sh: sh}
 	var allowed []string
 	var unread string
 	for _, c := range cmds {
@@ -297,7 +295,7 @@ func (e *Engine) checkCommand(c Command, depth int, inShell bool, st lineState) 
 		case r.isLine && r.sameShell:
 			d, err = e.checkLine(r.line, depth+1, cwd, st.functions, st.sh)
 		case r.isLine:
-			d, err = e.checkLine(r.line, depth+1, cwd, nil, nestedShell(r, c, depth, st.single))
+			d, err = e.checkLine(r.line, depth+1, cwd, nil, nestedShell(r))
 		default:
 			// A wrapper's program runs with no shell around it; only
 			// command and builtin run builtins.

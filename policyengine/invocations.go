@@ -51,16 +51,15 @@ func invocationsOf(line string, depth int, wrapped bool, sh lineShell, out *[]In
 	if err != nil {
 		return err
 	}
-	single := depth == 0 && len(cmds) == 1
 	for _, c := range cmds {
-		if err := invocationOf(c, depth, wrapped, true, sh, single, out); err != nil {
+		if err := invocationOf(c, depth, wrapped, true, sh, out); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func invocationOf(c Command, depth int, isWrapped, inShell bool, sh lineShell, single bool, out *[]Invocation) error {
+func invocationOf(c Command, depth int, isWrapped, inShell bool, sh lineShell, out *[]Invocation) error {
 	if depth > maxShellDepth {
 		return errTooDeep
 	}
@@ -80,6 +79,9 @@ func invocationOf(c Command, depth int, isWrapped, inShell bool, sh lineShell, s
 	if isOpaqueRunner(name) {
 		return fmt.Errorf("%s runs the program its arguments name, and corral does not read %s's options: %w", name, name, ErrUnclear)
 	}
+	if why := bashEvaluates(c.Program, c.Args); inShell && why != "" {
+		return fmt.Errorf("%s: %w", why, ErrUnclear)
+	}
 	runs, err := nested(c, inShell)
 	if err != nil {
 		return err
@@ -94,11 +96,11 @@ func invocationOf(c Command, depth int, isWrapped, inShell bool, sh lineShell, s
 			}
 			next := sh
 			if !r.sameShell {
-				next = nestedShell(r, c, depth, single && !isWrapped)
+				next = nestedShell(r)
 			}
 			err = invocationsOf(r.line, depth+1, true, next, out)
 		default:
-			err = invocationOf(r.cmd, depth+1, true, r.inShell, sh, false, out)
+			err = invocationOf(r.cmd, depth+1, true, r.inShell, sh, out)
 		}
 		if err != nil {
 			return err

@@ -387,6 +387,9 @@ func (s *shellSplitter) addWord(sc *shellSimple, w shellWord, cases *[]shellCase
 			if why := evalVarWhy(w.value); why != "" {
 				return shellUnsuref(s.pos, "%s", why)
 			}
+			if why := hiddenAssignWhy(w.value); why != "" {
+				return shellUnsuref(s.pos, "%s", why)
+			}
 		}
 		sc.headerIn = sc.headerIn || sc.headerWords == 1 && w.is("in")
 		sc.headerWords++

@@ -19,14 +19,20 @@ import (
 // ${s:x}, [[ x -eq 1 ]]), and an array subscript in that value runs its
 // command substitutions (x='a[$(cmd)]'; ((x)) runs cmd). splitBash
 // therefore reads arithmetic only on names that can hold nothing but
-// numbers: every assignment the line makes to them is a number or
-// arithmetic, or bash itself keeps them numeric (RANDOM, SECONDS, $#,
-// $?). Anything else in arithmetic (a name the line reads into, a
-// parameter of the script, a command substitution's output) is a
-// shellUnsureError, as are ${x@P}, ${!x} and $"...".
+// numbers: bash keeps them numeric (RANDOM, SECONDS, $#, $?), or the
+// script sets them first, at its top level, to a number or arithmetic,
+// and never to anything else (the environment, which the command line
+// around the script may have set, is not trusted). Anything else in
+// arithmetic (a name the line reads into, a parameter of the script, a
+// command substitution's output) is a shellUnsureError, as are ${x@P},
+// ${!x}, $"...", patterns with substitutions in them, and builtins that
+// evaluate or run what their words hold (declare -i, mapfile -C, jobs
+// -x, a subscript in a name given to read or printf -v).
 
-// maxBashLine bounds the lines splitBash parses; longer ones are not read.
-const maxBashLine = 1 << 20
+// maxBashLine bounds the lines splitBash parses; longer ones are not
+// read. mvdan.cc/sh's parser recurses on nesting (a[a[...]], ! ! ...),
+// which roughNesting only partly sees.
+const maxBashLine = 64 << 10
 
 // numericBashVars are the variables bash keeps numeric whatever the
 // environment or an assignment gave them.
@@ -64,11 +70,13 @@ type bashReader struct {
 	// number; anyTaint, when set, says why every name may hold anything.
 	tainted  map[string]bool
 	anyTaint string
-	// assigned are the names the line assigns at all.
-	assigned map[string]bool
-	// trustEnv says the variables the line starts with are the
-	// sandbox's (the host's), not set by a command line around it.
-	trustEnv bool
+	// first is how each name first occurs in the script, in the order
+	// it is written: set at the top level to a number (true), or
+	// otherwise (false: used, or set inside a compound command).
+	first map[string]bool
+	// cond is set while the statement being read may not run before
+	// the ones after it (see stmt).
+	cond bool
 	// arith are the names arithmetic evaluates, with where: checked
 	// once the whole line has been read, since a loop can run an
 	// assignment written after the use before it.
@@ -97,9 +105,8 @@ type arithName struct {
 	offset int
 }
 
-// splitBash reads line with bash's grammar. trustEnv says the line
-// starts with the sandbox's environment (see bashReader.trustEnv).
-func splitBash(line string, trustEnv bool) ([]Command, error) {
+// splitBash reads line with bash's grammar.
+func splitBash(line string) ([]Command, error) {
 	if len(line) > maxBashLine {
 		return nil, shellSyntaxErrorf(0, "a line of %d bytes is longer than corral reads as bash", len(line))
 	}
@@ -114,7 +121,7 @@ func splitBash(line string, trustEnv bool) ([]Command, error) {
 		}
 		return nil, shellSyntaxErrorf(0, "bash cannot parse it: %v", err)
 	}
-	r := &bashReader{src: line, tainted: map[string]bool{}, assigned: map[string]bool{}, trustEnv: trustEnv,
+	r := &bashReader{src: line, tainted: map[string]bool{}, first: map[string]bool{},
 		assoc: map[string]bool{}, declared: map[string]int{}, unset: map[string]bool{}}
 	r.stmts(f.Stmts, false)
 	for _, a := range r.assocIndex {
@@ -143,10 +150,10 @@ func roughNesting(line string) int {
 	depth, most := 0, 0
 	for i := 0; i < len(line); i++ {
 		switch line[i] {
-		case '(', '{', '`':
+		case '(', '{', '`', '[':
 			depth++
 			most = max(most, depth)
-		case ')', '}':
+		case ')', '}', ']':
 			depth = max(depth-1, 0)
 		}
 	}
@@ -161,11 +168,9 @@ func (r *bashReader) arithUnsafe(name string) string {
 	case r.tainted[name]:
 		return "the line gives it a value that may not be a number, and bash evaluates that value as an expression (x='a[$(cmd)]' runs cmd)"
 	case numericBashVars[name]:
-	case !r.assigned[name]:
-		return "its value comes from outside the line (a parameter, the environment, a value bash sets), " +
-			"and bash evaluates it as an expression (x='a[$(cmd)]' runs cmd)"
-	case !r.trustEnv:
-		return "the command line around this one may have given it a value in the environment, " +
+	case !r.first[name]:
+		return "its value may come from outside the script (a parameter, the environment the command line " +
+			"around it set, a value bash sets), since the script does not first set it to a number at its top level, " +
 			"and bash evaluates it as an expression (x='a[$(cmd)]' runs cmd)"
 	}
 	return ""
@@ -216,6 +221,9 @@ func (r *bashReader) stmts(list []*syntax.Stmt, cond bool) {
 
 func (r *bashReader) stmt(s *syntax.Stmt, cond bool) {
 	cond = cond || s.Background || s.Negated || s.Coprocess || s.Disown
+	prev := r.cond
+	r.cond = cond
+	defer func() { r.cond = prev }()
 	redirects := r.redirects(s.Redirs)
 	switch c := s.Cmd.(type) {
 	case nil:
@@ -258,7 +266,7 @@ func (r *bashReader) compound(cmd syntax.Command, cond bool) {
 	case *syntax.ForClause:
 		switch l := c.Loop.(type) {
 		case *syntax.WordIter:
-			r.assignName(l.Name, c.Select || !allNumbers(l.Items))
+			r.assignName(l.Name, c.Select || !allNumbers(l.Items), true, true)
 			if c.Select {
 				r.taint("REPLY")
 			}
@@ -266,9 +274,13 @@ func (r *bashReader) compound(cmd syntax.Command, cond bool) {
 				r.nested(w)
 			}
 		case *syntax.CStyleLoop:
+			// The condition and the step run after the body has.
 			r.arithExpr(l.Init)
+			prev := r.cond
+			r.cond = true
 			r.arithExpr(l.Cond)
 			r.arithExpr(l.Post)
+			r.cond = prev
 		}
 		r.stmts(c.Do, true)
 	case *syntax.CaseClause:
@@ -316,7 +328,7 @@ func (r *bashReader) stmtNested(s *syntax.Stmt) {
 func (r *bashReader) call(c *syntax.CallExpr, redirects []Redirect) {
 	cmd := Command{Redirects: redirects}
 	for _, a := range c.Assigns {
-		cmd.Assigns = append(cmd.Assigns, r.assign(a))
+		cmd.Assigns = append(cmd.Assigns, r.assign(a, len(c.Args) == 0))
 	}
 	if len(c.Args) > 0 {
 		prog, _ := r.word(c.Args[0], true)
@@ -332,6 +344,9 @@ func (r *bashReader) call(c *syntax.CallExpr, redirects []Redirect) {
 			cmd.Args = append(cmd.Args, text)
 		}
 		r.setting(c.Args)
+		if prog, ok := literal(c.Args[0]); ok {
+			r.callChecks(c, prog, cmd.Args)
+		}
 	}
 	r.out = append(r.out, cmd)
 	for _, a := range c.Assigns {
@@ -341,6 +356,32 @@ func (r *bashReader) call(c *syntax.CallExpr, redirects []Redirect) {
 		r.nested(w)
 	}
 }
+
+// callChecks refuses the builtins that evaluate or run what their words
+// hold, where the words do not show it (bashEvaluates), and the ones
+// bash reads here as plain commands although corral reads them as
+// assignments or arithmetic elsewhere (\declare, command let).
+func (r *bashReader) callChecks(c *syntax.CallExpr, prog string, args []string) {
+	switch prog {
+	case "declare", "typeset", "local", "export", "readonly", "let":
+		r.failf(c, "%s written with quotes or a backslash: bash reads its words as a command's, which corral does not read as assignments", prog)
+		return
+	case "builtin", "command":
+		for _, a := range args {
+			if settingBuiltins[a] || runningBuiltins[a] {
+				r.failf(c, "%s %s: a builtin reached through %s, whose words corral does not read", prog, a, prog)
+				return
+			}
+		}
+	}
+	if why := bashEvaluates(prog, args); why != "" {
+		r.failf(c, "%s", why)
+	}
+}
+
+// runningBuiltins are bash builtins that can run a command their words
+// give (jobs -x, compgen -C, hash -p, trap).
+var runningBuiltins = map[string]bool{"jobs": true, "compgen": true, "complete": true, "hash": true, "trap": true}
 
 // setting taints the names a command may set: every literal name among
 // the words of a setting builtin, and every name at all where the
@@ -360,8 +401,8 @@ func (r *bashReader) setting(args []*syntax.Word) {
 		return
 	case "mapfile", "readarray":
 		for _, w := range args[1:] {
-			if s, ok := literal(w); ok && strings.HasPrefix(s, "-") && strings.Contains(s, "C") {
-				r.failf(w, "%s -C runs its callback as shell code", prog)
+			if s, ok := literal(w); !ok || strings.HasPrefix(s, "-") && strings.Contains(s, "C") {
+				r.failf(w, "%s -C runs its callback as shell code (and a word with an expansion may be -C)", prog)
 			}
 		}
 	}
@@ -397,7 +438,10 @@ func (r *bashReader) decl(c *syntax.DeclClause, redirects []Redirect, cond bool)
 		}
 		if a.Name != nil {
 			r.declared[a.Name.Value]++
-			if assoc {
+			// Only the name's first occurrence, and a declare that
+			// runs (a failed redirection skips it), makes it
+			// associative.
+			if _, seen := r.first[a.Name.Value]; assoc && !seen && len(redirects) == 0 {
 				r.assoc[a.Name.Value] = true
 			}
 		}
@@ -415,22 +459,26 @@ func (r *bashReader) decl(c *syntax.DeclClause, redirects []Redirect, cond bool)
 			s, ok := literal(a.Value)
 			switch {
 			case !ok:
-				r.anyTaint = variant + " is given a word with an expansion, which may name any variable"
+				r.failf(a, "%s is given a word with an expansion, which may be an option (-n, -i) or name any variable", variant)
 			case (variant == "declare" || variant == "typeset" || variant == "local") &&
 				(strings.HasPrefix(s, "-") || strings.HasPrefix(s, "+")) && strings.ContainsAny(s, "in"):
 				r.failf(a, "%s %s: an integer variable (-i) or a name reference (-n) makes bash evaluate later "+
 					"assignments or uses as arithmetic, on names' values too (x='a[$(cmd)]' runs cmd)", variant, s)
 			}
 		case a.Naked:
+			// declare x keeps the value x had (the environment's).
 			text = a.Name.Value
-			r.assignName(a.Name, false)
+			r.assignName(a.Name, false, false, false)
 		default:
-			text = r.assign(a)
+			text = r.assign(a, true)
 			if a.Value != nil && hasExpansion(a.Value) {
 				cmd.Expanding = append(cmd.Expanding, i)
 			}
 		}
 		cmd.Args = append(cmd.Args, text)
+	}
+	if why := bashEvaluates(variant, cmd.Args); why != "" {
+		r.failf(c, "%s", why)
 	}
 	r.out = append(r.out, cmd)
 	for _, a := range c.Args {
@@ -441,7 +489,7 @@ func (r *bashReader) decl(c *syntax.DeclClause, redirects []Redirect, cond bool)
 // assign reads NAME=value (or NAME[i]=value, NAME+=value, NAME=(...)),
 // records whether the value is a number, and returns it as written with
 // the value's quotes removed.
-func (r *bashReader) assign(a *syntax.Assign) string {
+func (r *bashReader) assign(a *syntax.Assign, top bool) string {
 	if a.Name == nil {
 		r.failf(a, "an assignment without a name")
 		return ""
@@ -451,8 +499,9 @@ func (r *bashReader) assign(a *syntax.Assign) string {
 	}
 	text := a.Name.Value
 	if a.Index != nil {
+		// One element: the others keep what they held.
 		text += "[" + r.text(a.Index) + "]"
-		r.index(a.Name.Value, a.Index)
+		top = false
 	}
 	if a.Append {
 		text += "+"
@@ -468,13 +517,16 @@ func (r *bashReader) assign(a *syntax.Assign) string {
 			}
 			numeric = numeric && e.Value != nil && isNumberWord(e.Value)
 		}
-		r.assignName(a.Name, !numeric)
+		r.assignName(a.Name, !numeric, top, false)
 	case a.Value != nil:
 		v, _ := r.word(a.Value, false)
 		text += v
-		r.assignName(a.Name, !isNumberWord(a.Value))
+		r.assignName(a.Name, !isNumberWord(a.Value), top, false)
 	default:
-		r.assignName(a.Name, false)
+		r.assignName(a.Name, false, top, false)
+	}
+	if a.Index != nil {
+		r.index(a.Name.Value, a.Index)
 	}
 	return text
 }
@@ -489,17 +541,31 @@ func (r *bashReader) assignNested(a *syntax.Assign) {
 }
 
 // assignName records an assignment to name; mayText says its value may
-// not be a number.
-func (r *bashReader) assignName(name *syntax.Lit, mayText bool) {
+// not be a number, top that it is a statement of the script's own top
+// level (not a prefix of a command, which sets only its environment).
+// hidden says no segment shows the assignment (for NAME in, ${x:=...},
+// arithmetic): there PATH and the hash table may not be set.
+func (r *bashReader) assignName(name *syntax.Lit, mayText, top, hidden bool) {
 	if name == nil {
 		return
 	}
 	if why := evalVarWhy(name.Value); why != "" {
 		r.failf(name, "%s", why)
 	}
-	r.assigned[name.Value] = true
+	if why := hiddenAssignWhy(name.Value); hidden && why != "" {
+		r.failf(name, "%s", why)
+	}
+	r.occur(name.Value, top && !mayText)
 	if mayText {
 		r.tainted[name.Value] = true
+	}
+}
+
+// occur records an occurrence of name: a top-level numeric assignment or
+// anything else.
+func (r *bashReader) occur(name string, topNumber bool) {
+	if _, ok := r.first[name]; !ok {
+		r.first[name] = topNumber && r.depth == 1 && !r.cond
 	}
 }
 
@@ -507,8 +573,18 @@ func (r *bashReader) taint(name string) {
 	if why := evalVarWhy(name); why != "" {
 		r.fail(shellUnsuref(0, "%s", why))
 	}
-	r.assigned[name] = true
+	r.occur(name, false)
 	r.tainted[name] = true
+}
+
+// hiddenAssignWhy says why a script may not set name where no segment
+// shows it: PATH and CDPATH change which program or folder a later word
+// names.
+func hiddenAssignWhy(name string) string {
+	if name == "PATH" || name == "CDPATH" {
+		return "sets " + name + " where no command shows it (for " + name + " in, ${" + name + ":=...}, arithmetic), which changes what later names run"
+	}
+	return ""
 }
 
 // redirects converts a statement's redirections.
@@ -575,6 +651,7 @@ func (r *bashReader) word(w *syntax.Word, prog bool) (string, bool) {
 			if prog {
 				r.failf(p, "a program name that is an extended glob")
 			}
+			r.extGlob(p)
 			expanding = true
 			b.WriteString(r.text(p))
 		case *syntax.ProcSubst:
@@ -617,9 +694,20 @@ func (r *bashReader) nested(w *syntax.Word) {
 			if n.Dollar {
 				r.failf(n, "%s", whyTranslated)
 			}
+		case *syntax.ExtGlob:
+			r.extGlob(n)
 		}
 		return true
 	})
+}
+
+// extGlob refuses a pattern @(...) that holds an expansion: the parser
+// keeps it as text, but bash (in [[ == ]] always) expands it and runs its
+// command substitutions.
+func (r *bashReader) extGlob(g *syntax.ExtGlob) {
+	if g.Pattern != nil && strings.ContainsAny(g.Pattern.Value, "$`") {
+		r.failf(g, "a pattern %s...) with an expansion in it, whose command substitutions bash runs", g.Op)
+	}
 }
 
 // param reads ${...}: the forms that evaluate a value again are refused,
@@ -635,7 +723,9 @@ func (r *bashReader) param(p *syntax.ParamExp) {
 		}
 		return
 	case p.Exp != nil && (p.Exp.Op == syntax.AssignUnset || p.Exp.Op == syntax.AssignUnsetOrNull):
-		r.assignName(p.Param, p.Exp.Word == nil || !isNumberWord(p.Exp.Word))
+		// Only where it was unset or empty: the environment's value
+		// stays.
+		r.assignName(p.Param, p.Exp.Word == nil || !isNumberWord(p.Exp.Word), false, true)
 	}
 	if p.Index != nil && p.Param != nil {
 		r.index(p.Param.Value, p.Index)
@@ -661,16 +751,25 @@ func (r *bashReader) arithExpr(x syntax.ArithmExpr) {
 	}
 	switch x := x.(type) {
 	case *syntax.BinaryArithm:
-		if isArithAssign(x.Op) {
+		// x = y evaluates y, then sets x; x += y reads x first.
+		switch {
+		case x.Op == syntax.Assgn:
+			r.arithExpr(x.Y)
 			r.arithAssigned(x.X)
+			return
+		case isArithAssign(x.Op):
+			r.arithExpr(x.X)
+			r.arithExpr(x.Y)
+			r.arithAssigned(x.X)
+			return
 		}
 		r.arithExpr(x.X)
 		r.arithExpr(x.Y)
 	case *syntax.UnaryArithm:
+		r.arithExpr(x.X)
 		if x.Op == syntax.Inc || x.Op == syntax.Dec {
 			r.arithAssigned(x.X)
 		}
-		r.arithExpr(x.X)
 	case *syntax.ParenArithm:
 		r.arithExpr(x.X)
 	case *syntax.Word:
@@ -700,10 +799,14 @@ func (r *bashReader) arithAssigned(x syntax.ArithmExpr) {
 	switch p := w.Parts[0].(type) {
 	case *syntax.Lit:
 		if shellNameLen(p.Value) == len(p.Value) {
-			r.assignName(p, false)
+			r.assignName(p, false, true, true)
 		}
 	case *syntax.ParamExp:
-		r.assignName(p.Param, false)
+		// An element: the others keep what they held.
+		r.assignName(p.Param, false, false, true)
+		if p.Index != nil {
+			r.index(p.Param.Value, p.Index)
+		}
 	}
 }
 
@@ -725,6 +828,7 @@ func (r *bashReader) arithWord(w *syntax.Word) {
 		switch {
 		case isArithNumber(p.Value):
 		case shellNameLen(p.Value) == len(p.Value):
+			r.occur(p.Value, false)
 			r.arith = append(r.arith, arithName{name: p.Value, offset: r.offset(p)})
 		default:
 			r.arithLiteral(p.Value, w)
@@ -744,6 +848,7 @@ func (r *bashReader) arithWord(w *syntax.Word) {
 			// ${#x} is a number.
 			return
 		}
+		r.occur(p.Param.Value, false)
 		r.arith = append(r.arith, arithName{name: p.Param.Value, offset: r.offset(p)})
 		if p.Index != nil {
 			r.index(p.Param.Value, p.Index)
@@ -783,6 +888,7 @@ func (r *bashReader) arithLiteral(text string, at syntax.Node) {
 // index reads the subscript x of the array name: a string for an
 // associative array (its substitutions run), arithmetic otherwise.
 func (r *bashReader) index(name string, x syntax.ArithmExpr) {
+	r.occur(name, false)
 	switch {
 	case isAllIndex(x):
 	case r.assoc[name]:
@@ -859,10 +965,12 @@ func literal(w *syntax.Word) (string, bool) {
 	for _, p := range w.Parts {
 		switch p := p.(type) {
 		case *syntax.Lit:
-			if strings.ContainsAny(p.Value, "*?[{~") {
+			v := p.Value
+			if strings.ContainsAny(v, "*?") || strings.Contains(v, "[") && strings.Contains(v, "]") && v != "[" && v != "[[" ||
+				braceLike(v) || strings.HasPrefix(v, "~") {
 				return "", false
 			}
-			b.WriteString(unescapeLit(p.Value, false))
+			b.WriteString(unescapeLit(v, false))
 		case *syntax.SglQuoted:
 			if p.Dollar {
 				s, err := ansiC(p.Value)
@@ -1053,14 +1161,11 @@ func isHex(c byte) bool {
 type lineShell uint8
 
 const (
-	// shEither is sh -c's script (and zsh's, fish's, su -c's): read
-	// only where dash and bash read it alike.
+	// shEither is sh -c's script (and zsh's, fish's, su -c's) and the
+	// line itself: read only where dash and bash read it alike.
 	shEither lineShell = iota
-	// shBash is bash's, starting with the sandbox's environment.
+	// shBash is bash -c's script, read with bash's grammar.
 	shBash
-	// shBashNested is bash's, started by a command line that may have
-	// set its environment (x=... bash -c, env x=... bash -c).
-	shBashNested
 )
 
 // splitLine splits line as sh reads it. The reader in shell.go comes
@@ -1071,19 +1176,13 @@ func splitLine(line string, sh lineShell) ([]Command, error) {
 	if err == nil || sh == shEither || errors.Is(err, ErrEmptyCommand) {
 		return cmds, err
 	}
-	return splitBash(line, sh == shBash)
+	return splitBash(line)
 }
 
-// nestedShell is the shell that reads the line r runs for c: bash's
-// grammar for bash, trusting the environment only where c is the one
-// command of a line corral was given (bash -c LINE as argv, or as the
-// whole line) with no assignments before it.
-func nestedShell(r nestedRun, c Command, depth int, single bool) lineShell {
-	switch {
-	case !r.bash:
-		return shEither
-	case depth == 0 && single && len(c.Assigns) == 0:
+// nestedShell is the shell that reads the line r runs.
+func nestedShell(r nestedRun) lineShell {
+	if r.bash {
 		return shBash
 	}
-	return shBashNested
+	return shEither
 }

@@ -52,11 +52,13 @@ func TestBashGrammar(t *testing.T) {
 		{"diff <(sort a) <(sort b)", []string{"diff", "sort", "sort"}},
 		{"while read -r l; do echo \"$l\"; done < <(git ls-files)", []string{"read", "echo", "git"}},
 		{"[[ $a =~ ^v([0-9]+) ]] && echo \"${BASH_REMATCH[1]}\"", []string{"echo"}},
-		{"[[ $n -eq 3 ]]; n=3", nil},
+		{"n=3; [[ $n -eq 3 ]]; (( n += 1 )); let n++", nil},
+		{"declare -A m; m[$k]=1; echo \"${m[$k]}\"", []string{"declare", "echo"}},
+		{"[[ x == @(a|b) ]] && trap -- 'rm -f tmp' EXIT", []string{"trap"}},
 		{"x=$(( $RANDOM % 6 )); echo $((SECONDS + $# + x))", []string{"echo"}},
 		{"coproc cat; echo hi >&\"${COPROC[1]}\"", []string{"cat", "echo"}},
 	} {
-		cmds, err := splitBash(tt.line, true)
+		cmds, err := splitBash(tt.line)
 		if err != nil {
 			t.Errorf("%q: %v", tt.line, err)
 			continue
@@ -114,26 +116,59 @@ func TestBashHazards(t *testing.T) {
 		"for PS4 in '$(touch PWNED)'; do set -x; done",
 		"@(rm|x) -rf y",
 		"echo $'\\u0041'",
+		// An attacker's review (each ran touch PWNED in bash 5.2).
+		`[[ x == @($(touch PWNED)) ]]`,
+		"[[ x == +(`touch PWNED`) ]]",
+		`[[ -f go.mod || x != !($(touch PWNED)) ]] && go test ./...`,
+		`(( ls=0 )); wc -c -- ${BASH_CMDS[ls]:=/bin/sh}; ls -c "touch PWNED"`,
+		`BASH_ALIASES[ls]='touch PWNED'; ls`,
+		`ls -- $((PATH=0))`,
+		`for PATH in 0; do ls; done`,
+		`echo ${PATH:=.}; ls`,
+		`\declare -i x; x='a[$(touch PWNED)]'`,
+		`command declare -i x; x='a[$(touch PWNED)]'`,
+		`"declare" -n r='a[$(touch PWNED)]'; echo "$r"`,
+		`for o in -n; do declare $o r='a[$(touch PWNED)]'; done; echo "$r"`,
+		`\let 'a[$(touch PWNED)]'`,
+		`builtin mapfile -C 'touch PWNED' -c 1 a < /etc/hostname`,
+		`for o in -C; do mapfile $o 'touch PWNED' -c 1 a < /etc/hostname; done`,
+		`printf -v 'a[$(touch PWNED)]' %s x`,
+		`read 'a[$(touch PWNED)]' <<< x`,
+		`test -v 'a[$(touch PWNED)]'`,
+		`[ -v 'a[$(touch PWNED)]' ]`,
+		`declare 'a[$(touch PWNED)]=1'`,
+		`(( m[0]=0 )); declare -A m; for k in 'a[$(touch PWNED)]'; do echo "${m[$k]}"; done`,
+		`declare -A m </nonexistent; for k in 'a[$(touch PWNED)]'; do echo "${m[$k]}"; done`,
+		`jobs -x touch PWNED`,
+		`compgen -C 'touch PWNED' x`,
+		`compgen -W '$(touch PWNED)' x`,
+		`hash -p /usr/bin/touch ls; ls PWNED`,
+		// The environment is not trusted: a name used before the
+		// script sets it, or set only in part, holds what the command
+		// line around it gave.
+		"(( x )); x=1",
+		"[[ $n -eq 3 ]]; n=3",
+		"true && x=1; (( x ))",
+		"x=1 true; (( x ))",
+		"a[1]=5; (( a[0] ))",
+		"f() { (( x )); }; x=1; f",
+		"for ((;;x=0)); do (( x )); break; done",
+		"export x; (( x ))",
+		"(( x += 1 ))",
+		"echo ${x:=1}; (( x ))",
+		// Deep nesting is not parsed at all.
+		"(( " + strings.Repeat("a[", 40000) + "1" + strings.Repeat("]", 40000) + " ))",
+		strings.Repeat("! ", 40000) + "true",
 	} {
-		if cmds, err := splitBash(line, true); err == nil {
+		if cmds, err := splitBash(line); err == nil {
 			t.Errorf("%q is read: %#v", line, cmds)
 		}
-	}
-	// A name the line sets only to numbers holds what the environment
-	// gave it until then: trusted only where corral was given the line
-	// itself, not where a command line around it ran bash.
-	line := "(( x )); x=1"
-	if _, err := splitBash(line, true); err != nil {
-		t.Errorf("%q with the sandbox's environment: %v", line, err)
-	}
-	if _, err := splitBash(line, false); err == nil {
-		t.Errorf("%q with an environment the outer line set is read", line)
 	}
 }
 
 // TestBashNestedShell: bash -c scripts are read as bash, sh -c scripts
-// and the line itself as both shells read them; a bash started with
-// variables the line set trusts no name it did not set.
+// and the line itself as both shells read them; a bash's arithmetic
+// trusts no name it did not set first.
 func TestBashNestedShell(t *testing.T) {
 	for _, tt := range []struct {
 		line string
@@ -146,7 +181,8 @@ func TestBashNestedShell(t *testing.T) {
 		{"zsh -c '[[ -f go.mod ]] && go test ./...'", false},
 		{"[[ -f go.mod ]] && go test ./...", false},
 		{"bash -c 'i=0; (( i++ ))'", true},
-		{"bash -c '(( i++ )); i=0'", true},
+		{"bash -c '(( i++ )); i=0'", false},
+		{"for HOME in 'a[$(touch PWNED)]'; do bash -c '(( HOME )); (( HOME=0 ))'; done", false},
 		{"i='a[$(touch PWNED)]' bash -c '(( i++ )); i=0'", false},
 		{"export i='a[$(touch PWNED)]'; bash -c '(( i++ )); i=0'", false},
 		{"env i='a[$(touch PWNED)]' bash -c '(( i++ )); i=0'", false},
@@ -160,6 +196,15 @@ func TestBashNestedShell(t *testing.T) {
 	invs, err := Invocations("bash -c '[[ -f go.mod ]] && rm -rf ~'")
 	if err != nil || len(invs) != 2 || invs[1].Name != "rm" {
 		t.Errorf("bash -c's programs: %+v, %v", invs, err)
+	}
+	invs, err = Invocations("trap -- 'rm -rf x' EXIT")
+	if err != nil || len(invs) != 2 || invs[1].Name != "rm" {
+		t.Errorf("trap --'s action: %+v, %v", invs, err)
+	}
+	for _, line := range []string{"for PATH in 0; do ls; done", "printf -v 'a[$(touch PWNED)]' %s x", "jobs -x touch PWNED"} {
+		if invs, err := Invocations(line); err == nil {
+			t.Errorf("%q read as %+v", line, invs)
+		}
 	}
 }
 
@@ -195,7 +240,7 @@ func FuzzSplitBash(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, line string) {
-		cmds, err := splitBash(line, true)
+		cmds, err := splitBash(line)
 		if err == nil && len(cmds) == 0 {
 			t.Fatalf("%q: no commands and no error", line)
 		}
@@ -227,7 +272,7 @@ func BenchmarkSplitAgentCalls(b *testing.B) {
 	b.Run("bash-grammar", func(b *testing.B) {
 		for b.Loop() {
 			for _, l := range lines {
-				splitBash(l, true)
+				splitBash(l)
 			}
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(lines))/1000, "µs/line")

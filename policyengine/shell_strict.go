@@ -356,8 +356,23 @@ var (
 // declare -i evaluate arithmetic on names' values, and a name with a
 // subscript or an expansion in it is evaluated as an expression.
 func bashEvaluates(prog string, args []string) string {
-	if prog == "let" {
+	switch prog {
+	case "let":
 		return "let evaluates arithmetic, in which bash evaluates variables' values as expressions (x='a[$(cmd)]' runs cmd)"
+	case "jobs", "compgen", "complete", "hash":
+		// jobs -x CMD runs CMD, compgen -C CMD and -F FUNC run code, -W
+		// expands its word list (command substitutions too), hash -p
+		// FILE NAME makes NAME run FILE.
+		opts := map[string]string{"jobs": "x", "compgen": "CFW", "complete": "CFW", "hash": "p"}[prog]
+		for _, a := range args {
+			if a == "--" {
+				break
+			}
+			if strings.HasPrefix(a, "-") && strings.ContainsAny(a[1:], opts) || unsureOption(a) {
+				return fmt.Sprintf("%s %s runs, or makes later names run, code its words give", prog, a)
+			}
+		}
+		return ""
 	}
 	opt, named := optName[prog]
 	if !named && !nameBuiltins[prog] {
@@ -417,6 +432,8 @@ func plainSubscript(name string) bool {
 var evalVars = map[string]bool{
 	"PS0": true, "PS1": true, "PS2": true, "PS3": true, "PS4": true, "PROMPT_COMMAND": true,
 	"BASH_ENV": true, "ENV": true, "SHELLOPTS": true, "BASHOPTS": true,
+	// bash's hash table and aliases: a name's entry says what it runs.
+	"BASH_CMDS": true, "BASH_ALIASES": true,
 }
 
 // evalVarWhy says why assigning the variable name (NAME, NAME+ or

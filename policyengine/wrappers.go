@@ -246,6 +246,9 @@ func nested(c Command, inShell bool) (runs []nestedRun, err error) {
 	switch {
 	case inShell && c.Program == "eval":
 		return []nestedRun{{line: strings.Join(c.Args, " "), isLine: true, sameShell: true}}, nil
+	case inShell && c.Program == "trap" && len(c.Args) > 2 && c.Args[0] == "--":
+		// trap -- ACTION SIGNAL...
+		return []nestedRun{{line: c.Args[1], isLine: true, sameShell: true}}, nil
 	case inShell && c.Program == "trap" && len(c.Args) > 1 && !strings.HasPrefix(c.Args[0], "-"):
 		// trap ACTION SIGNAL...: the action is a command line run later.
 		return []nestedRun{{line: c.Args[0], isLine: true, sameShell: true}}, nil
