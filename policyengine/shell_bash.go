@@ -734,6 +734,10 @@ func (r *bashReader) param(p *syntax.ParamExp) {
 		r.arithExpr(p.Slice.Offset)
 		r.arithExpr(p.Slice.Length)
 	}
+	// The words of ${x:-...}, ${x/.../...} and the rest expand only
+	// sometimes: what they set is not set for sure.
+	prev := r.cond
+	r.cond = true
 	if p.Exp != nil {
 		r.nested(p.Exp.Word)
 	}
@@ -741,6 +745,7 @@ func (r *bashReader) param(p *syntax.ParamExp) {
 		r.nested(p.Repl.Orig)
 		r.nested(p.Repl.With)
 	}
+	r.cond = prev
 }
 
 // arithExpr reads arithmetic: every name in it is checked once the line
@@ -764,6 +769,14 @@ func (r *bashReader) arithExpr(x syntax.ArithmExpr) {
 			return
 		}
 		r.arithExpr(x.X)
+		if x.Op == syntax.AndArit || x.Op == syntax.OrArit || x.Op == syntax.TernQuest || x.Op == syntax.TernColon {
+			// Evaluated only sometimes.
+			prev := r.cond
+			r.cond = true
+			r.arithExpr(x.Y)
+			r.cond = prev
+			return
+		}
 		r.arithExpr(x.Y)
 	case *syntax.UnaryArithm:
 		r.arithExpr(x.X)

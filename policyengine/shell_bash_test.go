@@ -156,6 +156,12 @@ func TestBashHazards(t *testing.T) {
 		"export x; (( x ))",
 		"(( x += 1 ))",
 		"echo ${x:=1}; (( x ))",
+		": ${y:+$((x=1))}; (( x ))",
+		"echo $(( 0 && (x=1) )); (( x ))",
+		"(( c ? (x=1) : 0 )); (( x ))",
+		"echo $(x=1); (( x ))",
+		"{ x=1; } & (( x ))",
+		"x=1 | cat; (( x ))",
 		// Deep nesting is not parsed at all.
 		"(( " + strings.Repeat("a[", 40000) + "1" + strings.Repeat("]", 40000) + " ))",
 		strings.Repeat("! ", 40000) + "true",
