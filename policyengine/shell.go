@@ -345,6 +345,17 @@ func (s *shellSplitter) finish(sc *shellSimple) {
 // role in the current command.
 func (s *shellSplitter) wordOrRedirect(sc *shellSimple, cases *[]shellCaseState) error {
 	if op, end := s.redirectAt(); op != "" {
+		if s.at(s.pos) == '{' {
+			// {NAME}>FILE sets NAME to the descriptor's number.
+			name, _, _ := strings.Cut(s.src[s.pos+1:], "}")
+			why := evalVarWhy(name)
+			if why == "" {
+				why = hiddenAssignWhy(name)
+			}
+			if why != "" {
+				return shellUnsuref(s.pos, "a {%s} redirection %s", name, why)
+			}
+		}
 		return s.redirect(sc, op, end)
 	}
 	start := s.pos
@@ -354,6 +365,12 @@ func (s *shellSplitter) wordOrRedirect(sc *shellSimple, cases *[]shellCaseState)
 	}
 	if s.pos == start {
 		return shellSyntaxErrorf(start, "unexpected %q", s.src[start])
+	}
+	if c := s.at(s.pos); (c == '<' || c == '>') && strings.HasPrefix(s.src[start:], "{") && strings.HasSuffix(w.value, "}") {
+		// {NAME}>FILE: bash puts the new descriptor's number in NAME
+		// (PATH too, and a subscript is evaluated as arithmetic); dash
+		// reads a word.
+		return shellUnsuref(start, "a {NAME} redirection, which makes bash set NAME (and evaluate a subscript in it) but is a word in sh (dash)")
 	}
 	return s.addWord(sc, w, cases)
 }

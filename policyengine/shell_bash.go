@@ -43,6 +43,19 @@ var numericBashVars = map[string]bool{
 	"BASH_LINENO": true, "#": true, "?": true, "$": true, "!": true,
 }
 
+// bashWritesText reports whether bash itself gives name a text value
+// whatever the script set it to first: $_ (the last argument), matches,
+// folders, function and source names, the words of a completion or a line
+// read, coprocess descriptors' names.
+func bashWritesText(name string) bool {
+	switch name {
+	case "_", "PWD", "OLDPWD", "DIRSTACK", "FUNCNAME", "REPLY", "MAPFILE", "OPTARG", "HOSTNAME", "GROUPS", "COPROC":
+		return true
+	}
+	return strings.HasPrefix(name, "BASH_") && !numericBashVars[name] ||
+		strings.HasPrefix(name, "COMP_") || strings.HasPrefix(name, "READLINE_")
+}
+
 // settingBuiltins are the builtins that set variables named by their
 // arguments (read x, printf -v x, getopts spec x, wait -p x) or that run
 // code which can set any variable (eval, source, trap, alias). A literal
@@ -168,6 +181,9 @@ func (r *bashReader) arithUnsafe(name string) string {
 	case r.tainted[name]:
 		return "the line gives it a value that may not be a number, and bash evaluates that value as an expression (x='a[$(cmd)]' runs cmd)"
 	case numericBashVars[name]:
+	case bashWritesText(name):
+		return "bash itself sets it to text (the last argument, a match, a folder, a line read), " +
+			"and evaluates that value as an expression (x='a[$(cmd)]' runs cmd)"
 	case !r.first[name]:
 		return "its value may come from outside the script (a parameter, the environment the command line " +
 			"around it set, a value bash sets), since the script does not first set it to a number at its top level, " +
@@ -599,6 +615,12 @@ func (r *bashReader) redirects(list []*syntax.Redirect) []Redirect {
 			syntax.RdrClob, syntax.Hdoc, syntax.WordHdoc, syntax.RdrAll, syntax.AppAll:
 		default:
 			r.failf(rd, "the redirection %s, which corral does not read", op)
+			continue
+		}
+		if rd.N != nil && !isDigits(rd.N.Value) {
+			// {NAME}>FILE sets NAME to the new descriptor's number:
+			// PATH too, and a subscript in it is arithmetic.
+			r.failf(rd, "a {NAME} redirection (%s), which sets NAME", rd.N.Value)
 			continue
 		}
 		target, _ := r.word(rd.Word, false)

@@ -162,6 +162,14 @@ func TestBashHazards(t *testing.T) {
 		"echo $(x=1); (( x ))",
 		"{ x=1; } & (( x ))",
 		"x=1 | cat; (( x ))",
+		// A second review: names bash itself sets to text, and {NAME}
+		// redirections.
+		`(( _=1 )); ls "a[\$(touch PWNED)]"; (( _ ))`,
+		`(( BASH_REMATCH=1 )); [[ "a[\$(touch PWNED)]" =~ .+ ]]; (( BASH_REMATCH ))`,
+		`(( PWD=1 )); echo $(( PWD ))`,
+		`[[ "a[\$(touch PWNED)]" =~ .+ ]]; ls {a[BASH_REMATCH]}</dev/null`,
+		`[[ 1 ]]; for X in "a[\$(touch PWNED)]"; do echo {a[X]}</dev/null; done`,
+		`[[ 1 ]]; echo {PATH}</dev/null; ls`,
 		// Deep nesting is not parsed at all.
 		"(( " + strings.Repeat("a[", 40000) + "1" + strings.Repeat("]", 40000) + " ))",
 		strings.Repeat("! ", 40000) + "true",
@@ -207,7 +215,8 @@ func TestBashNestedShell(t *testing.T) {
 	if err != nil || len(invs) != 2 || invs[1].Name != "rm" {
 		t.Errorf("trap --'s action: %+v, %v", invs, err)
 	}
-	for _, line := range []string{"for PATH in 0; do ls; done", "printf -v 'a[$(touch PWNED)]' %s x", "jobs -x touch PWNED"} {
+	for _, line := range []string{"for PATH in 0; do ls; done", "printf -v 'a[$(touch PWNED)]' %s x", "jobs -x touch PWNED",
+		`for X in "a[\$(touch PWNED)]"; do echo {a[X]}</dev/null; done`, "echo {PATH}</dev/null; ls"} {
 		if invs, err := Invocations(line); err == nil {
 			t.Errorf("%q read as %+v", line, invs)
 		}
