@@ -68,11 +68,6 @@ var settingBuiltins = map[string]bool{
 	"trap": true, "alias": true, "enable": true, "select": true,
 }
 
-// implicitVars are the variables a setting builtin sets without being
-// given a name: read and select set REPLY, mapfile MAPFILE, getopts
-// OPTARG.
-var implicitVars = []string{"REPLY", "MAPFILE", "OPTARG"}
-
 // bashReader is splitBash's pass over one syntax tree.
 type bashReader struct {
 	src   string
@@ -427,9 +422,6 @@ func (r *bashReader) setting(args []*syntax.Word) {
 		if s, ok := literal(args[min(1, len(args)-1)]); len(args) < 2 || ok && !strings.HasPrefix(s, "-") {
 			return
 		}
-	}
-	for _, v := range implicitVars {
-		r.taint(v)
 	}
 	for _, w := range args[1:] {
 		s, ok := literal(w)
@@ -1153,7 +1145,7 @@ func ansiC(s string) (string, error) {
 			b.WriteByte(c)
 		case 'x':
 			j := i + 1
-			for j < len(s) && j < i+3 && isHex(s[j]) {
+			for j < len(s) && j < i+3 && isHexDigit(s[j]) {
 				j++
 			}
 			if j == i+1 {
@@ -1186,10 +1178,6 @@ func ansiC(s string) (string, error) {
 		}
 	}
 	return b.String(), nil
-}
-
-func isHex(c byte) bool {
-	return c >= '0' && c <= '9' || c|0x20 >= 'a' && c|0x20 <= 'f'
 }
 
 // lineShell is the shell that reads a line.

@@ -213,8 +213,7 @@ func unsure(word string) bool {
 		return true
 	}
 	// Brace expansion: {a,b} and {1..3}, not a plain {} (xargs -I{}).
-	open := strings.IndexByte(word, '{')
-	return open >= 0 && strings.ContainsAny(word[open:], ",.")
+	return braceLike(word)
 }
 
 // unsureOption reports whether a word where options may stand could
