@@ -3,6 +3,7 @@ package policyengine
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -115,6 +116,71 @@ type arithName struct {
 
 // splitBash reads line with bash's grammar.
 func splitBash(line string) ([]Command, error) {
+	cmds, err := readBash(line)
+	if err != nil {
+		return nil, err
+	}
+	// bash drops a backslash-newline before it reads tokens, so it joins
+	// the two halves of whatever it splits: "$\<newline>'" is the start of
+	// $'...' to bash but a lone $ and a quote to the parser. The parser is
+	// trusted only where reading the joined line gives the same commands
+	// (a continuation inside single quotes or a comment, which bash keeps,
+	// then reads as unsure too).
+	if at := continuation(line); at >= 0 {
+		joined, jerr := readBash(dropContinuations(line))
+		if jerr != nil || !reflect.DeepEqual(cmds, joined) {
+			return nil, shellUnsuref(at, "a backslash-newline that bash may read as joining two tokens")
+		}
+	}
+	return cmds, nil
+}
+
+// continuation is the offset of the first unescaped backslash-newline in
+// line, or -1.
+func continuation(line string) int {
+	for i := strings.Index(line, "\\\n"); i >= 0; {
+		if escapedAt(line, i) {
+			j := strings.Index(line[i+2:], "\\\n")
+			if j < 0 {
+				return -1
+			}
+			i += 2 + j
+			continue
+		}
+		return i
+	}
+	return -1
+}
+
+// escapedAt says whether the backslash at line[i] is itself escaped: an
+// odd number of backslashes run up to it.
+func escapedAt(line string, i int) bool {
+	n := 0
+	for i > 0 && line[i-1] == '\\' {
+		n++
+		i--
+	}
+	return n%2 == 1
+}
+
+// dropContinuations drops every unescaped backslash-newline, as bash does
+// outside single quotes and comments; blind to quoting, it is only
+// compared against (joinContinuations in shell_strict.go knows quoting,
+// but only what sh and bash read alike).
+func dropContinuations(line string) string {
+	var b strings.Builder
+	for i := 0; i < len(line); i++ {
+		if line[i] == '\\' && i+1 < len(line) && line[i+1] == '\n' && !escapedAt(line, i) {
+			i++
+			continue
+		}
+		b.WriteByte(line[i])
+	}
+	return b.String()
+}
+
+// readBash reads line with the bash grammar.
+func readBash(line string) ([]Command, error) {
 	if len(line) > maxBashLine {
 		return nil, shellSyntaxErrorf(0, "a line of %d bytes is longer than corral reads as bash", len(line))
 	}

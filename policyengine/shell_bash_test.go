@@ -57,6 +57,8 @@ func TestBashGrammar(t *testing.T) {
 		{"[[ x == @(a|b) ]] && trap -- 'rm -f tmp' EXIT", []string{"trap"}},
 		{"x=$(( $RANDOM % 6 )); echo $((SECONDS + $# + x))", []string{"echo"}},
 		{"coproc cat; echo hi >&\"${COPROC[1]}\"", []string{"cat", "echo"}},
+		{"[[ -d x ]] && \\\n  go test \\\n  ./...", []string{"go"}},
+		{"[[ -d x ]] && echo a\\\\\nls", []string{"echo", "ls"}},
 	} {
 		cmds, err := splitBash(tt.line)
 		if err != nil {
@@ -138,6 +140,13 @@ func TestBashHazards(t *testing.T) {
 		`[ -v 'a[$(touch PWNED)]' ]`,
 		`declare 'a[$(touch PWNED)]=1'`,
 		`(( m[0]=0 )); declare -A m; for k in 'a[$(touch PWNED)]'; do echo "${m[$k]}"; done`,
+		// bash joins what a backslash-newline splits before it reads
+		// tokens; the parser does not always.
+		"[[ -n x ]]; cat -- $\\\n'\\' '; touch PWNED; #'",
+		"[[ -n x ]]; cat -- \"$\\\n(touch PWNED)\"",
+		"[[ -n x ]]; cat <\\\n(touch PWNED)",
+		"[[ -n x ]]; echo $\\\n{x:=$\\\n(touch PWNED)}",
+		"[[ -n x ]] # a comment \\\ntouch PWNED",
 		`declare -A m </nonexistent; for k in 'a[$(touch PWNED)]'; do echo "${m[$k]}"; done`,
 		`jobs -x touch PWNED`,
 		`compgen -C 'touch PWNED' x`,
