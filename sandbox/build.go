@@ -149,6 +149,7 @@ func BuildPlan(p policyengine.Permissions, spec Spec, facts *Facts) (*Plan, erro
 	b.baseline()
 	b.grants()
 	b.execTargets()
+	b.toolchains()
 	b.programFolders()
 	b.grantsAboveCode()
 	b.protected()

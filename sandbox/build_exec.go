@@ -32,7 +32,7 @@ func (b *builder) execTargets() {
 		if !ok || prog.Err != "" {
 			// Said on stderr too: a skill that names a program it needs
 			// and finds it missing fails later with "not found" alone.
-			msg := fmt.Sprintf("exec entry %s (%s) is not installed on the sandbox's PATH (%s); nothing to allow", e.Value, strings.Join(e.From, ", "), policyengine.SandboxPATH)
+			msg := fmt.Sprintf("exec entry %s (%s) is not installed on the sandbox's PATH (%s) nor in a folder of the caller's PATH outside the work dir and the write grants; nothing to allow", e.Value, strings.Join(e.From, ", "), policyengine.SandboxPATH)
 			b.warn("%s", msg)
 			b.plan.Alerts = append(b.plan.Alerts, msg)
 			continue
@@ -163,6 +163,9 @@ func (b *builder) programFolders() {
 	}
 	var kept []string
 	for _, f := range idx.Folders {
+		if b.inToolchain(f) {
+			continue // a toolchain's own programs run
+		}
 		if by, ok := rpath[f]; ok {
 			kept = append(kept, f+" (for "+by+")")
 			continue

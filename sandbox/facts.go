@@ -61,6 +61,10 @@ type Facts struct {
 	// Path is the PATH the command gets (RunPATH), where its name is
 	// looked up.
 	Path []string `json:"path,omitempty"`
+	// Toolchains are the folders of programs outside the system folders
+	// that the sandbox reads and runs, with the trees they need
+	// (toolchain.go).
+	Toolchains []Toolchain `json:"toolchains,omitempty"`
 
 	resolver *resolver           // Linux: cached symlink resolution while probing
 	workDir  string              // where a relative command path starts from

@@ -107,6 +107,7 @@ func Probe(p policyengine.Permissions, spec Spec) *Facts {
 	for _, e := range p.Exec {
 		f.program(e.Value)
 	}
+	f.findToolchains(p, spec)
 	if len(spec.Argv) > 0 {
 		f.program(spec.Argv[0])
 	}

@@ -126,7 +126,7 @@ func explain(l *corral.Skills, ev *agentpolicy.Evaluator, global string, tier sa
 		x.Skills = append(x.Skills, newSkillView(s))
 	}
 	x.Summary = summarise(l.Perms)
-	spec := sandbox.Spec{WorkDir: l.Vars.WorkDir, BestEffort: true, Home: l.Vars.Home, Keep: corral.KeptPaths(l, ev, global), Tier: tier, HomeStore: l.HomeStore(tier), HomeGit: l.HasGitIdentity(), SetEnv: l.Exports}
+	spec := sandbox.Spec{WorkDir: l.Vars.WorkDir, Env: []string{"PATH=" + os.Getenv("PATH")}, BestEffort: true, Home: l.Vars.Home, Keep: corral.KeptPaths(l, ev, global), Tier: tier, HomeStore: l.HomeStore(tier), HomeGit: l.HasGitIdentity(), SetEnv: l.Exports}
 	plan, err := sandbox.BuildPlan(l.Perms, spec, sandbox.Probe(l.Perms, spec))
 	if err != nil {
 		x.PlanError = err.Error()

@@ -1,0 +1,198 @@
+package sandbox
+
+import (
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"corral.dev/corral/policyengine"
+)
+
+// A toolchain is a folder of programs from the caller's PATH that the
+// system baseline does not already read: /usr/local/go/bin,
+// ~/.cargo/bin, ~/.nvm/versions/node/v22.1.0/bin, /opt/java/bin. Its
+// programs need the tree around them (Go its GOROOT with pkg/tool and
+// src, node its lib/node_modules), so the sandbox gets that tree
+// read-only, with execute, and the folder on its PATH, after the
+// sandbox's own folders:
+//
+//   - with an exec list, for each exec entry whose program (found on the
+//     sandbox's folders first, then on the caller's) is a real file
+//     outside the system's program folders (/usr/local/bin/go -> the
+//     real /usr/local/go/bin/go counts);
+//   - without one, for each folder of the caller's PATH outside the
+//     baseline.
+//
+// The tree is the folder's parent when the folder is named bin (without
+// an exec list, the folder alone otherwise); only the parent's real
+// subfolders and files
+// are granted, never its etc (node's global npmrc, which may hold a
+// registry token), and only where none of them is a dot file: a bin
+// folder in a project with .git or .env gets that folder alone. A tree
+// directly in the home folder (~/.cargo, ~/.local, ~/go) gives its bin
+// only: the rest holds credentials (~/.cargo/credentials.toml) and data;
+// rustup's proxies in ~/.cargo/bin get ~/.rustup's toolchains and
+// settings too. With an exec list, "its bin alone" is nothing: the exec
+// entry's own program runs, the folder's other programs do not. A folder
+// is never a toolchain when it is, holds or sits in the work dir, a write
+// grant, the private home's store, corral's state, a folder the sandbox
+// hides or /etc: a toolchain is what the host installed, not what the
+// command may write.
+
+// Toolchain is one such folder and the trees it needs.
+type Toolchain struct {
+	// Bin is the folder the sandbox's PATH holds, as the caller's PATH
+	// (or the program's real path) names it.
+	Bin string `json:"bin"`
+	// Roots are the real paths granted read and execute, read-only.
+	Roots []string `json:"roots"`
+	// For are the exec entries it provides (none without an exec list).
+	For []string `json:"for,omitempty"`
+}
+
+// broadTrees are folders too wide to be a toolchain's tree: a bin folder
+// directly in one of them is granted alone.
+var broadTrees = []string{"/", "/usr", "/usr/local", "/opt", "/home", "/root", "/srv", "/var", "/snap", "/mnt", "/media", "/nix", "/nix/store", "/gnu/store"}
+
+// maxToolchainEntries bounds the subfolders and files of a tree granted
+// one by one: a larger tree is not a toolchain's, and its bin folder is
+// granted alone.
+const maxToolchainEntries = 64
+
+// systemBin reports whether d is one of the sandbox's own program
+// folders, as written or by its real path (/bin -> usr/bin).
+func systemBin(d string, real func(string) string) bool {
+	for _, s := range strings.Split(policyengine.SandboxPATH, ":") {
+		if d == s || d == real(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// callerPATH returns the absolute, clean folders of the caller's PATH, in
+// order, without repeats.
+func callerPATH(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		v, ok := strings.CutPrefix(kv, "PATH=")
+		if !ok {
+			continue
+		}
+		for _, d := range strings.Split(v, ":") {
+			if filepath.IsAbs(d) && filepath.Clean(d) == d && !slices.Contains(out, d) {
+				out = append(out, d)
+			}
+		}
+	}
+	return out
+}
+
+// toolchainExcluded says why the tree t may not be a toolchain's ("" if
+// it may): it is or holds or sits in a folder the command may write, the
+// sandbox hides, or /etc.
+func toolchainExcluded(t string, writable []string) string {
+	for _, w := range writable {
+		if w != "" && (isUnder(t, w) || isUnder(w, t)) {
+			return "it is, holds or is inside " + w + ", which the command may write or later runs trust"
+		}
+	}
+	if h := hiddenUnder(t); h != "" {
+		return "it holds " + h + ", which the sandbox hides"
+	}
+	if h := hiddenRootOf(t); h != "" {
+		return "it is inside " + h + ", which the sandbox hides"
+	}
+	if isUnder(t, "/etc") {
+		return "it is inside /etc"
+	}
+	return ""
+}
+
+// toolchainTrees returns the trees the program folder bin (a real path)
+// needs, given the entries of a folder (its own subfolders and files,
+// not symlinks). A folder that is no toolchain's bin is granted alone
+// where there is no exec list, and not at all with one (the exec entry's
+// own program runs; its neighbours are not its toolchain's).
+func toolchainTrees(bin, home string, restricted bool, entries func(dir string) ([]string, bool), exists func(string) bool) []string {
+	alone := func() []string {
+		if restricted {
+			return nil
+		}
+		return []string{bin}
+	}
+	parent := path.Dir(bin)
+	if path.Base(bin) != "bin" || broadTree(parent) || parent == home || (home != "" && isUnder(home, parent)) {
+		return alone()
+	}
+	if home != "" && path.Dir(parent) == home {
+		out := alone()
+		if parent == path.Join(home, ".cargo") {
+			for _, p := range []string{".rustup/toolchains", ".rustup/settings.toml"} {
+				if p = path.Join(home, p); exists(p) {
+					out = append(out, p)
+				}
+			}
+		}
+		return out
+	}
+	names, ok := entries(parent)
+	if !ok || len(names) > maxToolchainEntries || slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, ".") }) {
+		// A tree with dot files (.git, .env) is a project, not an
+		// installed toolchain: its secrets stay out.
+		return alone()
+	}
+	var out []string
+	for _, n := range names {
+		if n != "etc" {
+			out = append(out, path.Join(parent, n))
+		}
+	}
+	return out
+}
+
+// broadTree reports whether t is too wide to be one toolchain's tree: a
+// folder of broadTrees, or one that is or holds a library folder of the
+// system (/usr/lib).
+func broadTree(t string) bool {
+	return slices.Contains(broadTrees, t) || slices.ContainsFunc(libraryRoots, func(r string) bool { return isUnder(r, t) }) || t == "/usr/libexec"
+}
+
+// toolchains grants each toolchain's trees read and execute, read-only:
+// a bind where nothing else shows them executable (inside /usr, with an
+// exec list, the /usr bind does, unless a folder above the tree is bound
+// noexec; programFolders leaves the folders inside it executable).
+func (b *builder) toolchains() {
+	var noexec []string
+	if idx := b.facts.ProgramIndex; idx != nil {
+		noexec = idx.Folders
+	}
+	noexec = append(slices.Clone(noexec), dataRoots...)
+	for _, t := range b.facts.Toolchains {
+		from := "toolchain " + t.Bin + " (the caller's PATH)"
+		if len(t.For) > 0 {
+			from = "toolchain of exec " + strings.Join(t.For, ", ") + " (" + t.Bin + ")"
+		}
+		for _, tree := range t.Roots {
+			access := uint64(fsReadFile) // a README, a LICENSE
+			if b.facts.file(tree).Dir {
+				access = readRights | fsExecute
+			}
+			b.rule(tree, access, from)
+			if !b.plan.Exec.Restricted || !isUnder(tree, "/usr") || slices.ContainsFunc(noexec, func(d string) bool { return d != tree && isUnder(tree, d) }) {
+				b.bind(tree, true, false, from)
+			}
+		}
+	}
+}
+
+// inToolchain reports whether the real path p is in a toolchain's tree.
+func (b *builder) inToolchain(p string) bool {
+	for _, t := range b.facts.Toolchains {
+		if slices.ContainsFunc(t.Roots, func(r string) bool { return isUnder(p, r) }) {
+			return true
+		}
+	}
+	return false
+}
