@@ -174,6 +174,12 @@ check() {
 		else
 			bad=$((bad + 1))
 			echo "$box: $key is '${got:-<missing>}', expected '$want'" | tee -a "$res/check.txt"
+			# A suite that failed names its failed tests, and the end
+			# of each one's output, where CI prints only this.
+			if [[ $key == *.unit || $key == *.e2e ]] && [ -s "$res/$key.failed.txt" ]; then
+				sed "s/^/$box: $key: /" "$res/$key.failed.txt" | head -20 | tee -a "$res/check.txt"
+				grep -B15 -E '^\s*--- FAIL' "$res/$key.log" 2>/dev/null | head -80 | sed "s/^/$box: $key|  /"
+			fi
 		fi
 	done <"$exp"
 	val() { grep -m1 "^$1=" "$sum" 2>/dev/null | cut -d= -f2- || true; }
