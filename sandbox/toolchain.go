@@ -15,7 +15,7 @@ import (
 // programs need the tree around them (Go its GOROOT with pkg/tool and
 // src, node its lib/node_modules), so the sandbox gets that tree
 // read-only, with execute, and the folder on its PATH, after the
-// sandbox's own folders:
+// sandbox's own folders and in the caller's order:
 //
 //   - with an exec list, for each exec entry whose program (found on the
 //     sandbox's folders first, then on the caller's) is a real file
@@ -24,21 +24,22 @@ import (
 //   - without one, for each folder of the caller's PATH outside the
 //     baseline.
 //
-// The tree is the folder's parent when the folder is named bin (without
-// an exec list, the folder alone otherwise); only the parent's real
-// subfolders and files
-// are granted, never its etc (node's global npmrc, which may hold a
-// registry token), and only where none of them is a dot file: a bin
-// folder in a project with .git or .env gets that folder alone. A tree
-// directly in the home folder (~/.cargo, ~/.local, ~/go) gives its bin
-// only: the rest holds credentials (~/.cargo/credentials.toml) and data;
+// The tree is the folder's parent when the folder is named bin, and of it
+// only what toolchains are made of (toolchainParts: bin, lib, share,
+// include, pkg, src, ...), each where it is a real folder or file of the
+// parent's own: never etc (node's global npmrc may hold a registry
+// token), conf, var or run (a service's secrets and sockets). Where the
+// parent is a dot folder (~/.cargo, ~/.local, /root/.cargo when HOME is
+// /) or holds dot files (.git, .env: a project, not an installation),
+// more than maxToolchainEntries entries, or is too wide (/opt, /usr/lib),
+// the bin folder alone is granted, and with an exec list not even that:
+// the exec entry's own program runs, the folder's neighbours do not.
 // rustup's proxies in ~/.cargo/bin get ~/.rustup's toolchains and
-// settings too. With an exec list, "its bin alone" is nothing: the exec
-// entry's own program runs, the folder's other programs do not. A folder
-// is never a toolchain when it is, holds or sits in the work dir, a write
-// grant, the private home's store, corral's state, a folder the sandbox
-// hides or /etc: a toolchain is what the host installed, not what the
-// command may write.
+// settings, pyenv's shims its libexec and versions. A folder is never a
+// toolchain when it is, holds or sits in the work dir, a write grant, a
+// kept cache, the private home's store, corral's state, a folder the
+// sandbox hides or /etc, nor when an fs.deny glob reaches into it: a
+// toolchain is what the host installed, not what the command may write.
 
 // Toolchain is one such folder and the trees it needs.
 type Toolchain struct {
@@ -51,13 +52,18 @@ type Toolchain struct {
 	For []string `json:"for,omitempty"`
 }
 
+// toolchainParts are the names in a toolchain's tree it may be given:
+// what Go's GOROOT (pkg, src, lib, misc, api, VERSION, go.env), node's
+// and Python's prefixes (lib, include, share) and a JDK (jmods, conf
+// beside a release file) are made of.
+var toolchainParts = []string{"api", "bin", "doc", "include", "jmods", "legal", "lib", "lib32", "lib64", "libexec", "man", "misc", "pkg", "sbin", "share", "src", "VERSION", "go.env", "release"}
+
 // broadTrees are folders too wide to be a toolchain's tree: a bin folder
 // directly in one of them is granted alone.
 var broadTrees = []string{"/", "/usr", "/usr/local", "/opt", "/home", "/root", "/srv", "/var", "/snap", "/mnt", "/media", "/nix", "/nix/store", "/gnu/store"}
 
-// maxToolchainEntries bounds the subfolders and files of a tree granted
-// one by one: a larger tree is not a toolchain's, and its bin folder is
-// granted alone.
+// maxToolchainEntries bounds the entries of a tree's folder: a larger
+// one is not a toolchain's, and its bin folder is granted alone.
 const maxToolchainEntries = 64
 
 // systemBin reports whether d is one of the sandbox's own program
@@ -71,8 +77,8 @@ func systemBin(d string, real func(string) string) bool {
 	return false
 }
 
-// callerPATH returns the absolute, clean folders of the caller's PATH, in
-// order, without repeats.
+// callerPATH returns the absolute folders of the caller's PATH, cleaned
+// (a trailing slash dropped), in order, without repeats.
 func callerPATH(env []string) []string {
 	var out []string
 	for _, kv := range env {
@@ -81,8 +87,8 @@ func callerPATH(env []string) []string {
 			continue
 		}
 		for _, d := range strings.Split(v, ":") {
-			if filepath.IsAbs(d) && filepath.Clean(d) == d && !slices.Contains(out, d) {
-				out = append(out, d)
+			if c := filepath.Clean(d); filepath.IsAbs(d) && !slices.Contains(out, c) {
+				out = append(out, c)
 			}
 		}
 	}
@@ -111,11 +117,11 @@ func toolchainExcluded(t string, writable []string) string {
 }
 
 // toolchainTrees returns the trees the program folder bin (a real path)
-// needs, given the entries of a folder (its own subfolders and files,
-// not symlinks). A folder that is no toolchain's bin is granted alone
-// where there is no exec list, and not at all with one (the exec entry's
-// own program runs; its neighbours are not its toolchain's).
-func toolchainTrees(bin, home string, restricted bool, entries func(dir string) ([]string, bool), exists func(string) bool) []string {
+// needs, given the first names in a folder (at most
+// maxToolchainEntries+1 of them) and whether a path is a real folder or
+// file, not a symlink. A folder that is no toolchain's bin is granted
+// alone where there is no exec list, and not at all with one.
+func toolchainTrees(bin string, restricted bool, names func(dir string) ([]string, bool), own func(string) bool) []string {
 	alone := func() []string {
 		if restricted {
 			return nil
@@ -123,29 +129,38 @@ func toolchainTrees(bin, home string, restricted bool, entries func(dir string) 
 		return []string{bin}
 	}
 	parent := path.Dir(bin)
-	if path.Base(bin) != "bin" || broadTree(parent) || parent == home || (home != "" && isUnder(home, parent)) {
-		return alone()
-	}
-	if home != "" && path.Dir(parent) == home {
+	switch {
+	case path.Base(parent) == ".cargo":
+		// rustup's proxies run the toolchains it installed.
 		out := alone()
-		if parent == path.Join(home, ".cargo") {
-			for _, p := range []string{".rustup/toolchains", ".rustup/settings.toml"} {
-				if p = path.Join(home, p); exists(p) {
-					out = append(out, p)
-				}
+		for _, p := range []string{".rustup/toolchains", ".rustup/settings.toml"} {
+			if p = path.Join(path.Dir(parent), p); own(p) {
+				out = append(out, p)
 			}
 		}
 		return out
+	case path.Base(bin) == "shims" && path.Base(parent) == ".pyenv":
+		// pyenv's shims run libexec/pyenv, which picks a version.
+		var out []string
+		for _, n := range []string{"shims", "libexec", "versions", "version", "plugins"} {
+			if p := path.Join(parent, n); own(p) {
+				out = append(out, p)
+			}
+		}
+		return out
+	case path.Base(bin) != "bin" || broadTree(parent) || strings.HasPrefix(path.Base(parent), "."):
+		return alone()
 	}
-	names, ok := entries(parent)
-	if !ok || len(names) > maxToolchainEntries || slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, ".") }) {
+	list, ok := names(parent)
+	if !ok || len(list) > maxToolchainEntries || slices.ContainsFunc(list, func(n string) bool { return strings.HasPrefix(n, ".") }) {
 		// A tree with dot files (.git, .env) is a project, not an
 		// installed toolchain: its secrets stay out.
 		return alone()
 	}
+	jdk := slices.Contains(list, "release") && slices.Contains(list, "jmods")
 	var out []string
-	for _, n := range names {
-		if n != "etc" {
+	for _, n := range list {
+		if (slices.Contains(toolchainParts, n) || jdk && n == "conf") && own(path.Join(parent, n)) {
 			out = append(out, path.Join(parent, n))
 		}
 	}
@@ -161,14 +176,22 @@ func broadTree(t string) bool {
 
 // toolchains grants each toolchain's trees read and execute, read-only:
 // a bind where nothing else shows them executable (inside /usr, with an
-// exec list, the /usr bind does, unless a folder above the tree is bound
-// noexec; programFolders leaves the folders inside it executable).
+// exec list, the /usr bind does, unless a folder or grant above the tree
+// is bound noexec; programFolders leaves the folders inside it
+// executable).
 func (b *builder) toolchains() {
 	var noexec []string
 	if idx := b.facts.ProgramIndex; idx != nil {
 		noexec = idx.Folders
 	}
 	noexec = append(slices.Clone(noexec), dataRoots...)
+	// With an exec list every grant is bound noexec: a grant of
+	// /usr/local/** covers /usr/local/go.
+	for _, e := range append(slices.Clone(b.perms.Read), b.perms.Write...) {
+		if g, err := policyengine.CompileGlob(e.Value); err == nil {
+			noexec = append(noexec, b.facts.file(g.Base()).Real)
+		}
+	}
 	for _, t := range b.facts.Toolchains {
 		from := "toolchain " + t.Bin + " (the caller's PATH)"
 		if len(t.For) > 0 {

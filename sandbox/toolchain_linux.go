@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"os"
 	"path"
 	"slices"
 	"strings"
@@ -11,30 +12,30 @@ import (
 // findToolchains looks the exec entries up on the caller's PATH after the
 // sandbox's folders (with an exec list), or takes the caller's folders
 // outside the baseline (without one), and records each toolchain and the
-// sandbox's PATH with their folders after its own.
+// sandbox's PATH with their folders after its own, in the caller's order.
 func (f *Facts) findToolchains(p policyengine.Permissions, spec Spec) {
-	// What the command may write, and corral's own state, which later
-	// runs trust.
-	writable := append([]string{f.stat(spec.WorkDir).Real, spec.HomeStore}, f.StateDirs...)
+	// What the command may write, what the private home binds from its
+	// store, and corral's own state, which later runs trust.
+	avoid := append([]string{f.stat(spec.WorkDir).Real, spec.HomeStore}, f.StateDirs...)
 	for _, e := range p.Write {
 		if g, err := policyengine.CompileGlob(e.Value); err == nil {
-			writable = append(writable, f.stat(g.Base()).Real)
+			avoid = append(avoid, f.stat(g.Base()).Real)
+		}
+	}
+	if home := f.stat(spec.Home).Real; spec.Home != "" {
+		for _, c := range HomeCaches {
+			avoid = append(avoid, path.Join(home, c.Rel))
+		}
+	}
+	// A tree an fs.deny glob reaches into is left out whole: the deny
+	// walk covers the grants, not the toolchains.
+	for _, e := range p.Deny {
+		if g, err := policyengine.CompileGlob(e.Value); err == nil {
+			avoid = append(avoid, f.stat(g.Base()).Real)
 		}
 	}
 	real := func(d string) string { return f.stat(d).Real }
-	entries := func(dir string) ([]string, bool) {
-		f.list(dir)
-		names, ok := f.Listings[dir]
-		var own []string
-		for _, n := range names {
-			if c := path.Join(dir, n); f.file(c).Exists && f.file(c).Real == c {
-				own = append(own, n)
-			}
-		}
-		return own, ok
-	}
-	exists := func(p string) bool { return f.stat(p).Exists }
-	home := f.stat(spec.Home).Real
+	own := func(p string) bool { info := f.stat(p); return info.Exists && info.Real == p }
 	add := func(bin, entry string) {
 		for i, t := range f.Toolchains {
 			if t.Bin == bin {
@@ -48,8 +49,8 @@ func (f *Facts) findToolchains(p policyengine.Permissions, spec Spec) {
 		if entry != "" {
 			t.For = []string{entry}
 		}
-		for _, tree := range toolchainTrees(bin, home, p.ExecRestricted(), entries, exists) {
-			if toolchainExcluded(tree, writable) == "" && f.stat(tree).Exists {
+		for _, tree := range toolchainTrees(bin, p.ExecRestricted(), firstNames, own) {
+			if toolchainExcluded(tree, avoid) == "" {
 				t.Roots = append(t.Roots, tree)
 			}
 		}
@@ -59,26 +60,35 @@ func (f *Facts) findToolchains(p policyengine.Permissions, spec Spec) {
 	}
 	var caller []string
 	for _, d := range callerPATH(spec.Env) {
-		if info := f.stat(d); info.Exists && info.Dir && !systemBin(d, real) && !systemBin(info.Real, real) && toolchainExcluded(info.Real, writable) == "" {
+		if info := f.stat(d); info.Exists && info.Dir && !systemBin(d, real) && !systemBin(info.Real, real) && toolchainExcluded(info.Real, avoid) == "" {
 			caller = append(caller, d)
 		}
 	}
+	var onPath []string // with an exec list, the folders where it found entries
 	if !p.ExecRestricted() {
 		for _, d := range caller {
 			if !baselineToolDir(d) {
 				add(real(d), "")
+				if !slices.Contains(f.Path, real(d)) {
+					f.Path = append(f.Path, real(d))
+				}
 			}
 		}
 	} else {
 		for _, e := range p.Exec {
 			name := e.Value
 			if prog, ok := f.Programs[name]; !strings.Contains(name, "/") && (!ok || prog.Err != "") {
-				// Not on the sandbox's folders: the caller's PATH.
+				// Not on the sandbox's folders: the caller's PATH. The
+				// program itself must not be what the command may
+				// write either (~/bin/tool -> the work dir's build).
 				delete(f.Programs, name)
 				saved := f.Path
 				f.Path = caller
 				f.program(name)
 				f.Path = saved
+				if prog := f.Programs[name]; prog.Err == "" && (toolchainExcluded(prog.Real, avoid) != "" || slices.ContainsFunc(prog.Interpreters, func(in string) bool { return toolchainExcluded(in, avoid) != "" })) {
+					f.Programs[name] = Program{Err: "not found"}
+				}
 			}
 			prog := f.Programs[name]
 			if prog.Err != "" {
@@ -87,14 +97,32 @@ func (f *Facts) findToolchains(p policyengine.Permissions, spec Spec) {
 			if d := path.Dir(prog.Real); !systemBin(d, real) {
 				add(d, name)
 			}
-			if d := path.Dir(prog.Path); !strings.Contains(name, "/") && !systemBin(d, real) && !slices.Contains(f.Path, d) {
-				f.Path = append(f.Path, d)
+			if d := path.Dir(prog.Path); !strings.Contains(name, "/") && !systemBin(d, real) {
+				onPath = append(onPath, d)
 			}
 		}
 	}
-	for _, t := range f.Toolchains {
-		if !p.ExecRestricted() && !slices.Contains(f.Path, t.Bin) {
-			f.Path = append(f.Path, t.Bin)
+	// In the caller's order (an exec list is sorted by name).
+	for _, d := range caller {
+		if slices.Contains(onPath, d) && !slices.Contains(f.Path, d) {
+			f.Path = append(f.Path, d)
 		}
 	}
+}
+
+// firstNames lists at most maxToolchainEntries+1 names in dir, without
+// reading further: a folder that big is no toolchain's, and a huge one
+// (or a dead network mount) must not cost every run.
+func firstNames(dir string) ([]string, bool) {
+	fh, err := os.Open(dir)
+	if err != nil {
+		return nil, false
+	}
+	defer fh.Close()
+	names, err := fh.Readdirnames(maxToolchainEntries + 1)
+	if err != nil && len(names) == 0 {
+		return nil, false
+	}
+	slices.Sort(names)
+	return names, true
 }

@@ -6,44 +6,54 @@ import (
 )
 
 // TestToolchainTrees: a bin folder's parent is its toolchain's tree, as
-// its own subfolders and files without etc; a bin folder in a folder too
-// wide, in the home folder's own dot folders, or not named bin is granted
-// alone (with an exec list, not at all); rustup's proxies get rustup's
-// toolchains.
+// the parts toolchains are made of (never etc, conf, var); a bin folder in
+// a folder too wide, in a dot folder, in a project or not named bin is
+// granted alone (with an exec list, not at all); rustup's proxies get
+// rustup's toolchains, pyenv's shims its versions.
 func TestToolchainTrees(t *testing.T) {
-	home := "/home/u"
-	entries := func(dir string) ([]string, bool) {
-		switch dir {
-		case "/usr/local/go":
-			return []string{"api", "bin", "pkg", "src"}, true
-		case "/home/u/.nvm/versions/node/v22.1.0":
-			return []string{"bin", "etc", "include", "lib", "share"}, true
-		case "/home/u/src/project":
-			return []string{".env", ".git", "bin", "src"}, true
-		case "/opt/huge":
-			names := make([]string, maxToolchainEntries+1)
-			for i := range names {
-				names[i] = string(rune('a' + i%26))
-			}
-			return names, true
-		}
-		return nil, false
+	listing := map[string][]string{
+		"/usr/local/go":                      {"CONTRIBUTING.md", "VERSION", "api", "bin", "go.env", "lib", "misc", "pkg", "src", "test"},
+		"/home/u/.nvm/versions/node/v22.1.0": {"CHANGELOG.md", "bin", "etc", "include", "lib", "share"},
+		"/opt/tomcat":                        {"bin", "conf", "lib", "logs", "var", "webapps"},
+		"/opt/jdk":                           {"bin", "conf", "jmods", "lib", "release"},
+		"/opt/linked":                        {"bin", "lib"},
+		"/home/u/src/project":                {".env", ".git", "bin", "src"},
+		"/home/u":                            {".bashrc", "bin", "src"},
 	}
-	exists := func(p string) bool { return p == "/home/u/.rustup/toolchains" }
-	goTree := []string{"/usr/local/go/api", "/usr/local/go/bin", "/usr/local/go/pkg", "/usr/local/go/src"}
+	huge := make([]string, maxToolchainEntries+1)
+	for i := range huge {
+		huge[i] = string(rune('a'+i%26)) + string(rune('a'+i/26))
+	}
+	listing["/opt/huge"] = huge
+	names := func(dir string) ([]string, bool) { l, ok := listing[dir]; return l, ok }
+	own := func(p string) bool {
+		switch p {
+		case "/opt/linked/lib", "/home/u/.rustup/settings.toml":
+			return false // a symlink, or missing
+		}
+		return true
+	}
+	goTree := []string{"/usr/local/go/VERSION", "/usr/local/go/api", "/usr/local/go/bin", "/usr/local/go/go.env", "/usr/local/go/lib", "/usr/local/go/misc", "/usr/local/go/pkg", "/usr/local/go/src"}
 	node := "/home/u/.nvm/versions/node/v22.1.0/"
 	nodeTree := []string{node + "bin", node + "include", node + "lib", node + "share"}
+	pyenv := []string{"/home/u/.pyenv/shims", "/home/u/.pyenv/libexec", "/home/u/.pyenv/versions", "/home/u/.pyenv/version", "/home/u/.pyenv/plugins"}
 	for _, tt := range []struct {
 		bin        string
 		want       []string
 		restricted []string // with an exec list
-
 	}{
 		{"/usr/local/go/bin", goTree, goTree},
-		{"/home/u/.nvm/versions/node/v22.1.0/bin", nodeTree, nodeTree},
+		{node + "bin", nodeTree, nodeTree},
+		{"/opt/tomcat/bin", []string{"/opt/tomcat/bin", "/opt/tomcat/lib"}, []string{"/opt/tomcat/bin", "/opt/tomcat/lib"}},
+		{"/opt/jdk/bin", []string{"/opt/jdk/bin", "/opt/jdk/conf", "/opt/jdk/jmods", "/opt/jdk/lib", "/opt/jdk/release"}, []string{"/opt/jdk/bin", "/opt/jdk/conf", "/opt/jdk/jmods", "/opt/jdk/lib", "/opt/jdk/release"}},
+		{"/opt/linked/bin", []string{"/opt/linked/bin"}, []string{"/opt/linked/bin"}},
 		{"/home/u/.cargo/bin", []string{"/home/u/.cargo/bin", "/home/u/.rustup/toolchains"}, []string{"/home/u/.rustup/toolchains"}},
+		{"/root/.cargo/bin", []string{"/root/.cargo/bin", "/root/.rustup/toolchains", "/root/.rustup/settings.toml"}, []string{"/root/.rustup/toolchains", "/root/.rustup/settings.toml"}},
+		{"/home/u/.pyenv/shims", pyenv, pyenv},
 		{"/home/u/.local/bin", []string{"/home/u/.local/bin"}, nil},
+		{"/home/alice/.local/bin", []string{"/home/alice/.local/bin"}, nil},
 		{"/home/u/bin", []string{"/home/u/bin"}, nil},
+		{"/home/u/src/project/bin", []string{"/home/u/src/project/bin"}, nil},
 		{"/opt/bin", []string{"/opt/bin"}, nil},
 		{"/usr/local/bin", []string{"/usr/local/bin"}, nil},
 		{"/home/bin", []string{"/home/bin"}, nil},
@@ -53,12 +63,11 @@ func TestToolchainTrees(t *testing.T) {
 		{"/opt/tool/libexec", []string{"/opt/tool/libexec"}, nil},
 		{"/opt/huge/bin", []string{"/opt/huge/bin"}, nil},
 		{"/opt/unlisted/bin", []string{"/opt/unlisted/bin"}, nil},
-		{"/home/u/src/project/bin", []string{"/home/u/src/project/bin"}, nil},
 	} {
-		if got := toolchainTrees(tt.bin, home, false, entries, exists); !slices.Equal(got, tt.want) {
+		if got := toolchainTrees(tt.bin, false, names, own); !slices.Equal(got, tt.want) {
 			t.Errorf("toolchainTrees(%s) = %q, want %q", tt.bin, got, tt.want)
 		}
-		if got := toolchainTrees(tt.bin, home, true, entries, exists); !slices.Equal(got, tt.restricted) {
+		if got := toolchainTrees(tt.bin, true, names, own); !slices.Equal(got, tt.restricted) {
 			t.Errorf("with an exec list, toolchainTrees(%s) = %q, want %q", tt.bin, got, tt.restricted)
 		}
 	}
@@ -67,7 +76,7 @@ func TestToolchainTrees(t *testing.T) {
 // TestToolchainExcluded: a tree the command may write, that holds or sits
 // in a write grant, a hidden folder or /etc is never a toolchain's.
 func TestToolchainExcluded(t *testing.T) {
-	writable := []string{"/ws", "/home/u/.cache/corral/homes/x"}
+	avoid := []string{"/ws", "/home/u/.cache/corral/homes/x"}
 	for _, tt := range []struct {
 		tree string
 		ok   bool
@@ -83,7 +92,7 @@ func TestToolchainExcluded(t *testing.T) {
 		{"/run/user/1000/bin", false},
 		{"/etc/alternatives", false},
 	} {
-		if why := toolchainExcluded(tt.tree, writable); (why == "") != tt.ok {
+		if why := toolchainExcluded(tt.tree, avoid); (why == "") != tt.ok {
 			t.Errorf("toolchainExcluded(%s) = %q, want ok=%v", tt.tree, why, tt.ok)
 		}
 	}

@@ -90,26 +90,56 @@ func toolchainBase(t *testing.T) string {
 // system baseline (an nvm node, a Go in /opt) runs in the sandbox by its
 // program's name, with and without an exec list, with the tree around its
 // bin folder readable and executable (a helper in its lib runs) but never
-// writable, and never the tree's etc (a global npmrc may hold a token);
-// a folder inside the work dir is not a toolchain: under an exec list its
-// program is not found (issue 28, item 2).
+// writable, and never the tree's etc, conf or var (a global npmrc may
+// hold a token, a service's socket lives in var/run), nor what fs.deny
+// carves out; a folder inside the work dir, or a link to a file there, is
+// not a toolchain: under an exec list its program is not found (issue 28,
+// item 2).
 func TestToolchainOutsideBaseline(t *testing.T) {
-	tc := filepath.Join(toolchainBase(t), "versions", "v1")
+	base := toolchainBase(t)
+	tc := filepath.Join(base, "versions", "v1")
 	writeFile(t, filepath.Join(tc, "bin", "tctool"), "#!/bin/sh\necho tool ran\ncat "+tc+"/lib/data.txt\n"+tc+"/lib/helpers/helper\n", 0o755)
 	writeFile(t, filepath.Join(tc, "lib", "helpers", "helper"), "#!/bin/sh\necho helper ran\n", 0o755)
 	writeFile(t, filepath.Join(tc, "lib", "data.txt"), "tree data\n", 0o644)
 	writeFile(t, filepath.Join(tc, "etc", "npmrc"), "//registry.example/:_authToken=SECRET-TOKEN\n", 0o644)
+	writeFile(t, filepath.Join(tc, "conf", "users.xml"), "password=SECRET-TOKEN\n", 0o644)
+	if err := os.MkdirAll(filepath.Join(tc, "var", "run"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	users(t, func(t *testing.T, u user) {
+		// A service's socket in the tree (linuxbrew's var, /opt/x/var/run).
+		sock := listenSink(t, "unix", filepath.Join(tc, "var", "run", "ctl-"+u.name+".sock"))
+		sock.control(t, "connect-unix")
 		work := newDir(t, u, "work")
 		writeFile(t, filepath.Join(work, "tools", "bin", "worktool"), "#!/bin/sh\necho PWNED\n", 0o755)
+		writeFile(t, filepath.Join(work, "evil"), "#!/bin/sh\necho PWNED\n", 0o755)
+		installProbe(t, work)
 		own(t, u, work)
+		// A folder of the caller's PATH outside the work dir whose
+		// program is a link to a file the command may rewrite.
+		links := filepath.Join(base, "links-"+u.name)
+		if err := os.MkdirAll(links, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join(work, "evil"), filepath.Join(links, "linktool")); err != nil {
+			t.Fatal(err)
+		}
 		skills := newDir(t, u, "skills")
 		plain := writeSkill(t, skills, "plain", "  fs:\n    write: [\"$WORK_DIR/**\"]\n")
-		listed := writeSkill(t, skills, "listed", "  fs:\n    write: [\"$WORK_DIR/**\"]\n  exec: [tctool, worktool, sh, cat]\n")
-		env := []string{"PATH=/usr/local/bin:/usr/bin:/bin:" + filepath.Join(work, "tools", "bin") + ":" + filepath.Join(tc, "bin"), "LANG=C.UTF-8", "HOME=" + baseDir}
+		listed := writeSkill(t, skills, "listed", "  fs:\n    write: [\"$WORK_DIR/**\"]\n  exec: [tctool, worktool, linktool, sh, cat]\n")
+		denied := writeSkill(t, skills, "denied", "  fs:\n    write: [\"$WORK_DIR/**\"]\n    deny: [\""+tc+"/lib/**\"]\n")
+		env := []string{"PATH=/usr/local/bin:/usr/bin:/bin:" + filepath.Join(work, "tools", "bin") + ":" + links + ":" + filepath.Join(tc, "bin"), "LANG=C.UTF-8", "HOME=" + baseDir}
 		run := func(sk string, argv ...string) result {
 			args := append([]string{"exec", "--quiet", "--work-dir", work, "--skill", sk, "--"}, argv...)
 			return u.run(t, runOpts{args: args, dir: work, env: env})
+		}
+		attack(t, "filesystem", "reach a UNIX socket in a toolchain's tree")
+		if r := run(plain, "./probe", "connect-unix", sock.addr); strings.Contains(r.stdout, "OK") || sock.sandboxArrivals(t, 1) != 0 {
+			t.Errorf("the sandbox reached %s:\n%s", sock.addr, r)
+		}
+		attack(t, "filesystem", "read a toolchain's tree that fs.deny carves out")
+		if r := run(denied, "cat", tc+"/lib/data.txt"); strings.Contains(r.stdout, "tree data") {
+			t.Errorf("fs.deny of %s/lib/** did not hold in the toolchain's tree:\n%s", tc, r)
 		}
 		for _, sk := range []string{plain, listed} {
 			name := filepath.Base(sk)
@@ -120,8 +150,10 @@ func TestToolchainOutsideBaseline(t *testing.T) {
 			if r := run(sk, "sh", "-c", `echo "PATH=$PATH"`); !strings.Contains(r.stdout, ":"+filepath.Join(tc, "bin")+"\n") {
 				t.Errorf("%s: the sandbox's PATH should end with the toolchain's bin:\n%s", name, r)
 			}
-			if r := run(sk, "cat", tc+"/etc/npmrc"); strings.Contains(r.stdout, "SECRET-TOKEN") || r.code == 0 {
-				t.Errorf("%s: the toolchain's etc is readable:\n%s", name, r)
+			for _, secret := range []string{"etc/npmrc", "conf/users.xml"} {
+				if r := run(sk, "cat", tc+"/"+secret); strings.Contains(r.stdout, "SECRET-TOKEN") || r.code == 0 {
+					t.Errorf("%s: the toolchain's %s is readable:\n%s", name, secret, r)
+				}
 			}
 			// Through a variable: the preflight refuses a literal write
 			// target outside the grants before anything runs.
@@ -131,8 +163,10 @@ func TestToolchainOutsideBaseline(t *testing.T) {
 			}
 		}
 		attack(t, "exec", "a program in the work dir found on the caller's PATH runs under an exec list")
-		if r := run(listed, "worktool"); r.code != 127 || strings.Contains(r.stdout, "PWNED") {
-			t.Errorf("a folder inside the work dir is a toolchain: exit %d, want 127\n%s", r.code, r)
+		for _, prog := range []string{"worktool", "linktool"} {
+			if r := run(listed, prog); r.code != 127 || strings.Contains(r.stdout, "PWNED") {
+				t.Errorf("%s, in the work dir, ran as a toolchain's: exit %d, want 127\n%s", prog, r.code, r)
+			}
 		}
 	})
 }
