@@ -173,7 +173,8 @@ func TestToolchainOutsideBaseline(t *testing.T) {
 
 // TestToolchainGoBuildUnderExecList: with exec: [go] and Go outside the
 // sandbox's own PATH folders (/usr/local/go/bin), go build and go vet run:
-// the compiler, linker and vet in GOROOT/pkg/tool are the toolchain's own.
+// the compiler, linker and vet in GOROOT/pkg/tool are the toolchain's own,
+// also where a read grant above GOROOT is bound noexec.
 func TestToolchainGoBuildUnderExecList(t *testing.T) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
@@ -200,6 +201,17 @@ func TestToolchainGoBuildUnderExecList(t *testing.T) {
 		}
 		if out, err := exec.Command(filepath.Join(work, "hello")).Output(); err != nil || string(out) != "hello from go\n" {
 			t.Errorf("the built program: %q, %v", out, err)
+		}
+		if !strings.HasPrefix(dir, "/usr/local/") {
+			return
+		}
+		// A read grant above the tree is bound noexec with an exec
+		// list: the toolchain's tree is bound again on top of it.
+		wide := writeSkill(t, skills, "readlocal", "  fs:\n    read: [\"/usr/local/**\"]\n")
+		r = u.run(t, runOpts{args: []string{"exec", "--quiet", "--work-dir", work, "--skill", sk, "--skill", envRule, "--skill", wide, "--", "go", "build", "-o", "hello2", "."},
+			dir: work, env: env, timeout: 5 * time.Minute})
+		if r.code != 0 {
+			t.Errorf("go build under exec: [go] and a read grant of /usr/local/**:\n%s", r)
 		}
 	})
 }
