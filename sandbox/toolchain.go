@@ -33,7 +33,8 @@ import (
 // /) or holds dot files (.git, .env: a project, not an installation),
 // more than maxToolchainEntries entries, or is too wide (/opt, /usr/lib),
 // the bin folder alone is granted, and with an exec list not even that:
-// the exec entry's own program runs, the folder's neighbours do not.
+// the exec entry's own program runs, the folder's neighbours do not. A
+// folder not named bin is no toolchain's (a PATH may name ~ or ~/.ssh).
 // rustup's proxies in ~/.cargo/bin get ~/.rustup's toolchains and
 // settings, pyenv's shims its libexec and versions. A folder is never a
 // toolchain when it is, holds or sits in the work dir, a write grant, a
@@ -119,9 +120,10 @@ func toolchainExcluded(t string, writable []string) string {
 // toolchainTrees returns the trees the program folder bin (a real path)
 // needs, given the first names in a folder (at most
 // maxToolchainEntries+1 of them) and whether a path is a real folder or
-// file, not a symlink. A folder that is no toolchain's bin is granted
-// alone where there is no exec list, and not at all with one.
-func toolchainTrees(bin string, restricted bool, names func(dir string) ([]string, bool), own func(string) bool) []string {
+// file, not a symlink. A bin folder that is no toolchain's is granted
+// alone where there is no exec list, and not at all with one; a folder
+// not named bin (but pyenv's shims) is not granted.
+func toolchainTrees(bin, home string, restricted bool, names func(dir string) ([]string, bool), own func(string) bool) []string {
 	alone := func() []string {
 		if restricted {
 			return nil
@@ -148,7 +150,12 @@ func toolchainTrees(bin string, restricted bool, names func(dir string) ([]strin
 			}
 		}
 		return out
-	case path.Base(bin) != "bin" || broadTree(parent) || strings.HasPrefix(path.Base(parent), "."):
+	case path.Base(bin) != "bin":
+		// Not a folder of programs by its name: it could be anything
+		// (a home folder, /home, ~/.ssh on a PATH), so nothing is given.
+		return nil
+	case broadTree(parent) || strings.HasPrefix(path.Base(parent), ".") || parent == home || path.Dir(parent) == "/home":
+		// ~/bin: the home folder is no toolchain's tree.
 		return alone()
 	}
 	list, ok := names(parent)

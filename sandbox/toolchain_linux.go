@@ -22,7 +22,9 @@ func (f *Facts) findToolchains(p policyengine.Permissions, spec Spec) {
 			avoid = append(avoid, f.stat(g.Base()).Real)
 		}
 	}
-	if home := f.stat(spec.Home).Real; spec.Home != "" {
+	home := ""
+	if spec.Home != "" {
+		home = f.stat(spec.Home).Real
 		for _, c := range HomeCaches {
 			avoid = append(avoid, path.Join(home, c.Rel))
 		}
@@ -36,27 +38,29 @@ func (f *Facts) findToolchains(p policyengine.Permissions, spec Spec) {
 	}
 	real := func(d string) string { return f.stat(d).Real }
 	own := func(p string) bool { info := f.stat(p); return info.Exists && info.Real == p }
-	add := func(bin, entry string) {
+	add := func(bin, entry string) bool {
 		for i, t := range f.Toolchains {
 			if t.Bin == bin {
 				if entry != "" && !slices.Contains(t.For, entry) {
 					f.Toolchains[i].For = append(f.Toolchains[i].For, entry)
 				}
-				return
+				return true
 			}
 		}
 		t := Toolchain{Bin: bin}
 		if entry != "" {
 			t.For = []string{entry}
 		}
-		for _, tree := range toolchainTrees(bin, p.ExecRestricted(), firstNames, own) {
+		for _, tree := range toolchainTrees(bin, home, p.ExecRestricted(), firstNames, own) {
 			if toolchainExcluded(tree, avoid) == "" {
 				t.Roots = append(t.Roots, tree)
 			}
 		}
-		if len(t.Roots) > 0 {
-			f.Toolchains = append(f.Toolchains, t)
+		if len(t.Roots) == 0 {
+			return false
 		}
+		f.Toolchains = append(f.Toolchains, t)
+		return true
 	}
 	var caller []string
 	for _, d := range callerPATH(spec.Env) {
@@ -67,8 +71,7 @@ func (f *Facts) findToolchains(p policyengine.Permissions, spec Spec) {
 	var onPath []string // with an exec list, the folders where it found entries
 	if !p.ExecRestricted() {
 		for _, d := range caller {
-			if !baselineToolDir(d) {
-				add(real(d), "")
+			if !baselineToolDir(d) && add(real(d), "") {
 				if !slices.Contains(f.Path, real(d)) {
 					f.Path = append(f.Path, real(d))
 				}

@@ -7,8 +7,9 @@ import (
 
 // TestToolchainTrees: a bin folder's parent is its toolchain's tree, as
 // the parts toolchains are made of (never etc, conf, var); a bin folder in
-// a folder too wide, in a dot folder, in a project or not named bin is
-// granted alone (with an exec list, not at all); rustup's proxies get
+// a folder too wide, in a dot folder or in a project is granted alone
+// (with an exec list, not at all), and a folder not named
+// bin (a home folder on a PATH) not at all; rustup's proxies get
 // rustup's toolchains, pyenv's shims its versions.
 func TestToolchainTrees(t *testing.T) {
 	listing := map[string][]string{
@@ -18,7 +19,8 @@ func TestToolchainTrees(t *testing.T) {
 		"/opt/jdk":                           {"bin", "conf", "jmods", "lib", "release"},
 		"/opt/linked":                        {"bin", "lib"},
 		"/home/u/src/project":                {".env", ".git", "bin", "src"},
-		"/home/u":                            {".bashrc", "bin", "src"},
+		"/home/u":                            {"bin", "src"},
+		"/srv/me":                            {"bin", "src"},
 	}
 	huge := make([]string, maxToolchainEntries+1)
 	for i := range huge {
@@ -53,21 +55,27 @@ func TestToolchainTrees(t *testing.T) {
 		{"/home/u/.local/bin", []string{"/home/u/.local/bin"}, nil},
 		{"/home/alice/.local/bin", []string{"/home/alice/.local/bin"}, nil},
 		{"/home/u/bin", []string{"/home/u/bin"}, nil},
+		{"/home/alice/bin", []string{"/home/alice/bin"}, nil},
+		{"/srv/me/bin", []string{"/srv/me/bin", "/srv/me/src"}, []string{"/srv/me/bin", "/srv/me/src"}},
 		{"/home/u/src/project/bin", []string{"/home/u/src/project/bin"}, nil},
 		{"/opt/bin", []string{"/opt/bin"}, nil},
 		{"/usr/local/bin", []string{"/usr/local/bin"}, nil},
 		{"/home/bin", []string{"/home/bin"}, nil},
 		{"/bin", []string{"/bin"}, nil},
 		{"/usr/lib/bin", []string{"/usr/lib/bin"}, nil},
-		{"/usr/lib/git-core", []string{"/usr/lib/git-core"}, nil},
-		{"/opt/tool/libexec", []string{"/opt/tool/libexec"}, nil},
+		{"/usr/lib/git-core", nil, nil},
+		{"/opt/tool/libexec", nil, nil},
+		{"/home/u", nil, nil},
+		{"/home", nil, nil},
+		{"/root", nil, nil},
+		{"/home/u/.ssh", nil, nil},
 		{"/opt/huge/bin", []string{"/opt/huge/bin"}, nil},
 		{"/opt/unlisted/bin", []string{"/opt/unlisted/bin"}, nil},
 	} {
-		if got := toolchainTrees(tt.bin, false, names, own); !slices.Equal(got, tt.want) {
+		if got := toolchainTrees(tt.bin, "/home/u", false, names, own); !slices.Equal(got, tt.want) {
 			t.Errorf("toolchainTrees(%s) = %q, want %q", tt.bin, got, tt.want)
 		}
-		if got := toolchainTrees(tt.bin, true, names, own); !slices.Equal(got, tt.restricted) {
+		if got := toolchainTrees(tt.bin, "/home/u", true, names, own); !slices.Equal(got, tt.restricted) {
 			t.Errorf("with an exec list, toolchainTrees(%s) = %q, want %q", tt.bin, got, tt.restricted)
 		}
 	}

@@ -124,14 +124,23 @@ func TestToolchainOutsideBaseline(t *testing.T) {
 		if err := os.Symlink(filepath.Join(work, "evil"), filepath.Join(links, "linktool")); err != nil {
 			t.Fatal(err)
 		}
+		// A folder on the PATH not named bin could be anything (a home
+		// folder, ~/.ssh): nothing in it is given.
+		odd := filepath.Join(base, "odd-"+u.name)
+		writeFile(t, filepath.Join(odd, "id_ed25519"), "SECRET-TOKEN\n", 0o644)
 		skills := newDir(t, u, "skills")
 		plain := writeSkill(t, skills, "plain", "  fs:\n    write: [\"$WORK_DIR/**\"]\n")
 		listed := writeSkill(t, skills, "listed", "  fs:\n    write: [\"$WORK_DIR/**\"]\n  exec: [tctool, worktool, linktool, sh, cat]\n")
 		denied := writeSkill(t, skills, "denied", "  fs:\n    write: [\"$WORK_DIR/**\"]\n    deny: [\""+tc+"/lib/**\"]\n")
 		env := []string{"PATH=/usr/local/bin:/usr/bin:/bin:" + filepath.Join(work, "tools", "bin") + ":" + links + ":" + filepath.Join(tc, "bin"), "LANG=C.UTF-8", "HOME=" + baseDir}
+		env[0] += ":" + odd
 		run := func(sk string, argv ...string) result {
 			args := append([]string{"exec", "--quiet", "--work-dir", work, "--skill", sk, "--"}, argv...)
 			return u.run(t, runOpts{args: args, dir: work, env: env})
+		}
+		attack(t, "filesystem", "read a folder of the caller's PATH that is not a folder of programs")
+		if r := run(plain, "cat", filepath.Join(odd, "id_ed25519")); strings.Contains(r.stdout, "SECRET-TOKEN") {
+			t.Errorf("%s, on the caller's PATH, is readable:\n%s", odd, r)
 		}
 		attack(t, "filesystem", "reach a UNIX socket in a toolchain's tree")
 		if r := run(plain, "./probe", "connect-unix", sock.addr); strings.Contains(r.stdout, "OK") || sock.sandboxArrivals(t, 1) != 0 {
