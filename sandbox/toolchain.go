@@ -26,9 +26,10 @@ import (
 //
 // The tree is the folder's parent when the folder is named bin, and of it
 // only what toolchains are made of (toolchainParts: bin, lib, share,
-// include, pkg, src, ...), each where it is a real folder or file of the
-// parent's own: never etc (node's global npmrc may hold a registry
-// token), conf, var or run (a service's secrets and sockets). Where the
+// include, ...; GOROOT's pkg and src beside its VERSION), each where it is
+// a real folder or file of the parent's own: never etc (node's global
+// npmrc may hold a registry token), conf, var or run (a service's secrets
+// and sockets), nor a GOPATH's src (the user's repositories). Where the
 // parent is a dot folder (~/.cargo, ~/.local, /root/.cargo when HOME is
 // /) or holds dot files (.git, .env: a project, not an installation),
 // more than maxToolchainEntries entries, or is too wide (/opt, /usr/lib),
@@ -36,7 +37,7 @@ import (
 // the exec entry's own program runs, the folder's neighbours do not. A
 // folder not named bin is no toolchain's (a PATH may name ~ or ~/.ssh).
 // rustup's proxies in ~/.cargo/bin get ~/.rustup's toolchains and
-// settings, pyenv's shims its libexec and versions. A folder is never a
+// settings. A folder is never a
 // toolchain when it is, holds or sits in the work dir, a write grant, a
 // kept cache, the private home's store, corral's state, a folder the
 // sandbox hides or /etc, nor when an fs.deny glob reaches into it: a
@@ -51,13 +52,20 @@ type Toolchain struct {
 	Roots []string `json:"roots"`
 	// For are the exec entries it provides (none without an exec list).
 	For []string `json:"for,omitempty"`
+	// Left are the trees it would get that fs.deny left out, and why.
+	Left []string `json:"left,omitempty"`
 }
 
 // toolchainParts are the names in a toolchain's tree it may be given:
-// what Go's GOROOT (pkg, src, lib, misc, api, VERSION, go.env), node's
-// and Python's prefixes (lib, include, share) and a JDK (jmods, conf
-// beside a release file) are made of.
-var toolchainParts = []string{"api", "bin", "doc", "include", "jmods", "legal", "lib", "lib32", "lib64", "libexec", "man", "misc", "pkg", "sbin", "share", "src", "VERSION", "go.env", "release"}
+// what node's and Python's prefixes (bin, lib, include, share) are made
+// of. goParts are GOROOT's, given only beside its VERSION or go.env (a
+// GOPATH, ~/go, has bin, pkg and src too: the user's own repositories);
+// jdkParts a JDK's, beside its release and jmods.
+var (
+	toolchainParts = []string{"bin", "doc", "include", "lib", "lib32", "lib64", "libexec", "man", "sbin", "share"}
+	goParts        = []string{"VERSION", "api", "go.env", "misc", "pkg", "src"}
+	jdkParts       = []string{"conf", "jmods", "legal", "release"}
+)
 
 // broadTrees are folders too wide to be a toolchain's tree: a bin folder
 // directly in one of them is granted alone.
@@ -122,7 +130,7 @@ func toolchainExcluded(t string, writable []string) string {
 // maxToolchainEntries+1 of them) and whether a path is a real folder or
 // file, not a symlink. A bin folder that is no toolchain's is granted
 // alone where there is no exec list, and not at all with one; a folder
-// not named bin (but pyenv's shims) is not granted.
+// not named bin is not granted.
 func toolchainTrees(bin, home string, restricted bool, names func(dir string) ([]string, bool), own func(string) bool) []string {
 	alone := func() []string {
 		if restricted {
@@ -141,15 +149,6 @@ func toolchainTrees(bin, home string, restricted bool, names func(dir string) ([
 			}
 		}
 		return out
-	case path.Base(bin) == "shims" && path.Base(parent) == ".pyenv":
-		// pyenv's shims run libexec/pyenv, which picks a version.
-		var out []string
-		for _, n := range []string{"shims", "libexec", "versions", "version", "plugins"} {
-			if p := path.Join(parent, n); own(p) {
-				out = append(out, p)
-			}
-		}
-		return out
 	case path.Base(bin) != "bin":
 		// Not a folder of programs by its name: it could be anything
 		// (a home folder, /home, ~/.ssh on a PATH), so nothing is given.
@@ -164,12 +163,17 @@ func toolchainTrees(bin, home string, restricted bool, names func(dir string) ([
 		// installed toolchain: its secrets stay out.
 		return alone()
 	}
+	goroot := slices.Contains(list, "VERSION") || slices.Contains(list, "go.env")
 	jdk := slices.Contains(list, "release") && slices.Contains(list, "jmods")
 	var out []string
 	for _, n := range list {
-		if (slices.Contains(toolchainParts, n) || jdk && n == "conf") && own(path.Join(parent, n)) {
+		part := slices.Contains(toolchainParts, n) || goroot && slices.Contains(goParts, n) || jdk && slices.Contains(jdkParts, n)
+		if part && own(path.Join(parent, n)) {
 			out = append(out, path.Join(parent, n))
 		}
+	}
+	if len(out) == 1 && out[0] == bin {
+		return alone() // a bin folder and nothing of a toolchain's
 	}
 	return out
 }
@@ -200,6 +204,11 @@ func (b *builder) toolchains() {
 		}
 	}
 	for _, t := range b.facts.Toolchains {
+		if len(t.Left) > 0 {
+			msg := "toolchain " + t.Bin + ": left out of the sandbox: " + strings.Join(t.Left, ", ")
+			b.warn("%s", msg)
+			b.plan.Alerts = append(b.plan.Alerts, msg)
+		}
 		from := "toolchain " + t.Bin + " (the caller's PATH)"
 		if len(t.For) > 0 {
 			from = "toolchain of exec " + strings.Join(t.For, ", ") + " (" + t.Bin + ")"

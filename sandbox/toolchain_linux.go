@@ -29,11 +29,13 @@ func (f *Facts) findToolchains(p policyengine.Permissions, spec Spec) {
 			avoid = append(avoid, path.Join(home, c.Rel))
 		}
 	}
-	// A tree an fs.deny glob reaches into is left out whole: the deny
-	// walk covers the grants, not the toolchains.
+	// A tree an fs.deny glob reaches into is left out whole, and said:
+	// the deny walk covers the grants, not the toolchains.
+	type denied struct{ base, glob string }
+	var denies []denied
 	for _, e := range p.Deny {
 		if g, err := policyengine.CompileGlob(e.Value); err == nil {
-			avoid = append(avoid, f.stat(g.Base()).Real)
+			denies = append(denies, denied{f.stat(g.Base()).Real, e.Value})
 		}
 	}
 	real := func(d string) string { return f.stat(d).Real }
@@ -44,7 +46,7 @@ func (f *Facts) findToolchains(p policyengine.Permissions, spec Spec) {
 				if entry != "" && !slices.Contains(t.For, entry) {
 					f.Toolchains[i].For = append(f.Toolchains[i].For, entry)
 				}
-				return true
+				return len(t.Roots) > 0
 			}
 		}
 		t := Toolchain{Bin: bin}
@@ -52,11 +54,19 @@ func (f *Facts) findToolchains(p policyengine.Permissions, spec Spec) {
 			t.For = []string{entry}
 		}
 		for _, tree := range toolchainTrees(bin, home, p.ExecRestricted(), firstNames, own) {
-			if toolchainExcluded(tree, avoid) == "" {
-				t.Roots = append(t.Roots, tree)
+			if toolchainExcluded(tree, avoid) != "" {
+				continue
 			}
+			if i := slices.IndexFunc(denies, func(d denied) bool { return isUnder(tree, d.base) || isUnder(d.base, tree) }); i >= 0 {
+				t.Left = append(t.Left, tree+" (fs.deny "+denies[i].glob+" may reach into it)")
+				continue
+			}
+			t.Roots = append(t.Roots, tree)
 		}
 		if len(t.Roots) == 0 {
+			if len(t.Left) > 0 {
+				f.Toolchains = append(f.Toolchains, t) // to say what was left out
+			}
 			return false
 		}
 		f.Toolchains = append(f.Toolchains, t)
@@ -105,10 +115,12 @@ func (f *Facts) findToolchains(p policyengine.Permissions, spec Spec) {
 			}
 		}
 	}
-	// In the caller's order (an exec list is sorted by name).
+	// In the caller's order (an exec list is sorted by name), by real
+	// path: a symlinked folder (SDKMAN's java/current/bin) is not in the
+	// sandbox, its target is.
 	for _, d := range caller {
-		if slices.Contains(onPath, d) && !slices.Contains(f.Path, d) {
-			f.Path = append(f.Path, d)
+		if slices.Contains(onPath, d) && !slices.Contains(f.Path, real(d)) {
+			f.Path = append(f.Path, real(d))
 		}
 	}
 }

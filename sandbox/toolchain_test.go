@@ -10,7 +10,8 @@ import (
 // a folder too wide, in a dot folder or in a project is granted alone
 // (with an exec list, not at all), and a folder not named
 // bin (a home folder on a PATH) not at all; rustup's proxies get
-// rustup's toolchains, pyenv's shims its versions.
+// rustup's toolchains; GOROOT's src and pkg come only beside its VERSION
+// (a GOPATH's src is the user's).
 func TestToolchainTrees(t *testing.T) {
 	listing := map[string][]string{
 		"/usr/local/go":                      {"CONTRIBUTING.md", "VERSION", "api", "bin", "go.env", "lib", "misc", "pkg", "src", "test"},
@@ -21,6 +22,7 @@ func TestToolchainTrees(t *testing.T) {
 		"/home/u/src/project":                {".env", ".git", "bin", "src"},
 		"/home/u":                            {"bin", "src"},
 		"/srv/me":                            {"bin", "src"},
+		"/home/u/go":                         {"bin", "pkg", "src"},
 	}
 	huge := make([]string, maxToolchainEntries+1)
 	for i := range huge {
@@ -38,7 +40,6 @@ func TestToolchainTrees(t *testing.T) {
 	goTree := []string{"/usr/local/go/VERSION", "/usr/local/go/api", "/usr/local/go/bin", "/usr/local/go/go.env", "/usr/local/go/lib", "/usr/local/go/misc", "/usr/local/go/pkg", "/usr/local/go/src"}
 	node := "/home/u/.nvm/versions/node/v22.1.0/"
 	nodeTree := []string{node + "bin", node + "include", node + "lib", node + "share"}
-	pyenv := []string{"/home/u/.pyenv/shims", "/home/u/.pyenv/libexec", "/home/u/.pyenv/versions", "/home/u/.pyenv/version", "/home/u/.pyenv/plugins"}
 	for _, tt := range []struct {
 		bin        string
 		want       []string
@@ -48,15 +49,16 @@ func TestToolchainTrees(t *testing.T) {
 		{node + "bin", nodeTree, nodeTree},
 		{"/opt/tomcat/bin", []string{"/opt/tomcat/bin", "/opt/tomcat/lib"}, []string{"/opt/tomcat/bin", "/opt/tomcat/lib"}},
 		{"/opt/jdk/bin", []string{"/opt/jdk/bin", "/opt/jdk/conf", "/opt/jdk/jmods", "/opt/jdk/lib", "/opt/jdk/release"}, []string{"/opt/jdk/bin", "/opt/jdk/conf", "/opt/jdk/jmods", "/opt/jdk/lib", "/opt/jdk/release"}},
-		{"/opt/linked/bin", []string{"/opt/linked/bin"}, []string{"/opt/linked/bin"}},
+		{"/opt/linked/bin", []string{"/opt/linked/bin"}, nil},
 		{"/home/u/.cargo/bin", []string{"/home/u/.cargo/bin", "/home/u/.rustup/toolchains"}, []string{"/home/u/.rustup/toolchains"}},
 		{"/root/.cargo/bin", []string{"/root/.cargo/bin", "/root/.rustup/toolchains", "/root/.rustup/settings.toml"}, []string{"/root/.rustup/toolchains", "/root/.rustup/settings.toml"}},
-		{"/home/u/.pyenv/shims", pyenv, pyenv},
+		{"/home/u/.pyenv/shims", nil, nil},
+		{"/home/u/go/bin", []string{"/home/u/go/bin"}, nil},
 		{"/home/u/.local/bin", []string{"/home/u/.local/bin"}, nil},
 		{"/home/alice/.local/bin", []string{"/home/alice/.local/bin"}, nil},
 		{"/home/u/bin", []string{"/home/u/bin"}, nil},
 		{"/home/alice/bin", []string{"/home/alice/bin"}, nil},
-		{"/srv/me/bin", []string{"/srv/me/bin", "/srv/me/src"}, []string{"/srv/me/bin", "/srv/me/src"}},
+		{"/srv/me/bin", []string{"/srv/me/bin"}, nil},
 		{"/home/u/src/project/bin", []string{"/home/u/src/project/bin"}, nil},
 		{"/opt/bin", []string{"/opt/bin"}, nil},
 		{"/usr/local/bin", []string{"/usr/local/bin"}, nil},

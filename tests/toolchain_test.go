@@ -171,6 +171,19 @@ func TestToolchainOutsideBaseline(t *testing.T) {
 				t.Errorf("%s: the toolchain's tree is writable (data.txt %q):\n%s", name, b, r)
 			}
 		}
+		// A PATH folder that is a link to the toolchain's bin (SDKMAN's
+		// java/current/bin): the sandbox's PATH names the real folder.
+		current := filepath.Join(base, "current-"+u.name)
+		if err := os.Symlink(filepath.Join(tc, "bin"), current); err != nil {
+			t.Fatal(err)
+		}
+		for _, sk := range []string{plain, listed} {
+			linked := append([]string{"PATH=/usr/local/bin:/usr/bin:/bin:" + current}, env[1:]...)
+			r := u.run(t, runOpts{args: []string{"exec", "--quiet", "--work-dir", work, "--skill", sk, "--", "sh", "-c", "tctool"}, dir: work, env: linked})
+			if r.code != 0 || !strings.Contains(r.stdout, "helper ran") {
+				t.Errorf("%s: a toolchain on the PATH through a symlinked folder:\n%s", filepath.Base(sk), r)
+			}
+		}
 		attack(t, "exec", "a program in the work dir found on the caller's PATH runs under an exec list")
 		for _, prog := range []string{"worktool", "linktool"} {
 			if r := run(listed, prog); r.code != 127 || strings.Contains(r.stdout, "PWNED") {
