@@ -12,7 +12,7 @@
 # The share holds bin/ (corral and the attack helper), tests/ (one static
 # test binary per package, and tests/packages) and src/ (the repository),
 # built on the host by scripts/vm-stage.sh, and job.env (BOX, SUITES,
-# USERS, E2E_NOBODY).
+# ROOT_SUITES, USERS, E2E_NOBODY).
 set -uo pipefail
 share=/share
 out=$share/results
@@ -176,7 +176,10 @@ for who in $USERS; do
 	if [ "$BOX" = debian-13-nouserns ] && [ "$who" = user ]; then
 		tier=(CORRAL_E2E_TIER=landlock CORRAL_E2E_TIER_AUTO=1)
 	fi
-	for s in $SUITES; do
+	# shellcheck disable=SC2153 # SUITES is from job.env
+	suites=$SUITES
+	[ "$who" = root ] && suites=${ROOT_SUITES:-$SUITES}
+	for s in $suites; do
 		[ "$s" = none ] && continue
 		log=$out/$who.$s.log
 		: >"$log"
