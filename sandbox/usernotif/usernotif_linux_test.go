@@ -407,8 +407,14 @@ func startChild(t testing.TB, spec childSpec) *child {
 	defer ours.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	c := &child{cmd: exec.CommandContext(ctx, os.Args[0], "-test.run=^$")}
-	// The race runtime sleeps a second at exit unless told not to.
-	c.cmd.Env = append(os.Environ(), childEnv+"="+string(js), "GORACE="+os.Getenv("GORACE")+" atexit_sleep_ms=0")
+	// The race runtime sleeps a second at exit unless told not to. Go's
+	// preemption signal (SIGURG) interrupts a notified call, which the
+	// kernel then restarts: a create the supervisor already made is
+	// made again (renameat2 then fails with ENOENT; seen under
+	// emulation). The child asks for no such signal; what a command's
+	// own signals do to a supervised create is the supervisor's open
+	// problem (SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, Linux 5.19).
+	c.cmd.Env = append(os.Environ(), childEnv+"="+string(js), "GORACE="+os.Getenv("GORACE")+" atexit_sleep_ms=0", "GODEBUG=asyncpreemptoff=1")
 	c.cmd.ExtraFiles = []*os.File{theirs}
 	c.cmd.Stdout, c.cmd.Stderr = &c.stdout, &c.stderr
 	if err := c.cmd.Start(); err != nil {
