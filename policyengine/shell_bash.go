@@ -126,30 +126,13 @@ func splitBash(line string) ([]Command, error) {
 	// trusted only where reading the joined line gives the same commands
 	// (a continuation inside single quotes or a comment, which bash keeps,
 	// then reads as unsure too).
-	if at := continuation(line); at >= 0 {
-		joined, jerr := readBash(dropContinuations(line))
-		if jerr != nil || !reflect.DeepEqual(cmds, joined) {
+	if joined := dropContinuations(line); joined != line {
+		at := strings.Index(line, "\\\n")
+		if jcmds, jerr := readBash(joined); jerr != nil || !reflect.DeepEqual(cmds, jcmds) {
 			return nil, shellUnsuref(at, "a backslash-newline that bash may read as joining two tokens")
 		}
 	}
 	return cmds, nil
-}
-
-// continuation is the offset of the first unescaped backslash-newline in
-// line, or -1.
-func continuation(line string) int {
-	for i := strings.Index(line, "\\\n"); i >= 0; {
-		if escapedAt(line, i) {
-			j := strings.Index(line[i+2:], "\\\n")
-			if j < 0 {
-				return -1
-			}
-			i += 2 + j
-			continue
-		}
-		return i
-	}
-	return -1
 }
 
 // escapedAt says whether the backslash at line[i] is itself escaped: an

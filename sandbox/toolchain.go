@@ -37,11 +37,11 @@ import (
 // the exec entry's own program runs, the folder's neighbours do not. A
 // folder not named bin is no toolchain's (a PATH may name ~ or ~/.ssh).
 // rustup's proxies in ~/.cargo/bin get ~/.rustup's toolchains and
-// settings. A folder is never a
-// toolchain when it is, holds or sits in the work dir, a write grant, a
-// kept cache, the private home's store, corral's state, a folder the
-// sandbox hides or /etc, nor when an fs.deny glob reaches into it: a
-// toolchain is what the host installed, not what the command may write.
+// settings. A folder is never a toolchain when it is, holds or sits in
+// the work dir, a write grant, a kept cache, the private home's store,
+// corral's state, a folder the sandbox hides or /etc, nor when an fs.deny
+// glob reaches into it: a toolchain is what the host installed, not what
+// the command may write.
 
 // Toolchain is one such folder and the trees it needs.
 type Toolchain struct {
